@@ -1,0 +1,3 @@
+from codemod.cli import app
+
+app(prog_name="neuron-migrate")

@@ -1,0 +1,364 @@
+"""One cheap pass over the stdlib `ast`: scopes, bindings, and which statements need work.
+
+LibCST's QualifiedNameProvider costs several parses per file; this pass costs a fraction of
+one. It records every binding per scope, resolves the loads that could matter, and flags the
+statements that mention an XLA name or a string the rules care about. The rewriter then touches
+only those statements.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from codemod.scopes import Binding, Scope, is_xla
+
+_IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
+
+
+@dataclass(frozen=True)
+class Use:
+    """A load of a string-valued binding, with the parent nodes that say what it is used for."""
+
+    node: ast.Name
+    scope: Scope
+    parent: ast.AST | None
+    grandparent: ast.AST | None
+
+
+@dataclass
+class Analysis:
+    tree: ast.Module
+    flagged: set[int] = field(default_factory=set)
+    on_path: set[int] = field(default_factory=set)
+    scope_of: dict[int, Scope] = field(default_factory=dict)
+    xla_imports: list[Binding] = field(default_factory=list)
+    module_scope: Scope | None = None
+    uses: dict[int, list[Use]] = field(default_factory=dict)
+
+    @property
+    def needs_rewrite(self) -> bool:
+        return bool(self.flagged or self.xla_imports)
+
+
+def analyse(
+    tree: ast.Module,
+    interesting_string: Callable[[str], bool],
+    star_names: frozenset[str] = frozenset(),
+) -> Analysis:
+    walker = _Walker(interesting_string, star_names)
+    walker.block(tree.body)
+    return walker.finish(tree)
+
+
+class _Walker:
+    def __init__(self, interesting_string: Callable[[str], bool],
+                 star_names: frozenset[str]) -> None:
+        self.interesting_string = interesting_string
+        self.scope = Scope("module", None, star_names)
+        self.module_scope = self.scope
+        self.unit: ast.stmt | None = None
+        self.stack: list[ast.AST] = []
+        self.stmt_parent: dict[int, ast.stmt | None] = {}
+        self.current_stmt: ast.stmt | None = None
+        self.loads: list[tuple[ast.Name, Scope, ast.stmt, ast.AST | None, ast.AST | None]] = []
+        self.flagged_units: list[ast.stmt] = []
+        self.scope_of: dict[int, Scope] = {}
+        self.fallback: frozenset[str] = frozenset()
+        self.imports: list[Binding] = []
+        self.string_names: set[str] = set()
+        self.docstring: ast.AST | None = None
+
+    # ----------------------------------------------------------------- statements
+    def block(self, body: Iterable[ast.stmt]) -> None:
+        for stmt in body:
+            self.statement(stmt)
+
+    def statement(self, stmt: ast.stmt) -> None:
+        self.stmt_parent[id(stmt)] = self.current_stmt
+        self.scope_of[id(stmt)] = self.scope
+        outer_stmt, outer_unit = self.current_stmt, self.unit
+        self.current_stmt = self.unit = stmt
+        handler = _STATEMENTS.get(type(stmt))
+        if handler is not None:
+            self.stack.append(stmt)
+            handler(self, stmt)
+            self.stack.pop()
+        else:
+            if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+                self.docstring = stmt.value
+            self.children(stmt)
+        self.current_stmt, self.unit = outer_stmt, outer_unit
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        self.expressions(node.decorator_list)
+        self._arguments_outside(node.args)
+        self.expression(node.returns)
+        self.bind(node.name)
+        self.in_scope("function", lambda: (self._parameters(node.args), self.block(node.body)))
+
+    def _class(self, node: ast.ClassDef) -> None:
+        self.expressions(node.decorator_list)
+        self.expressions(node.bases)
+        self.expressions(k.value for k in node.keywords)
+        self.bind(node.name)
+        self.in_scope("class", lambda: self.block(node.body))
+
+    def _import(self, node: ast.Import) -> None:
+        for index, alias in enumerate(node.names):
+            if alias.asname:
+                binding = Binding(alias.asname, qualname=alias.name, module=alias.name)
+            else:
+                root = alias.name.split(".", 1)[0]
+                binding = Binding(root, qualname=root, module=alias.name)
+            self._bind_import(binding, node, index)
+
+    def _import_from(self, node: ast.ImportFrom) -> None:
+        base = "." * node.level + (node.module or "")
+        for index, alias in enumerate(node.names):
+            if alias.name == "*":
+                star = Binding("*", qualname=None, module=base, statement=node,
+                               alias_index=index, star=True)
+                self.scope.module.stars.append(star)
+                if is_xla(base):
+                    self.imports.append(star)
+                continue
+            qualname = f"{base}.{alias.name}" if base and not base.endswith(".") else base + alias.name
+            binding = Binding(alias.asname or alias.name, qualname=qualname, module=qualname)
+            self._bind_import(binding, node, index)
+
+    def _bind_import(self, binding: Binding, node: ast.stmt, index: int) -> None:
+        binding.statement = node
+        binding.alias_index = index
+        self.scope.bind(binding)
+        if binding.module and is_xla(binding.module):
+            self.imports.append(binding)
+
+    def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
+        self.expression(node.value)
+        if isinstance(node, ast.AnnAssign):
+            self.expression(node.annotation)
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = node.value
+        literal = (value.value if isinstance(value, ast.Constant) and isinstance(value.value, str)
+                   and self.interesting_string(value.value) else None)
+        for target in targets:
+            if literal is not None and isinstance(target, ast.Name) and len(targets) == 1:
+                self.scope.bind(Binding(target.id, string_value=literal, statement=node))
+                self.string_names.add(target.id)
+            else:
+                self.expression(target)
+
+    def _for(self, node: ast.For | ast.AsyncFor) -> None:
+        self.expression(node.iter)
+        self.expression(node.target)
+        self.block(node.body)
+        self.block(node.orelse)
+
+    def _with(self, node: ast.With | ast.AsyncWith) -> None:
+        for item in node.items:
+            self.expression(item.context_expr)
+            self.expression(item.optional_vars)
+        self.block(node.body)
+
+    def _if(self, node: ast.If) -> None:
+        self.expression(node.test)
+        self.block(node.body)
+        self.with_fallback(_imported_names(node.body), lambda: self.block(node.orelse))
+
+    def _try(self, node: ast.Try) -> None:
+        self.block(node.body)
+        imported = _imported_names(node.body)
+        for handler in node.handlers:
+            self.stack.append(handler)
+            self.expression(handler.type)
+            if handler.name:
+                self.bind(handler.name)
+            catches = _handler_catches_import_error(handler)
+            self.with_fallback(imported if catches else frozenset(),
+                               lambda h=handler: self.block(h.body))
+            self.stack.pop()
+        self.block(node.orelse)
+        self.block(node.finalbody)
+
+    def _global(self, node: ast.Global | ast.Nonlocal) -> None:
+        target = self.scope.globals if isinstance(node, ast.Global) else self.scope.nonlocals
+        target.update(node.names)
+
+    def _match(self, node: ast.stmt) -> None:
+        self.expression(node.subject)  # type: ignore[attr-defined]
+        for case in node.cases:  # type: ignore[attr-defined]
+            self.expression(case.pattern)
+            self.expression(case.guard)
+            self.block(case.body)
+
+    # ---------------------------------------------------------------- expressions
+    def expressions(self, nodes: Iterable[ast.AST | None]) -> None:
+        for node in nodes:
+            self.expression(node)
+
+    def expression(self, node: ast.AST | None) -> None:
+        if node is None:
+            return
+        kind = type(node)
+        if kind is ast.Name:
+            if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
+                stack = self.stack
+                self.loads.append((node, self.scope, self.unit,  # type: ignore[arg-type]
+                                   stack[-1] if stack else None,
+                                   stack[-2] if len(stack) > 1 else None))
+            else:
+                self.bind(node.id)  # type: ignore[attr-defined]
+            return
+        if kind is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if isinstance(value, str) and node is not self.docstring and self.interesting_string(value):
+                self.flag(self.unit)
+            return
+        if kind is ast.Lambda:
+            self._arguments_outside(node.args)  # type: ignore[attr-defined]
+            self.in_scope("lambda", lambda: (self._parameters(node.args),  # type: ignore[attr-defined]
+                                             self.expression(node.body)))  # type: ignore[attr-defined]
+            return
+        if kind in _COMPREHENSIONS:
+            self.in_scope("comprehension", lambda: self.children(node))
+            return
+        if kind is ast.NamedExpr:
+            self.expression(node.value)  # type: ignore[attr-defined]
+            scope = self.scope
+            while scope.kind == "comprehension" and scope.parent is not None:
+                scope = scope.parent
+            scope.bind(Binding(node.target.id))  # type: ignore[attr-defined]
+            return
+        if kind in _PATTERN_NAMES:
+            name = getattr(node, _PATTERN_NAMES[kind])
+            if name:
+                self.bind(name)
+        self.children(node)
+
+    def children(self, node: ast.AST) -> None:
+        self.stack.append(node)
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.stmt):
+                        self.statement(item)
+                    elif isinstance(item, ast.AST):
+                        self.expression(item)
+            elif isinstance(value, ast.AST):
+                self.expression(value)
+        self.stack.pop()
+
+    # ------------------------------------------------------------------- helpers
+    def _arguments_outside(self, args: ast.arguments) -> None:
+        """Defaults and annotations are evaluated in the enclosing scope."""
+        self.expressions(args.defaults)
+        self.expressions(d for d in args.kw_defaults if d is not None)
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                self.expression(arg.annotation)
+
+    def _parameters(self, args: ast.arguments) -> None:
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                self.bind(arg.arg)
+
+    def bind(self, name: str) -> None:
+        self.scope.bind(Binding(name, fallback=name in self.fallback))
+
+    def in_scope(self, kind: str, body: Callable[[], object]) -> None:
+        outer, outer_fallback = self.scope, self.fallback
+        self.scope, self.fallback = Scope(kind, outer), frozenset()
+        body()
+        self.scope, self.fallback = outer, outer_fallback
+
+    def with_fallback(self, names: frozenset[str], body: Callable[[], object]) -> None:
+        outer = self.fallback
+        self.fallback = outer | names
+        body()
+        self.fallback = outer
+
+    def flag(self, unit: ast.stmt | None) -> None:
+        if unit is not None:
+            self.flagged_units.append(unit)
+
+    def finish(self, tree: ast.Module) -> Analysis:
+        result = Analysis(tree, scope_of=self.scope_of, module_scope=self.module_scope,
+                          xla_imports=self.imports)
+        self._resolve_loads(result)
+        for unit in self.flagged_units:
+            result.flagged.add(id(unit))
+            self._mark_path(result, unit)
+        for binding in self.imports:
+            if binding.statement is not None:
+                self._mark_path(result, binding.statement)
+        return result
+
+    def _resolve_loads(self, result: Analysis) -> None:
+        names = {b.name for b in self.imports} | self.string_names
+        star_short = {q.rsplit(".", 1)[1] for q in self.module_scope.star_names} \
+            if self.module_scope.stars else set()
+        for node, scope, unit, parent, grandparent in self.loads:
+            name = node.id
+            if name not in names and name not in star_short:
+                continue
+            bindings = scope.lookup(name)
+            if not bindings:
+                continue
+            for binding in bindings:
+                if binding.string_value is not None:
+                    result.uses.setdefault(id(binding), []).append(
+                        Use(node, scope, parent, grandparent))
+                elif binding.qualname is not None and is_xla(binding.qualname):
+                    self.flag(unit)
+
+    def _mark_path(self, result: Analysis, stmt: ast.stmt | None) -> None:
+        while stmt is not None and id(stmt) not in result.on_path:
+            result.on_path.add(id(stmt))
+            stmt = self.stmt_parent.get(id(stmt))
+
+
+def _imported_names(body: list[ast.stmt]) -> frozenset[str]:
+    names: set[str] = set()
+    for stmt in body:
+        if isinstance(stmt, ast.Import):
+            names.update(a.asname or a.name.split(".", 1)[0] for a in stmt.names)
+        elif isinstance(stmt, ast.ImportFrom):
+            names.update(a.asname or a.name for a in stmt.names)
+    return frozenset(names)
+
+
+def _handler_catches_import_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+
+
+_PATTERN_NAMES: dict[type, str] = {ast.MatchAs: "name", ast.MatchStar: "name",
+                                   ast.MatchMapping: "rest"}
+
+_STATEMENTS: dict[type, Callable[[_Walker, ast.stmt], None]] = {
+    ast.FunctionDef: _Walker._function,  # type: ignore[dict-item]
+    ast.AsyncFunctionDef: _Walker._function,  # type: ignore[dict-item]
+    ast.ClassDef: _Walker._class,  # type: ignore[dict-item]
+    ast.Import: _Walker._import,  # type: ignore[dict-item]
+    ast.ImportFrom: _Walker._import_from,  # type: ignore[dict-item]
+    ast.Assign: _Walker._assign,  # type: ignore[dict-item]
+    ast.AnnAssign: _Walker._assign,  # type: ignore[dict-item]
+    ast.For: _Walker._for,  # type: ignore[dict-item]
+    ast.AsyncFor: _Walker._for,  # type: ignore[dict-item]
+    ast.With: _Walker._with,  # type: ignore[dict-item]
+    ast.AsyncWith: _Walker._with,  # type: ignore[dict-item]
+    ast.If: _Walker._if,  # type: ignore[dict-item]
+    ast.Try: _Walker._try,  # type: ignore[dict-item]
+    ast.Global: _Walker._global,  # type: ignore[dict-item]
+    ast.Nonlocal: _Walker._global,  # type: ignore[dict-item]
+    ast.Match: _Walker._match,
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    _STATEMENTS[ast.TryStar] = _Walker._try  # type: ignore[assignment]

@@ -1,0 +1,170 @@
+"""Which files a run looks at.
+
+Walks directories in a stable order, honours .gitignore files (from the enclosing git work
+tree down) and `--exclude` globs (gitignore syntax), skips version-control, virtualenv,
+package and build folders, never descends into a symlinked folder and never follows a
+symlinked file out of the tree it was found in.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
+    "site-packages", "dist-packages", "node_modules", "build", "dist", ".mypy_cache",
+    ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
+})
+PYTHON_SUFFIXES = frozenset({".py"})
+
+
+@dataclass
+class Discovery:
+    files: list[Path] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Ignore:
+    base: Path
+    spec: pathspec.GitIgnoreSpec
+
+    def check(self, path: Path, is_dir: bool) -> bool | None:
+        try:
+            relative = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return None
+        return self.spec.check_file(relative + ("/" if is_dir else "")).include
+
+
+def discover(paths: Iterable[Path], excludes: Iterable[str] = (),
+             suffixes: frozenset[str] = PYTHON_SUFFIXES) -> Discovery:
+    result = Discovery()
+    exclude = pathspec.GitIgnoreSpec.from_lines(list(excludes))
+    seen: set[Path] = set()
+    for given in paths:
+        if not given.exists():
+            result.errors.append(f"{given}: no such file or directory")
+            continue
+        if given.is_dir():
+            real = given.resolve()
+            walk = _Walk(real, exclude, suffixes, result)
+            for path in walk.directory(given, real, "", _parent_ignores(real)):
+                _add(path, seen, result)
+        elif exclude.patterns and exclude.match_file(_cwd_relative(given)):
+            result.skipped.append(f"{given}: excluded")
+        else:
+            _add(given, seen, result)
+    return result
+
+
+def _cwd_relative(path: Path) -> str:
+    absolute = Path(os.path.abspath(path))
+    try:
+        return absolute.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return absolute.as_posix()
+
+
+def _add(path: Path, seen: set[Path], result: Discovery) -> None:
+    real = path.resolve()
+    if real not in seen:
+        seen.add(real)
+        result.files.append(path)
+
+
+@dataclass
+class _Walk:
+    root_real: Path
+    exclude: pathspec.GitIgnoreSpec
+    suffixes: frozenset[str]
+    result: Discovery
+
+    def directory(self, path: Path, real: Path, relative: str,
+                  ignores: list[_Ignore]) -> Iterator[Path]:
+        local = _load_gitignore(path, real)
+        if local is not None:
+            ignores = [*ignores, local]
+        try:
+            entries = sorted(os.scandir(path), key=lambda e: e.name)
+        except OSError as error:
+            self.result.errors.append(f"{path}: cannot list ({error.strerror})")
+            return
+        for entry in entries:
+            yield from self.entry(entry, path, real, relative, ignores)
+
+    def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path, relative: str,
+              ignores: list[_Ignore]) -> Iterator[Path]:
+        path = parent / entry.name
+        rel = f"{relative}{entry.name}"
+        try:
+            is_link = entry.is_symlink()
+            is_dir = entry.is_dir(follow_symlinks=False)
+        except OSError:
+            return
+        if is_link:
+            target = path.resolve()
+            if not target.exists() or target.is_dir():
+                return  # broken, or a symlinked folder: never descended into (no loops)
+            if not target.is_relative_to(self.root_real):
+                self.result.skipped.append(f"{path}: symlink to a file outside the tree")
+                return
+        elif is_dir and _skipped_dir(entry):
+            return
+        real = parent_real / entry.name
+        if _ignored(ignores, real, is_dir):
+            return
+        if self.exclude.patterns and self.exclude.match_file(rel + ("/" if is_dir else "")):
+            return
+        if is_dir:
+            yield from self.directory(path, real, rel + "/", ignores)
+        elif Path(entry.name).suffix in self.suffixes:
+            yield path
+
+
+def _skipped_dir(entry: os.DirEntry[str]) -> bool:
+    if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info"):
+        return True
+    return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # any virtualenv
+
+
+def _ignored(ignores: list[_Ignore], path: Path, is_dir: bool) -> bool:
+    for ignore in reversed(ignores):  # the deepest .gitignore with an opinion decides
+        verdict = ignore.check(path, is_dir)
+        if verdict is not None:
+            return verdict
+    return False
+
+
+def _load_gitignore(directory: Path, real: Path) -> _Ignore | None:
+    gitignore = directory / ".gitignore"
+    if not gitignore.is_file():
+        return None
+    try:
+        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    return _Ignore(real, pathspec.GitIgnoreSpec.from_lines(lines))
+
+
+def _parent_ignores(directory: Path) -> list[_Ignore]:
+    """The .gitignore files above `directory`, up to the root of its git work tree."""
+    chain: list[Path] = []
+    current = directory.parent
+    inside_git = (directory / ".git").exists()
+    while not inside_git and current != current.parent:
+        chain.append(current)
+        if (current / ".git").exists():
+            inside_git = True
+            break
+        current = current.parent
+    if not inside_git:
+        return []
+    ignores = [_load_gitignore(d, d) for d in reversed(chain)]
+    return [i for i in ignores if i is not None]

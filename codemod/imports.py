@@ -1,0 +1,120 @@
+"""Import bookkeeping: drop XLA imports nothing uses any more, add the ones replacements need."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from codemod.registry import STAR_IMPORT, UNUSED_IMPORT, Registry
+from codemod.scopes import Binding
+
+
+@dataclass(frozen=True)
+class ImportNote:
+    """A finding about an import statement, positioned at the statement."""
+
+    rule_id: str
+    message: str
+    statement: ast.stmt
+    applied: bool
+
+
+def plan_removals(imports: Sequence[Binding], used: set[int],
+                  registry: Registry) -> tuple[dict[int, set[int]], list[ImportNote]]:
+    """Which aliases of which import statements go, keyed by id of the `ast` statement.
+
+    An XLA import stays while any remaining reference resolves to it. Side-effect imports
+    (`torch_xla.distributed.xla_backend`) go even so, unless they are the only binding of a
+    name that is still used.
+    """
+    removals: dict[int, set[int]] = {}
+    notes: list[ImportNote] = []
+    for binding in imports:
+        statement = binding.statement
+        assert statement is not None
+        if binding.star:
+            notes.append(ImportNote(STAR_IMPORT, f"`from {binding.module} import *`: remove it "
+                                    "by hand once nothing from it is used", statement, False))
+            continue
+        side_effect = registry.by_import.get(binding.module or "")
+        if side_effect is not None and not registry.enabled(side_effect):
+            continue
+        if id(binding) in used and (side_effect is None or _sole_binding(binding, imports,
+                                                                            registry)):
+            continue
+        if side_effect is None and not registry.enabled(registry.by_id[UNUSED_IMPORT]):
+            continue
+        removals.setdefault(id(statement), set()).add(binding.alias_index)
+        rule_id = side_effect.id if side_effect else UNUSED_IMPORT
+        what = binding.module if binding.qualname == binding.name or not binding.module else \
+            f"{binding.module} as {binding.name}"
+        reason = ("its only effect was registering the XLA backend" if side_effect
+                  else "nothing uses it after the migration")
+        notes.append(ImportNote(rule_id, f"removed the import of `{what}`: {reason}",
+                                statement, True))
+    return removals, notes
+
+
+def _sole_binding(binding: Binding, imports: Sequence[Binding], registry: Registry) -> bool:
+    """No other import binds the same name, so removing this one would leave it unbound."""
+    return not any(other is not binding and other.name == binding.name
+                   and other.module not in registry.by_import for other in imports)
+
+
+def remove_aliases(node: cst.Import | cst.ImportFrom,
+                   indices: set[int]) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
+    names = node.names
+    if isinstance(names, cst.ImportStar):
+        return node
+    kept = [alias for i, alias in enumerate(names) if i not in indices]
+    if not kept:
+        return cst.RemovalSentinel.REMOVE
+    trailing = names[-1].comma
+    keep_trailing = isinstance(trailing, cst.Comma) and isinstance(node, cst.ImportFrom) \
+        and node.rpar is not None
+    kept[-1] = kept[-1].with_changes(comma=trailing if keep_trailing else cst.MaybeSentinel.DEFAULT)
+    return node.with_changes(names=kept)
+
+
+def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cst.BaseStatement]:
+    """Insert `import m` for each module after the file's leading block of imports."""
+    statements = list(body)
+    if not modules:
+        return statements
+    index = _insertion_index(statements)
+    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name(m))])])
+           for m in sorted(modules)]
+    return statements[:index] + new + statements[index:]
+
+
+def _insertion_index(statements: list[cst.BaseStatement]) -> int:
+    index = 0
+    if statements and _is_docstring(statements[0]):
+        index = 1
+    while index < len(statements) and _is_import_line(statements[index], future=True):
+        index += 1
+    while index < len(statements) and _is_import_line(statements[index], future=False):
+        index += 1
+    return index
+
+
+def _is_docstring(statement: cst.BaseStatement) -> bool:
+    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
+            and isinstance(statement.body[0], cst.Expr)
+            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
+
+
+def _is_import_line(statement: cst.BaseStatement, future: bool) -> bool:
+    if not isinstance(statement, cst.SimpleStatementLine):
+        return False
+    for small in statement.body:
+        if not isinstance(small, (cst.Import, cst.ImportFrom)):
+            return False
+        is_future = isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) \
+            and small.module.value == "__future__"
+        if is_future != future:
+            return False
+    return True

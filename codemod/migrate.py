@@ -1,0 +1,110 @@
+"""The per-file runner: bytes in, `FileResult` out. No printing, no writing."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+
+import libcst as cst
+
+from codemod.analyse import analyse
+from codemod.imports import ImportNote
+from codemod.locate import Locator
+from codemod.model import FileResult, Finding, Kind, Options
+from codemod.registry import Registry
+from codemod.rewrite import ModuleRewriter, Pending, StructureMismatch
+
+
+def migrate_source(path: str, data: bytes, registry: Registry,
+                   options: Options | None = None) -> FileResult:
+    options = options or registry.options
+    if not registry.prefilter(data):
+        return FileResult(path, original=data)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences are the user's business
+            tree = ast.parse(data, filename=path)
+    except SyntaxError as error:
+        return FileResult(path, original=data, error=_syntax_message(path, error))
+    except ValueError as error:  # null bytes
+        return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    analysis = analyse(tree, registry.interesting_string, registry.star_names)
+    if not analysis.needs_rewrite:
+        return FileResult(path, original=data)
+    try:
+        module = cst.parse_module(data)
+    except cst.ParserSyntaxError as error:
+        return FileResult(path, original=data,
+                          error=f"{path}:{error.raw_line}: LibCST cannot parse this file: "
+                                f"{error.message}")
+    rewriter = ModuleRewriter(analysis, registry, options)
+    try:
+        new_module = rewriter.run(module)
+    except StructureMismatch as error:
+        return FileResult(path, original=data,
+                          error=f"{path}: internal error, file left untouched ({error}); "
+                                "please report this")
+    new = new_module.bytes
+    findings = _findings(path, rewriter, Locator(module.code))
+    if new == data:
+        return FileResult(path, findings=findings, original=data, encoding=module.encoding)
+    problem = _guard(path, data, new)
+    if problem is not None:
+        rules = sorted({f.rule_id for f in findings if f.applied})
+        return FileResult(path, findings=findings, original=data, encoding=module.encoding,
+                          error=f"{problem}; the rewrite by {', '.join(rules)} was not written "
+                                "(please report this)")
+    return FileResult(path, findings=findings, original=data, new_source=new,
+                      encoding=module.encoding)
+
+
+def _syntax_message(path: str, error: SyntaxError) -> str:
+    where = f"{path}:{error.lineno}" if error.lineno else path
+    return f"{where}: cannot parse ({error.msg}); file skipped"
+
+
+def _guard(path: str, original: bytes, new: bytes) -> str | None:
+    """The re-parse guard: output that does not compile is never written."""
+    try:
+        compile(new, path, "exec", dont_inherit=True)
+    except SyntaxError as error:
+        if _compiles(original, path) or not _parses(new):
+            return f"{path}:{error.lineno}: the rewritten code does not compile ({error.msg})"
+    return None
+
+
+def _compiles(source: bytes, path: str) -> bool:
+    try:
+        compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _parses(source: bytes) -> bool:
+    try:
+        ast.parse(source)
+    except SyntaxError:
+        return False
+    return True
+
+
+def _findings(path: str, rewriter: ModuleRewriter, locator: Locator) -> tuple[Finding, ...]:
+    findings: list[Finding] = []
+    for item, unit in rewriter.findings:
+        line, column = locator.position(unit, item.signature, item.rank)
+        if isinstance(item, Pending):
+            findings.append(Finding(path, line, column, item.rule_id, item.kind, item.message,
+                                    item.applied, item.suggestion))
+        else:
+            findings.append(Finding(path, line, column, item.rule_id, Kind.REVIEW, item.message))
+    for note in rewriter.import_notes:
+        findings.append(_import_finding(path, note, locator))
+    findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    return tuple(findings)
+
+
+def _import_finding(path: str, note: ImportNote, locator: Locator) -> Finding:
+    line, column = locator.position(note.statement, None, 0)
+    kind = Kind.FIX if note.applied else Kind.REVIEW
+    return Finding(path, line, column, note.rule_id, kind, note.message, note.applied)

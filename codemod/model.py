@@ -1,0 +1,74 @@
+"""Plain data passed between the stages.
+
+Everything here is immutable and picklable so that files can be migrated in worker processes
+and merged in a stable order.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+
+class Kind(str, enum.Enum):
+    """How much a change can be trusted; decides whether `apply` writes it."""
+
+    FIX = "fix"
+    UNSAFE_FIX = "unsafe-fix"
+    REVIEW = "review"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One change (or one place needing review) in one file.
+
+    `line` and `column` are 1-based and refer to the original file. `suggestion` carries the
+    replacement code for unsafe fixes that were not applied, so the report can show it.
+    """
+
+    path: str
+    line: int
+    column: int
+    rule_id: str
+    kind: Kind
+    message: str
+    applied: bool = False
+    suggestion: str | None = None
+
+
+@dataclass(frozen=True)
+class FileResult:
+    """What happened to one file.
+
+    `new_source` is None when the file is unchanged (or could not be migrated). `error` names
+    what went wrong, with a line number where there is one; such a file is never written.
+    """
+
+    path: str
+    findings: tuple[Finding, ...] = ()
+    original: bytes | None = None
+    new_source: bytes | None = None
+    encoding: str = "utf-8"
+    error: str | None = None
+    skipped: str | None = None
+
+    @property
+    def changed(self) -> bool:
+        return self.new_source is not None and self.new_source != self.original
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user asked for, as the per-file runner sees it."""
+
+    unsafe_fixes: bool = False
+    select: frozenset[str] = field(default_factory=frozenset)
+    ignore: frozenset[str] = field(default_factory=frozenset)
+
+    def enabled(self, rule_id: str) -> bool:
+        if self.select and not any(rule_id.startswith(s) for s in self.select):
+            return False
+        return not any(rule_id.startswith(i) for i in self.ignore)

@@ -1,0 +1,275 @@
+"""Rewriting a module: pair LibCST statements with `ast` statements, rewrite the flagged ones,
+then rebuild only the blocks on the way to them.
+
+The two trees agree statement for statement (a LibCST line of `a; b` is two `ast` statements),
+so the pairing costs a walk over the statements on the path, not over the whole module. Blocks
+that lose every statement get `pass`; comments above a deleted statement move to the next one.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from codemod.analyse import Analysis
+from codemod.imports import ImportNote, add_imports, plan_removals, remove_aliases
+from codemod.model import Options
+from codemod.registry import Registry
+from codemod.transform import Pending, ResidualScanner, UnitRewriter
+
+SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
+ElifFn = Callable[[cst.If, ast.If], cst.If]
+
+
+class StructureMismatch(Exception):
+    """LibCST and `ast` disagree about the statements of a file (a bug, never user error)."""
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    node: cst.CSTNode | None  # None: the statement was removed
+    unwrap: bool = False
+
+
+@dataclass(frozen=True)
+class Residual:
+    rule_id: str
+    message: str
+    signature: tuple[str, str | None] | None
+    rank: int
+
+
+class ModuleRewriter:
+    def __init__(self, analysis: Analysis, registry: Registry, options: Options) -> None:
+        self.analysis = analysis
+        self.registry = registry
+        self.options = options
+        self.results: dict[int, UnitResult] = {}
+        self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
+        self.import_notes: list[ImportNote] = []
+        self.used: set[int] = set()
+        self.needs: set[str] = set()
+        self.removals: dict[int, set[int]] = {}
+
+    def run(self, module: cst.Module) -> cst.Module:
+        tree = self.analysis.tree
+        self._visit(module.body, tree.body)
+        self.removals, self.import_notes = plan_removals(self.analysis.xla_imports, self.used,
+                                                         self.registry)
+        body, carry = self._rebuild(module.body, tree.body)
+        body = add_imports(body, self.needs)
+        return module.with_changes(body=body, footer=[*carry, *module.footer])
+
+    # ------------------------------------------------------------ phase 1: rewrite
+    def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
+        on_path, flagged = self.analysis.on_path, self.analysis.flagged
+        for node, unit in _units(statements, body):
+            if id(unit) not in on_path:
+                continue
+            if id(unit) in flagged:
+                self._rewrite_unit(node, unit)
+            if isinstance(node, cst.BaseCompoundStatement):
+                _map_blocks(node, unit, self._visit_suite, self._visit_elif)
+
+    def _visit_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        self._visit(suite.body, body)
+        return suite
+
+    def _visit_elif(self, node: cst.If, unit: ast.If) -> cst.If:
+        self._visit([node], [unit])
+        return node
+
+    def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt) -> None:
+        scope = self.analysis.scope_of[id(unit)]
+        rewriter = UnitRewriter(node, scope, self.registry, self.options, self.analysis, unit,
+                                self.needs)
+        new = node.visit(rewriter)
+        self.findings.extend((p, unit) for p in rewriter.findings)
+        if isinstance(new, cst.RemovalSentinel):
+            self.results[id(unit)] = UnitResult(None)
+            return
+        self.results[id(unit)] = UnitResult(new, rewriter.unwrap)
+        if rewriter.unwrap:
+            return
+        scanner = ResidualScanner(new, scope, self.registry, rewriter.reported, self.used)
+        new.visit(scanner)
+        for rule_id, message, anchor in scanner.findings:
+            sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
+            self.findings.append((Residual(rule_id, message, sig, rank), unit))
+
+    # ------------------------------------------------------------ phase 2: rebuild
+    def _rebuild(self, statements: Sequence[cst.BaseStatement],
+                 body: list[ast.stmt]) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """The new statements of a block, and comment lines still waiting for a statement."""
+        out: list[cst.BaseStatement] = []
+        carry: list[cst.EmptyLine] = []
+        position = 0
+        for statement in statements:
+            if isinstance(statement, cst.SimpleStatementLine):
+                count = len(statement.body)
+                units = body[position:position + count]
+                position += count
+                smalls = self._smalls(statement.body, units)
+                if smalls is None:
+                    out.append(_attach(carry, statement))
+                elif smalls:
+                    out.append(_attach(carry, statement.with_changes(body=smalls)))
+                else:
+                    carry = [*carry, *statement.leading_lines]
+                    continue
+                carry = []
+                continue
+            if position >= len(body):
+                raise StructureMismatch("more LibCST statements than ast statements")
+            unit = body[position]
+            position += 1
+            _check(statement, unit)
+            if id(unit) not in self.analysis.on_path:
+                out.append(_attach(carry, statement))
+                carry = []
+                continue
+            result = self.results.get(id(unit))
+            header = result.node if result and result.node is not None else statement
+            assert isinstance(header, cst.BaseCompoundStatement)
+            if result and result.unwrap:
+                inner, inner_carry = self._suite_statements(header.body, unit.body)  # type: ignore[attr-defined]
+                lines = [*carry, *header.leading_lines]
+                if inner:
+                    out.append(_attach(lines, inner[0]))
+                    out.extend(inner[1:])
+                    carry = inner_carry
+                else:
+                    carry = [*lines, *inner_carry]
+                continue
+            out.append(_attach(carry, _map_blocks(header, unit, self._rebuild_suite,
+                                                  self._rebuild_elif)))
+            carry = []
+        if position != len(body):
+            raise StructureMismatch("fewer LibCST statements than ast statements")
+        return out, carry
+
+    def _smalls(self, smalls: Sequence[cst.BaseSmallStatement],
+                units: list[ast.stmt]) -> list[cst.BaseSmallStatement] | None:
+        """New small statements of a line; None when nothing in it changes."""
+        if len(units) != len(smalls):
+            raise StructureMismatch("a statement line does not match its ast statements")
+        if not any(id(u) in self.analysis.on_path for u in units):
+            return None
+        kept: list[cst.BaseSmallStatement] = []
+        for small, unit in zip(smalls, units):
+            _check(small, unit)
+            new = self._small(small, unit)
+            if new is not None:
+                kept.append(new)
+        if kept and kept[-1] is not smalls[-1]:
+            kept[-1] = kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return kept
+
+    def _small(self, small: cst.BaseSmallStatement,
+               unit: ast.stmt) -> cst.BaseSmallStatement | None:
+        indices = self.removals.get(id(unit))
+        if indices is not None and isinstance(small, (cst.Import, cst.ImportFrom)):
+            new = remove_aliases(small, indices)
+            return None if isinstance(new, cst.RemovalSentinel) else new
+        result = self.results.get(id(unit))
+        if result is None:
+            return small
+        return result.node  # type: ignore[return-value]
+
+    def _suite_statements(self, suite: cst.BaseSuite, body: list[ast.stmt]
+                          ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        if isinstance(suite, cst.IndentedBlock):
+            statements, carry = self._rebuild(suite.body, body)
+            return statements, [*carry, *suite.footer]
+        smalls = self._smalls(suite.body, body)  # type: ignore[arg-type]
+        smalls = list(suite.body) if smalls is None else smalls
+        return ([cst.SimpleStatementLine(body=smalls)] if smalls else []), []
+
+    def _rebuild_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        if isinstance(suite, cst.IndentedBlock):
+            statements, carry = self._rebuild(suite.body, body)
+            if not statements:
+                statements, carry = [_attach(carry, cst.SimpleStatementLine([cst.Pass()]))], []
+            return suite.with_changes(body=statements, footer=[*carry, *suite.footer])
+        smalls = self._smalls(suite.body, body)  # type: ignore[arg-type]
+        if smalls is None:
+            return suite
+        return suite.with_changes(body=smalls or [cst.Pass()])
+
+    def _rebuild_elif(self, node: cst.If, unit: ast.If) -> cst.If:
+        if id(unit) not in self.analysis.on_path:
+            return node
+        result = self.results.get(id(unit))
+        header = result.node if result and isinstance(result.node, cst.If) else node
+        return _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+
+
+def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement) -> cst.BaseStatement:
+    if not lines:
+        return statement
+    return statement.with_changes(leading_lines=[*lines, *statement.leading_lines])
+
+
+def _units(statements: Sequence[cst.CSTNode],
+           body: list[ast.stmt]) -> Iterator[tuple[cst.CSTNode, ast.stmt]]:
+    position = 0
+    for statement in statements:
+        parts = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        for part in parts:
+            if position >= len(body):
+                raise StructureMismatch("more LibCST statements than ast statements")
+            _check(part, body[position])
+            yield part, body[position]
+            position += 1
+    if position != len(body):
+        raise StructureMismatch("fewer LibCST statements than ast statements")
+
+
+_SAME = {"Del": "Delete"}
+
+
+def _check(node: cst.CSTNode, unit: ast.stmt) -> None:
+    expected = _SAME.get(type(node).__name__, type(node).__name__)
+    actual = type(unit).__name__.removeprefix("Async")
+    if expected != actual:
+        raise StructureMismatch(f"LibCST {type(node).__name__} paired with ast {actual} "
+                                f"at line {unit.lineno}")
+
+
+def _else(node: cst.Else | None, body: list[ast.stmt], suite: SuiteFn) -> cst.Else | None:
+    return node.with_changes(body=suite(node.body, body)) if node is not None else None
+
+
+def _map_blocks(node: cst.BaseCompoundStatement, unit: ast.stmt, suite: SuiteFn,
+                elif_: ElifFn) -> cst.BaseCompoundStatement:
+    """Apply `suite` to every block of a compound statement (and `elif_` to an elif)."""
+    if isinstance(node, cst.If):
+        assert isinstance(unit, ast.If)
+        orelse = node.orelse
+        if isinstance(orelse, cst.If):
+            orelse = elif_(orelse, unit.orelse[0])  # type: ignore[arg-type]
+        else:
+            orelse = _else(orelse, unit.orelse, suite)
+        return node.with_changes(body=suite(node.body, unit.body), orelse=orelse)
+    if isinstance(node, (cst.For, cst.While)):
+        return node.with_changes(body=suite(node.body, unit.body),  # type: ignore[attr-defined]
+                                 orelse=_else(node.orelse, unit.orelse, suite))  # type: ignore[attr-defined]
+    if isinstance(node, (cst.Try, cst.TryStar)):
+        handlers = [h.with_changes(body=suite(h.body, a.body))
+                    for h, a in zip(node.handlers, unit.handlers)]  # type: ignore[attr-defined]
+        final = node.finalbody
+        return node.with_changes(
+            body=suite(node.body, unit.body),  # type: ignore[attr-defined]
+            handlers=handlers,
+            orelse=_else(node.orelse, unit.orelse, suite),  # type: ignore[attr-defined]
+            finalbody=final.with_changes(body=suite(final.body, unit.finalbody))  # type: ignore[attr-defined]
+            if final is not None else None,
+        )
+    if isinstance(node, cst.Match):
+        cases = [c.with_changes(body=suite(c.body, a.body))
+                 for c, a in zip(node.cases, unit.cases)]  # type: ignore[attr-defined]
+        return node.with_changes(cases=cases)
+    return node.with_changes(body=suite(node.body, unit.body))  # type: ignore[attr-defined]

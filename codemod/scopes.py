@@ -1,0 +1,163 @@
+"""Python scoping, just enough to know what a name means at a given place.
+
+The analysis (`analyse.py`) fills these tables from the stdlib `ast`, which is an order of
+magnitude cheaper than LibCST's metadata providers; the rewriter then asks the same tables about
+LibCST nodes. Both sides share `Scope.lookup`, so a name means the same thing to the code that
+decides what to rewrite and to the code that rewrites it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+XLA_PREFIXES = ("torch_xla",)
+"""Qualified-name prefixes whose every use must be rewritten or reported."""
+
+
+def is_xla(qualname: str) -> bool:
+    return any(qualname == p or qualname.startswith(p + ".") for p in XLA_PREFIXES)
+
+
+@dataclass(eq=False)
+class Binding:
+    """One place that binds a name: an import, or anything else (assignment, parameter, ...).
+
+    For `import a.b.c` the bound name is `a` and `qualname` is `a`, while `module` keeps the
+    full dotted path, which decides whether the import is still needed.
+    """
+
+    name: str
+    qualname: str | None = None
+    module: str | None = None
+    statement: ast.stmt | None = None
+    alias_index: int = -1
+    fallback: bool = False
+    string_value: str | None = None
+    star: bool = False
+    uses: list[ast.AST] = field(default_factory=list)
+
+    @property
+    def is_import(self) -> bool:
+        return self.qualname is not None
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """What a dotted expression such as `xm.mark_step` refers to.
+
+    `qualnames` holds one entry per import that can reach this place (usually one); `ambiguous`
+    is set when a non-import binding of the root name can reach it too, so a rewrite would be a
+    guess.
+    """
+
+    qualnames: tuple[str, ...]
+    bindings: tuple[Binding, ...]
+    ambiguous: bool = False
+
+    @property
+    def qualname(self) -> str | None:
+        distinct = set(self.qualnames)
+        return self.qualnames[0] if len(distinct) == 1 and not self.ambiguous else None
+
+    @property
+    def touches_xla(self) -> bool:
+        return any(is_xla(q) for q in self.qualnames)
+
+    def extend(self, attrs: list[str]) -> Resolution:
+        if not attrs:
+            return self
+        suffix = "." + ".".join(attrs)
+        return Resolution(tuple(q + suffix for q in self.qualnames), self.bindings, self.ambiguous)
+
+
+class Scope:
+    """A module, class, function, lambda or comprehension scope."""
+
+    __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names")
+
+    def __init__(self, kind: str, parent: Scope | None,
+                 star_names: frozenset[str] = frozenset()) -> None:
+        self.kind = kind
+        self.star_names = star_names
+        self.parent = parent
+        self.bindings: dict[str, list[Binding]] = {}
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.stars: list[Binding] = []
+
+    @property
+    def module(self) -> Scope:
+        scope = self
+        while scope.parent is not None:
+            scope = scope.parent
+        return scope
+
+    def bind(self, binding: Binding) -> None:
+        target = self
+        if binding.name in self.globals:
+            target = self.module
+        elif binding.name in self.nonlocals:
+            target = self._enclosing_function(binding.name) or self
+        target.bindings.setdefault(binding.name, []).append(binding)
+
+    def _enclosing_function(self, name: str) -> Scope | None:
+        scope = self.parent
+        while scope is not None and scope.kind != "module":
+            if scope.kind != "class" and name in scope.bindings:
+                return scope
+            scope = scope.parent
+        return None
+
+    def lookup(self, name: str) -> list[Binding] | None:
+        """The bindings a load of `name` here can see, by Python's rules (LEGB)."""
+        if name in self.globals:
+            return self.module.bindings.get(name) or self._star(name)
+        scope: Scope | None = self
+        first = True
+        while scope is not None:
+            if (first or scope.kind != "class") and name not in scope.nonlocals:
+                found = scope.bindings.get(name)
+                if found:
+                    return found
+            first = False
+            scope = scope.parent
+        return self._star(name)
+
+    def _star(self, name: str) -> list[Binding] | None:
+        module = self.module
+        for star in module.stars:
+            if f"{star.module}.{name}" in module.star_names:
+                return [Binding(name, qualname=f"{star.module}.{name}", star=True,
+                                statement=star.statement)]
+        return None
+
+    def resolve(self, root: str, attrs: list[str]) -> Resolution | None:
+        bindings = self.lookup(root)
+        if not bindings:
+            return None
+        imports = [b for b in bindings if b.is_import]
+        if not imports:
+            return None
+        others = [b for b in bindings if not b.is_import and not b.fallback]
+        resolution = Resolution(
+            tuple(b.qualname for b in imports if b.qualname),
+            tuple(bindings),
+            ambiguous=bool(others),
+        )
+        return resolution.extend(attrs)
+
+    def qualname(self, dotted: str | None) -> str | None:
+        """The qualified name a dotted name (`dist.init_process_group`) refers to here."""
+        if not dotted:
+            return None
+        root, *attrs = dotted.split(".")
+        resolution = self.resolve(root, attrs)
+        return resolution.qualname if resolution is not None else None
+
+    def string_binding(self, name: str) -> Binding | None:
+        """The single assignment of a device-like string literal this name refers to, if any."""
+        bindings = self.lookup(name)
+        if bindings and len(bindings) == 1 and bindings[0].string_value is not None:
+            return bindings[0]
+        return None

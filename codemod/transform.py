@@ -1,0 +1,400 @@
+"""Rewriting one flagged statement: run the rules' hooks over its LibCST nodes.
+
+A unit is a small statement (`x = ...`, `xm.mark_step()`) or the header of a compound
+statement (`with ...:`, `def f(a=...):`); bodies are not entered, since the statements in them
+are units of their own. After the rules have run, `ResidualScanner` reads the new unit and
+reports every XLA reference still there, which also tells the import bookkeeping what is used.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+import ast
+
+from codemod.analyse import Analysis, Use
+from codemod.model import Kind, Options
+from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
+from codemod.rule import Outcome, Remove, Replace, Review, Role, Rule
+from codemod.scopes import Resolution, Scope
+
+_EMPTY_MODULE = cst.Module(body=[])
+_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+
+
+def code(node: cst.CSTNode) -> str:
+    return _EMPTY_MODULE.code_for_node(node)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A finding whose position is not known yet: `anchor` is located after the rewrite."""
+
+    rule_id: str
+    kind: Kind
+    message: str
+    anchor: cst.CSTNode | None
+    signature: tuple[str, str | None] | None
+    rank: int
+    applied: bool = False
+    suggestion: str | None = None
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def signature(node: cst.CSTNode) -> tuple[str, str | None] | None:
+    """A key that the same construct has in LibCST and in `ast`, to find its position."""
+    if isinstance(node, cst.Call):
+        return ("call", dotted(node.func))
+    if isinstance(node, (cst.Name, cst.Attribute)):
+        name = dotted(node)
+        return ("name", name) if name else None
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return ("str", value) if isinstance(value, str) else None
+    if isinstance(node, cst.FormattedString):
+        return ("fstr", None)
+    if isinstance(node, cst.Comparison):
+        return ("cmp", None)
+    if isinstance(node, cst.Param):
+        return ("param", node.name.value)
+    return None
+
+
+def _target_names(node: cst.BaseExpression | cst.BaseAssignTargetExpression) -> set[str]:
+    if isinstance(node, cst.Name):
+        return {node.value}
+    if isinstance(node, (cst.Tuple, cst.List)):
+        names: set[str] = set()
+        for element in node.elements:
+            names |= _target_names(element.value)
+        return names
+    if isinstance(node, cst.StarredElement):
+        return _target_names(node.value)
+    return set()
+
+
+def _local_names(node: cst.CSTNode) -> set[str] | None:
+    """Names a lambda or comprehension binds for its own body."""
+    if isinstance(node, cst.Lambda):
+        params = node.params
+        every = [*params.posonly_params, *params.params, *params.kwonly_params]
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                every.append(star)
+        return {p.name.value for p in every}
+    if isinstance(node, _COMPREHENSIONS):
+        names: set[str] = set()
+        comp: cst.CompFor | None = node.for_in
+        while comp is not None:
+            names |= _target_names(comp.target)
+            comp = comp.inner_for_in
+        return names
+    return None
+
+
+_NAMES_NOT_EXPRESSIONS: dict[type, str] = {
+    cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
+    cst.ClassDef: "name", cst.MatchAs: "name", cst.MatchStar: "name", cst.ExceptHandler: "name",
+}
+
+
+class _ScopedVisitor:
+    """Shared by the rewriter and the scanner: resolves names, honouring lambda and
+    comprehension variables inside the unit, and numbers nodes in source order."""
+
+    def __init__(self, root: cst.CSTNode, scope: Scope) -> None:
+        self.root = root
+        self.scope = scope
+        self.locals: list[set[str]] = []
+        self.counts: dict[tuple[str, str | None], int] = {}
+        self.occurrence: dict[int, tuple[tuple[str, str | None], int]] = {}
+        self.inner: set[int] = set()
+
+    def enter(self, node: cst.CSTNode) -> bool:
+        if node is not self.root and isinstance(node, (cst.BaseSuite, cst.If)):
+            return False  # bodies and `elif`s are units of their own
+        names = _local_names(node)
+        if names is not None:
+            self.locals.append(names)
+        if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
+            self.inner.add(id(node.value))  # only the whole dotted chain counts
+        not_expression = _NAMES_NOT_EXPRESSIONS.get(type(node))
+        if not_expression is not None:
+            child = getattr(node, not_expression)
+            if isinstance(child, cst.AsName):
+                child = child.name
+            if child is not None:
+                self.inner.add(id(child))  # `ast` has no Name node here
+        if id(node) not in self.inner:
+            sig = signature(node)
+            if sig is not None:
+                k = self.counts.get(sig, 0)
+                self.counts[sig] = k + 1
+                self.occurrence[id(node)] = (sig, k)
+        return True
+
+    def exit(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.Lambda, *_COMPREHENSIONS)):
+            self.locals.pop()
+
+    def resolve(self, expr: cst.BaseExpression) -> Resolution | None:
+        attrs: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            attrs.append(expr.attr.value)
+            expr = expr.value
+        if not isinstance(expr, cst.Name):
+            return None
+        name = expr.value
+        if any(name in names for names in self.locals):
+            return None
+        attrs.reverse()
+        return self.scope.resolve(name, attrs)
+
+    def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
+                applied: bool, suggestion: str | None = None) -> Pending:
+        sig, k = self.occurrence.get(id(anchor), (None, 0)) if anchor is not None else (None, 0)
+        return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
+
+
+class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
+    """Applies the rules' hooks to one unit; collects findings and statement-level actions."""
+
+    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry, options: Options,
+                 analysis: Analysis, ast_unit: ast.stmt, needs: set[str]) -> None:
+        _ScopedVisitor.__init__(self, root, scope)
+        cst.CSTTransformer.__init__(self)
+        self.registry = registry
+        self.options = options
+        self.analysis = analysis
+        self.ast_unit = ast_unit
+        self.needs = needs
+        self.findings: list[Pending] = []
+        self.roles: dict[int, Role] = {}
+        self.remove: set[int] = set()
+        self.reported: set[int] = set()
+        self.unwrap = False
+
+    # ----------------------------------------------------------------- traversal
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self.enter(node):
+            return False
+        if isinstance(node, cst.Expr):
+            self.roles[id(node.value)] = Role.STATEMENT
+        elif isinstance(node, cst.WithItem) and node.asname is None:
+            self.roles[id(node.item)] = Role.WITH_ITEM
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+        self.exit(original)
+        if isinstance(updated, cst.Call):
+            return self._call(original, updated)
+        if isinstance(updated, cst.Comparison):
+            return self._hooks(self.registry.comparison, "on_comparison", original, updated)
+        if isinstance(updated, cst.Assign):
+            return self._hooks(self.registry.assign, "on_assign", original, updated)
+        if isinstance(updated, cst.Param):
+            return self._hooks(self.registry.param, "on_param", original, updated)
+        if isinstance(updated, cst.Expr) and id(updated.value) in self.remove:
+            return cst.RemovalSentinel.REMOVE
+        if isinstance(updated, cst.With):
+            return self._with(updated)
+        return updated
+
+    # --------------------------------------------------------------------- hooks
+    def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        resolution = self.resolve(updated.func)
+        role = self.roles.get(id(original), Role.EXPRESSION)
+        if role is not Role.EXPRESSION:
+            self.roles[id(updated)] = role
+        if resolution is not None and not resolution.ambiguous:
+            rule = self.registry.call_rule(resolution.qualnames)
+            if rule is not None and self.registry.enabled(rule):
+                site = _Site(self, role, resolution.qualnames[0], original)
+                outcome = rule.on_call(updated, site)
+                if outcome is not None:
+                    return self._apply(rule, outcome, original, updated, role)
+        return self._hooks(self.registry.any_call, "on_any_call", original, updated, role)
+
+    def _hooks(self, rules: tuple[Rule, ...], hook: str, original: cst.CSTNode,
+               updated: cst.CSTNode, role: Role = Role.EXPRESSION) -> cst.CSTNode:
+        if not rules:
+            return updated
+        site = _Site(self, role, None, original)
+        for rule in rules:
+            outcome = getattr(rule, hook)(updated, site)
+            if outcome is not None:
+                return self._apply(rule, outcome, original, updated, role)
+        return updated
+
+    def _apply(self, rule: Rule, outcome: Outcome, original: cst.CSTNode,
+               updated: cst.CSTNode, role: Role) -> cst.CSTNode:
+        head = updated.func if isinstance(updated, cst.Call) else updated
+        if isinstance(outcome, Replace):
+            kind = outcome.kind or rule.kind
+            if kind is Kind.UNSAFE_FIX and not self.options.unsafe_fixes:
+                self.reported.add(id(head))
+                self.findings.append(self.pending(rule, kind, outcome.message, original, False,
+                                                  code(outcome.node)))
+                return updated
+            self.findings.append(self.pending(rule, kind, outcome.message, original, True))
+            return outcome.node
+        if isinstance(outcome, Remove):
+            if role is Role.EXPRESSION:
+                outcome = Review(f"{outcome.message}; its value is used here, so it is not "
+                                 "removed: rewrite this expression by hand")
+            else:
+                self.remove.add(id(updated))
+                self.findings.append(self.pending(rule, rule.kind, outcome.message, original,
+                                                  True))
+                return updated
+        self.reported.add(id(head))
+        self.findings.append(self.pending(rule, Kind.REVIEW, outcome.message, original, False,
+                                          outcome.suggestion))
+        return updated
+
+    def _with(self, node: cst.With) -> cst.With:
+        items = [item for item in node.items if id(item.item) not in self.remove]
+        if len(items) == len(node.items):
+            return node
+        if not items:
+            self.unwrap = True
+            return node
+        items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return node.with_changes(items=items)
+
+
+class _Site:
+    """The `Site` a hook receives (see `codemod.rule.Site`)."""
+
+    def __init__(self, rewriter: UnitRewriter, role: Role, qualname: str | None,
+                 original: cst.CSTNode) -> None:
+        self._rewriter = rewriter
+        self.role = role
+        self.qualname = qualname
+        self._original = original
+
+    def qualname_of(self, expr: cst.BaseExpression) -> str | None:
+        resolution = self._rewriter.resolve(expr)
+        return resolution.qualname if resolution is not None else None
+
+    def ref(self, qualname: str) -> cst.BaseExpression | None:
+        root, _, rest = qualname.partition(".")
+        scope = self._rewriter.scope
+        name = _name_bound_to(scope, root)
+        if name is None:
+            if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
+                return None  # `torch` means something else here
+            self._rewriter.needs.add(root)
+            name = root
+        expr: cst.BaseExpression = cst.Name(name)
+        for part in rest.split(".") if rest else ():
+            expr = cst.Attribute(value=expr, attr=cst.Name(part))
+        return expr
+
+    def string_uses(self) -> list[Use] | None:
+        node = self._rewriter.ast_unit
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            return None
+        for bindings in self._rewriter.scope.bindings.values():
+            for binding in bindings:
+                if binding.statement is node and binding.string_value is not None:
+                    return self._rewriter.analysis.uses.get(id(binding), [])
+        module = self._rewriter.scope.module
+        for bindings in module.bindings.values():
+            for binding in bindings:
+                if binding.statement is node and binding.string_value is not None:
+                    return self._rewriter.analysis.uses.get(id(binding), [])
+        return None
+
+
+def _name_bound_to(scope: Scope, qualname: str) -> str | None:
+    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`)."""
+    if (r := scope.resolve(qualname, [])) is not None and r.qualname == qualname:
+        return qualname
+    walk: Scope | None = scope
+    while walk is not None:
+        for name, bindings in walk.bindings.items():
+            if any(b.qualname == qualname for b in bindings):
+                resolved = scope.resolve(name, [])
+                if resolved is not None and resolved.qualname == qualname:
+                    return name
+        walk = walk.parent
+    return None
+
+
+class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
+    """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
+
+    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
+                 reported: set[int], used: set[int]) -> None:
+        _ScopedVisitor.__init__(self, root, scope)
+        cst.CSTVisitor.__init__(self)
+        self.registry = registry
+        self.reported = reported
+        self.used = used
+        self.findings: list[tuple[str, str, cst.CSTNode]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self.enter(node):
+            return False
+        if id(node) in self.reported:
+            self._mark_used(node)
+            return False
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return self._reference(node)
+        if isinstance(node, cst.SimpleString):
+            value = node.evaluated_value
+            if isinstance(value, str):
+                self._string(node, value)
+        elif isinstance(node, cst.FormattedString) and node.parts and \
+                isinstance(node.parts[0], cst.FormattedStringText):
+            self._string(node, node.parts[0].value)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.exit(original_node)
+
+    def _mark_used(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            resolution = self.resolve(node)
+            if resolution is not None:
+                self.used.update(id(b) for b in resolution.bindings)
+
+    def _reference(self, node: cst.Name | cst.Attribute) -> bool:
+        resolution = self.resolve(node)
+        if resolution is None:
+            return dotted(node) is None  # descend into `f().attr`, not into plain names
+        self.used.update(id(b) for b in resolution.bindings)
+        if resolution.touches_xla:
+            owner = self.registry.call_rule(resolution.qualnames)
+            if owner is None or self.registry.enabled(owner):
+                rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
+                self.findings.append((rule_id, _describe(resolution), node))
+        return False
+
+    def _string(self, node: cst.CSTNode, value: str) -> None:
+        rule = self.registry.string_rule(value)
+        if rule is not None:
+            self.findings.append((rule.id, rule.leftover_string(value), node))
+
+
+def _describe(resolution: Resolution) -> str:
+    names = ", ".join(sorted(set(resolution.qualnames)))
+    if resolution.ambiguous:
+        return (f"`{names}`: this name is also bound to something else in this scope, so "
+                "neuron-migrate cannot tell which one is used here; migrate it by hand")
+    return f"`{names}` has no automatic rewrite; migrate it by hand"
+
+

@@ -1,0 +1,120 @@
+"""NM20x: the process group. The XLA backend and its rendezvous become the `neuron` backend."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Replace, Rule, Site
+from codemod.transform import code
+from rules.support import drop_args, string, string_value, with_string
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+
+_XLA_INIT_METHODS = frozenset({"xla://", "pjrt://"})
+
+
+class XlaProcessGroup(Rule):
+    id = "NM201"
+    name = "xla-process-group"
+    kind = Kind.FIX
+    summary = "`init_process_group(\"xla\", init_method=\"xla://\")` becomes `backend=\"neuron\"`"
+    explanation = """\
+What it does: in `torch.distributed.init_process_group`, the backend "xla" becomes "neuron",
+and the XLA rendezvous `init_method="xla://"` (or "pjrt://") is dropped. When only the
+init_method named XLA, it is replaced by `backend="neuron"`.
+
+Why: TorchNeuron ships a torch.distributed backend called `neuron`; the XLA backend and its
+rendezvous do not exist natively. Without an init_method, torch.distributed uses `env://`,
+which reads the MASTER_ADDR, MASTER_PORT, RANK and WORLD_SIZE that torchrun sets, which is
+how AWS's distributed guide starts jobs.
+
+What differs: the process group must be created before any tensor is put on the neuron
+device (the native backend assigns each process its NeuronCore when the group starts); if
+your script moves the model to the device first, move `init_process_group` up. Jobs launched
+with `xmp.spawn` must be launched with torchrun instead (reported separately)."""
+    doc_url = D_DIST
+    example = Example(
+        before="dist.init_process_group(\"xla\", init_method=\"xla://\")\n",
+        after="dist.init_process_group(\"neuron\")\n",
+    )
+    calls = frozenset({"torch.distributed.init_process_group",
+                       "torch.distributed.distributed_c10d.init_process_group"})
+
+    def interesting_string(self, value: str) -> bool:
+        return value in _XLA_INIT_METHODS
+
+    def leftover_string(self, value: str) -> str:
+        return (f"the XLA rendezvous {value!r} is left as it is: it only works with torch_xla; "
+                "launch with torchrun and let torch.distributed use env://")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        args = list(node.args)
+        changed: list[str] = []
+        backend_index: int | None = None
+        init_index: int | None = None
+        positional = 0
+        for i, arg in enumerate(args):
+            name = arg.keyword.value if arg.keyword is not None else None
+            if arg.star:
+                continue
+            if name is None:
+                name = ("backend", "init_method")[positional] if positional < 2 else None
+                positional += 1
+            if name == "backend":
+                backend_index = i
+            elif name == "init_method":
+                init_index = i
+        if backend_index is not None:
+            arg = args[backend_index]
+            if string_value(arg.value) == "xla":
+                new = with_string(arg.value, "neuron")  # type: ignore[arg-type]
+                args[backend_index] = arg.with_changes(value=new)
+                changed.append(f"backend `{code(arg.value)}` → `{code(new)}`")
+        drop: set[int] = set()
+        if init_index is not None and string_value(args[init_index].value) in _XLA_INIT_METHODS:
+            arg = args[init_index]
+            changed.append(f"dropped init_method `{code(arg.value)}` (torchrun's env:// is the "
+                           "default)")
+            later_positional = any(a.keyword is None for a in args[init_index + 1:])
+            if backend_index is None:
+                args[init_index] = arg.with_changes(
+                    keyword=cst.Name("backend"), value=string("neuron"),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                          whitespace_after=cst.SimpleWhitespace("")))
+                changed.append("added `backend=\"neuron\"`")
+            elif later_positional:
+                args[init_index] = arg.with_changes(value=cst.Name("None"))
+            else:
+                drop.add(init_index)
+        if not changed:
+            return None
+        return Replace(node.with_changes(args=drop_args(args, drop)), "; ".join(changed))
+
+
+class XlaBackendImport(Rule):
+    id = "NM202"
+    name = "xla-backend-import"
+    kind = Kind.FIX
+    summary = "side-effect imports of the XLA process-group backend are removed"
+    explanation = """\
+What it does: removes `import torch_xla.distributed.xla_backend` and
+`import torch_xla.experimental.pjrt_backend` (in any import form).
+
+Why: these modules were imported only for their side effect, registering the "xla" backend and
+the xla:// / pjrt:// rendezvous with torch.distributed. TorchNeuron registers its `neuron`
+backend itself when PyTorch loads its device extension (autoload), so there is nothing to
+import.
+
+What differs: if you disable autoload (TORCH_DEVICE_BACKEND_AUTOLOAD=0), add
+`import torch_neuronx` yourself."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n",
+        after="import torch.distributed as dist\n",
+    )
+    imports = frozenset({"torch_xla.distributed.xla_backend",
+                         "torch_xla.experimental.pjrt_backend"})
+
+
+RULES: tuple[type[Rule], ...] = (XlaProcessGroup, XlaBackendImport)

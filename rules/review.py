@@ -1,0 +1,104 @@
+"""NM0xx and NM70x: what the engine itself reports about imports and leftover XLA names.
+
+The engine raises these findings (it knows which references remain after every other rule has
+run); their documentation lives here like every other rule's.
+"""
+
+from __future__ import annotations
+
+from codemod.model import Kind
+from codemod.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT
+from codemod.rule import Example, Rule
+
+D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"
+
+
+class UnusedXlaImport(Rule):
+    id = UNUSED_IMPORT
+    name = "unused-xla-import"
+    kind = Kind.FIX
+    summary = "torch_xla imports nothing uses after the migration are removed"
+    explanation = """\
+What it does: once every use of a torch_xla import has been rewritten, removes the import
+(only that name, if the statement imports several). Imports still used by code that needs
+review are kept, so the file keeps running as it did until you finish by hand.
+
+Why: TorchNeuron does not need torch_xla, and AWS says not to install the XLA library beside
+it; an import left behind would fail on a clean native environment. A bare `import torch_xla`
+kept only to register the XLA device is removed too: the `neuron` device registers itself."""
+    doc_url = D_SETUP_TS
+    example = Example(
+        before="import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n"
+               "device = xm.xla_device()\n",
+        after="import torch\n\ndevice = torch.device(\"neuron\")\n",
+    )
+
+
+class UnmappedXlaApi(Rule):
+    id = UNMAPPED
+    name = "unmapped-xla-api"
+    kind = Kind.REVIEW
+    summary = "a torch_xla API with no automatic rewrite (yet) is reported with its line"
+    explanation = """\
+What it does: after every other rule has run, reports each remaining reference to a torch_xla
+name, so that nothing XLA-specific is left behind silently. The import it needs is kept.
+
+Why: some XLA APIs have no mechanical native equivalent, and a module passed around as a value
+(`self.xm = xm`) cannot be followed. Each needs a decision by someone who knows the code.
+
+What to do: find the native replacement in the TorchNeuron documentation (device placement,
+torch.distributed, torch.compile, torch.autocast), rewrite the line, and run neuron-migrate
+again: the import goes once nothing uses it."""
+    doc_url = D_HOME
+    example = Example(
+        before="if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
+        after="if xm.xla_device_hw(device) == \"NEURON\":  # reported: NM701\n    ...\n",
+    )
+
+
+class AmbiguousXlaName(Rule):
+    id = AMBIGUOUS
+    name = "ambiguous-xla-name"
+    kind = Kind.REVIEW
+    summary = "a name bound both to a torch_xla import and to something else is not rewritten"
+    explanation = """\
+What it does: reports uses of a name that one statement binds to a torch_xla module and
+another binds to something else in the same scope (for example `xm = MyShim()` beside
+`import torch_xla.core.xla_model as xm`). A function parameter or local variable that merely
+shares the name (`def f(xm): ...`) is a different name and is left alone without a report.
+
+Why: which object the name holds depends on the path the program took, so any rewrite would be
+a guess. The usual fallback pattern, `except ImportError: xm = None`, is understood and is not
+reported.
+
+What to do: give the two things different names, then run neuron-migrate again."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\nif cpu:\n    xm = CpuShim()\nxm.mark_step()\n",
+        after="import torch_xla.core.xla_model as xm\nif cpu:\n    xm = CpuShim()\n"
+              "xm.mark_step()  # reported: NM702\n",
+    )
+
+
+class XlaStarImport(Rule):
+    id = STAR_IMPORT
+    name = "xla-star-import"
+    kind = Kind.REVIEW
+    summary = "`from torch_xla... import *` is kept and reported"
+    explanation = """\
+What it does: resolves the names neuron-migrate knows (such as `mark_step`) through a star
+import from a torch_xla module and rewrites their uses, but never removes the star import.
+
+Why: a star import may provide names the file uses that neuron-migrate has no rule for, so
+it cannot prove the import is unused.
+
+What to do: once the file no longer uses any torch_xla name, delete the star import."""
+    doc_url = D_HOME
+    example = Example(
+        before="from torch_xla.core.xla_model import *\n",
+        after="from torch_xla.core.xla_model import *  # reported: NM703\n",
+    )
+
+
+RULES: tuple[type[Rule], ...] = (UnusedXlaImport, UnmappedXlaApi, AmbiguousXlaName, XlaStarImport)

@@ -1,0 +1,125 @@
+"""NM11x: graph boundaries. Eager execution has no step marker to place."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from codemod.transform import code
+from rules.support import argument, bool_value, call
+
+D_ABOUT = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
+D_MEM = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html"
+
+
+def _synchronize(site: Site, node: cst.Call, why: str) -> Outcome:
+    sync = site.ref("torch.neuron.synchronize")
+    if sync is None:
+        return Review(f"`{code(node)}`: `torch` means something else here; "
+                      "use `torch.neuron.synchronize()`")
+    new = call(sync)
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: {why}")
+
+
+class MarkStep(Rule):
+    id = "NM110"
+    name = "mark-step"
+    kind = Kind.FIX
+    summary = "`xm.mark_step()` / `torch_xla.sync()` statements are deleted"
+    explanation = """\
+What it does: deletes `xm.mark_step()` and `torch_xla.sync()` when they stand alone as a
+statement. A block left empty gets `pass`; comments on the lines around it stay.
+`mark_step(wait=True)` / `sync(wait=True)` become `torch.neuron.synchronize()`.
+
+Why: PyTorch/XLA recorded operations lazily and `mark_step` cut the recorded graph and sent it
+to the device. TorchNeuron runs eagerly: each operation is dispatched when it is issued (and
+queued asynchronously), so there is no pending graph to cut. Under `torch.compile` the compiled
+region defines the graph. With `wait=True` the call also blocked until the device finished,
+which `torch.neuron.synchronize()` still does.
+
+What differs: `mark_step` also ran the closures queued by `xm.add_step_closure`; if the file
+uses those, they are reported separately. Several `mark_step` calls placed to split forward,
+backward and optimizer graphs need no replacement; to get one compiled graph per step, compile
+the model (`model.compile(backend="neuron", dynamic=False)`). A call whose value is used, or
+whose `wait` is not a literal, is reported for review."""
+    doc_url = D_ABOUT
+    example = Example(
+        before="for batch in loader:\n    loss = step(batch)\n    xm.mark_step()\n",
+        after="for batch in loader:\n    loss = step(batch)\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.mark_step", "torch_xla.sync",
+                       "torch_xla.torch_xla.sync"})
+    emits = ("torch.neuron.synchronize",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        wait = argument(node.args, 0, "wait")
+        flag = False if wait is None else bool_value(wait.value)
+        if flag is None:
+            assert wait is not None
+            return Review(f"`{code(node)}`: `wait` is computed; delete the call, and where it "
+                          "was true call `torch.neuron.synchronize()` instead",
+                          suggestion=f"if {code(wait.value)}:\n    torch.neuron.synchronize()")
+        if flag:
+            return _synchronize(site, node, "eager execution has no graph to cut, but the "
+                                "call also waited for the device, which synchronize() does")
+        return Remove(f"deleted `{code(node)}`: TorchNeuron executes eagerly, there is no "
+                      "pending graph to cut")
+
+
+class StepContext(Rule):
+    id = "NM111"
+    name = "step-context"
+    kind = Kind.FIX
+    summary = "`with torch_xla.step():` is unwrapped, keeping its body"
+    explanation = """\
+What it does: removes the `with torch_xla.step():` line and dedents its body. When the
+`with` has other context managers too, only the `torch_xla.step()` item goes.
+
+Why: `torch_xla.step()` marked the start and end of a training step so that the lazily
+recorded graph was cut at its end (a `mark_step` in a context manager). TorchNeuron executes
+eagerly, so there is nothing to mark.
+
+What differs: nothing at run time. A `torch_xla.step()` used in any other way (bound with
+`as`, or called outside a `with`) is reported for review."""
+    doc_url = D_ABOUT
+    example = Example(
+        before="with torch_xla.step():\n    loss = model(x).sum()\n    loss.backward()\n",
+        after="loss = model(x).sum()\nloss.backward()\n",
+    )
+    calls = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if site.role is not Role.WITH_ITEM:
+            return Review(f"`{code(node)}` outside a plain `with` statement: remove it and "
+                          "keep the code it wrapped")
+        return Remove(f"unwrapped `with {code(node)}:`: eager execution needs no step marker")
+
+
+class WaitDeviceOps(Rule):
+    id = "NM112"
+    name = "wait-device-ops"
+    kind = Kind.FIX
+    summary = "`xm.wait_device_ops()` becomes `torch.neuron.synchronize()`"
+    explanation = """\
+What it does: replaces `xm.wait_device_ops()` with `torch.neuron.synchronize()`.
+
+Why: both block the host until every operation queued on the device has finished; scripts use
+it around timers and before reading memory statistics. `torch.neuron.synchronize()` is what
+AWS's memory-profiling guide calls for the same purpose.
+
+What differs: the `devices=` argument has no meaning natively (each process drives one core)
+and is dropped."""
+    doc_url = D_MEM
+    example = Example(
+        before="xm.wait_device_ops()\nelapsed = time.time() - start\n",
+        after="torch.neuron.synchronize()\nelapsed = time.time() - start\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.wait_device_ops"})
+    emits = ("torch.neuron.synchronize",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        return _synchronize(site, node, "both wait until the device is idle")
+
+
+RULES: tuple[type[Rule], ...] = (MarkStep, StepContext, WaitDeviceOps)

@@ -1,0 +1,63 @@
+"""Small LibCST helpers the rules share: reading arguments and rewriting string literals."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+
+def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:
+    plain = [a for a in args if a.keyword is None and not a.star]
+    return plain[index] if index < len(plain) else None
+
+
+def keyword(args: Sequence[cst.Arg], name: str) -> cst.Arg | None:
+    for arg in args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg
+    return None
+
+
+def argument(args: Sequence[cst.Arg], index: int, name: str) -> cst.Arg | None:
+    """The argument for a parameter that can be passed by position or by keyword."""
+    return keyword(args, name) or positional(args, index)
+
+
+def has_star_args(args: Sequence[cst.Arg]) -> bool:
+    return any(a.star for a in args)
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def bool_value(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def with_string(node: cst.SimpleString, value: str) -> cst.SimpleString:
+    """The same literal (prefix and quotes kept) holding another value."""
+    return node.with_changes(value=f"{node.prefix}{node.quote}{value}{node.quote}")
+
+
+def string(value: str) -> cst.SimpleString:
+    return cst.SimpleString(f'"{value}"')
+
+
+def drop_args(args: Sequence[cst.Arg], drop: set[int]) -> list[cst.Arg]:
+    """Remove arguments, giving the new last argument the old last one's comma so that
+    trailing commas and one-argument-per-line layouts survive."""
+    kept = [a for i, a in enumerate(args) if i not in drop]
+    if kept and kept[-1] is not args[-1]:
+        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
+    return kept
+
+
+def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
+    return cst.Call(func=func, args=[cst.Arg(a) for a in args])
