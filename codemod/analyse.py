@@ -167,17 +167,17 @@ class _Walker:
     def _if(self, node: ast.If) -> None:
         self.expression(node.test)
         self.block(node.body)
-        self.with_fallback(_imported_names(node.body), lambda: self.block(node.orelse))
+        self.with_fallback(imported_names(node.body), lambda: self.block(node.orelse))
 
     def _try(self, node: ast.Try) -> None:
         self.block(node.body)
-        imported = _imported_names(node.body)
+        imported = imported_names(node.body)
         for handler in node.handlers:
             self.stack.append(handler)
             self.expression(handler.type)
             if handler.name:
                 self.bind(handler.name)
-            catches = _handler_catches_import_error(handler)
+            catches = catches_import_error(handler)
             self.with_fallback(imported if catches else frozenset(),
                                lambda h=handler: self.block(h.body))
             self.stack.pop()
@@ -322,7 +322,7 @@ class _Walker:
             stmt = self.stmt_parent.get(id(stmt))
 
 
-def _imported_names(body: list[ast.stmt]) -> frozenset[str]:
+def imported_names(body: list[ast.stmt]) -> frozenset[str]:
     names: set[str] = set()
     for stmt in body:
         if isinstance(stmt, ast.Import):
@@ -332,7 +332,7 @@ def _imported_names(body: list[ast.stmt]) -> frozenset[str]:
     return frozenset(names)
 
 
-def _handler_catches_import_error(handler: ast.ExceptHandler) -> bool:
+def catches_import_error(handler: ast.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]

@@ -49,13 +49,24 @@ def plan_removals(imports: Sequence[Binding], used: set[int],
             continue
         removals.setdefault(id(statement), set()).add(binding.alias_index)
         rule_id = side_effect.id if side_effect else UNUSED_IMPORT
-        what = binding.module if binding.qualname == binding.name or not binding.module else \
-            f"{binding.module} as {binding.name}"
+        what = _import_text(binding)
         reason = ("its only effect was registering the XLA backend" if side_effect
                   else "nothing uses it after the migration")
-        notes.append(ImportNote(rule_id, f"removed the import of `{what}`: {reason}",
+        notes.append(ImportNote(rule_id, f"removed `{what}`: {reason}",
                                 statement, True))
     return removals, notes
+
+
+def _import_text(binding: Binding) -> str:
+    statement = binding.statement
+    alias = (statement.names[binding.alias_index]  # type: ignore[union-attr]
+             if statement is not None else None)
+    if alias is None:
+        return binding.name
+    name = f"{alias.name} as {alias.asname}" if alias.asname else alias.name
+    if isinstance(statement, ast.ImportFrom):
+        return f"from {'.' * statement.level}{statement.module or ''} import {name}"
+    return f"import {name}"
 
 
 def _sole_binding(binding: Binding, imports: Sequence[Binding], registry: Registry) -> bool:
@@ -87,7 +98,11 @@ def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cs
     index = _insertion_index(statements)
     new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name(m))])])
            for m in sorted(modules)]
-    return statements[:index] + new + statements[index:]
+    following = statements[index:]
+    if following and not _is_import_line(following[0], future=False) and \
+            not following[0].leading_lines:
+        following[0] = following[0].with_changes(leading_lines=[cst.EmptyLine()])
+    return statements[:index] + new + following
 
 
 def _insertion_index(statements: list[cst.BaseStatement]) -> int:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.analyse import Analysis
+from codemod.analyse import Analysis, catches_import_error, imported_names
 from codemod.imports import ImportNote, add_imports, plan_removals, remove_aliases
 from codemod.model import Options
 from codemod.registry import Registry
@@ -61,7 +61,7 @@ class ModuleRewriter:
                                                          self.registry)
         body, carry = self._rebuild(module.body, tree.body)
         body = add_imports(body, self.needs)
-        return module.with_changes(body=body, footer=[*carry, *module.footer])
+        return module.with_changes(body=body, footer=_footer(carry, module.footer))
 
     # ------------------------------------------------------------ phase 1: rewrite
     def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
@@ -107,6 +107,7 @@ class ModuleRewriter:
         out: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
         position = 0
+        dropped = False  # a statement was removed before any was kept
         for statement in statements:
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
@@ -114,11 +115,13 @@ class ModuleRewriter:
                 position += count
                 smalls = self._smalls(statement.body, units)
                 if smalls is None:
-                    out.append(_attach(carry, statement))
+                    out.append(_attach(carry, statement, first=dropped and not out))
                 elif smalls:
-                    out.append(_attach(carry, statement.with_changes(body=smalls)))
+                    out.append(_attach(carry, statement.with_changes(body=smalls),
+                                       first=dropped and not out))
                 else:
                     carry = [*carry, *statement.leading_lines]
+                    dropped = True
                     continue
                 carry = []
                 continue
@@ -128,7 +131,7 @@ class ModuleRewriter:
             position += 1
             _check(statement, unit)
             if id(unit) not in self.analysis.on_path:
-                out.append(_attach(carry, statement))
+                out.append(_attach(carry, statement, first=dropped and not out))
                 carry = []
                 continue
             result = self.results.get(id(unit))
@@ -144,12 +147,40 @@ class ModuleRewriter:
                 else:
                     carry = [*lines, *inner_carry]
                 continue
+            if isinstance(unit, ast.Try) and self._dead_import_guard(unit):
+                carry = [*carry, *statement.leading_lines]
+                dropped = True
+                continue
             out.append(_attach(carry, _map_blocks(header, unit, self._rebuild_suite,
-                                                  self._rebuild_elif)))
+                                                  self._rebuild_elif), first=dropped and not out))
             carry = []
         if position != len(body):
             raise StructureMismatch("fewer LibCST statements than ast statements")
         return out, carry
+
+    def _dead_import_guard(self, unit: ast.Try) -> bool:
+        """`try: import torch_xla... except ImportError: xm = None` once every import in it
+        has gone: the whole statement is dead and goes too."""
+        if unit.orelse or unit.finalbody or not unit.handlers:
+            return False
+        removed: set[str] = set()
+        for statement in unit.body:
+            if not isinstance(statement, (ast.Import, ast.ImportFrom)) or \
+                    len(self.removals.get(id(statement), ())) != len(statement.names):
+                return False
+            removed |= imported_names([statement])
+        for handler in unit.handlers:
+            if not catches_import_error(handler):
+                return False
+            for statement in handler.body:
+                if isinstance(statement, ast.Pass):
+                    continue
+                if not (isinstance(statement, ast.Assign)
+                        and isinstance(statement.value, ast.Constant)
+                        and all(isinstance(t, ast.Name) and t.id in removed
+                                for t in statement.targets)):
+                    return False
+        return True
 
     def _smalls(self, smalls: Sequence[cst.BaseSmallStatement],
                 units: list[ast.stmt]) -> list[cst.BaseSmallStatement] | None:
@@ -183,7 +214,7 @@ class ModuleRewriter:
                           ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
         if isinstance(suite, cst.IndentedBlock):
             statements, carry = self._rebuild(suite.body, body)
-            return statements, [*carry, *suite.footer]
+            return statements, _footer(carry, suite.footer)
         smalls = self._smalls(suite.body, body)  # type: ignore[arg-type]
         smalls = list(suite.body) if smalls is None else smalls
         return ([cst.SimpleStatementLine(body=smalls)] if smalls else []), []
@@ -193,7 +224,7 @@ class ModuleRewriter:
             statements, carry = self._rebuild(suite.body, body)
             if not statements:
                 statements, carry = [_attach(carry, cst.SimpleStatementLine([cst.Pass()]))], []
-            return suite.with_changes(body=statements, footer=[*carry, *suite.footer])
+            return suite.with_changes(body=statements, footer=_footer(carry, suite.footer))
         smalls = self._smalls(suite.body, body)  # type: ignore[arg-type]
         if smalls is None:
             return suite
@@ -207,10 +238,30 @@ class ModuleRewriter:
         return _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
 
 
-def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement) -> cst.BaseStatement:
-    if not lines:
+def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
+            first: bool = False) -> cst.BaseStatement:
+    """Give a statement the comment lines of statements removed before it.
+
+    Blank lines alone are not carried: the statement keeps its own spacing, except that a
+    statement that became the first of its block after a removal loses its leading blank lines.
+    """
+    own = list(statement.leading_lines)
+    if first:
+        while own and own[0].comment is None:
+            own.pop(0)
+    if _has_comment(lines):
+        own = [*lines, *own]
+    if own == list(statement.leading_lines):
         return statement
-    return statement.with_changes(leading_lines=[*lines, *statement.leading_lines])
+    return statement.with_changes(leading_lines=own)
+
+
+def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
+    return any(line.comment is not None for line in lines)
+
+
+def _footer(carry: list[cst.EmptyLine], footer: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    return [*carry, *footer] if _has_comment(carry) else list(footer)
 
 
 def _units(statements: Sequence[cst.CSTNode],

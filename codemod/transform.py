@@ -252,8 +252,8 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
             return outcome.node
         if isinstance(outcome, Remove):
             if role is Role.EXPRESSION:
-                outcome = Review(f"{outcome.message}; its value is used here, so it is not "
-                                 "removed: rewrite this expression by hand")
+                outcome = Review(f"`{code(updated)}`: its value is used here, so it cannot "
+                                 f"simply be deleted; rewrite this by hand ({rule.summary})")
             else:
                 self.remove.add(id(updated))
                 self.findings.append(self.pending(rule, rule.kind, outcome.message, original,
@@ -381,7 +381,7 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
             owner = self.registry.call_rule(resolution.qualnames)
             if owner is None or self.registry.enabled(owner):
                 rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
-                self.findings.append((rule_id, _describe(resolution), node))
+                self.findings.append((rule_id, _describe(resolution, node), node))
         return False
 
     def _string(self, node: cst.CSTNode, value: str) -> None:
@@ -390,11 +390,16 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
             self.findings.append((rule.id, rule.leftover_string(value), node))
 
 
-def _describe(resolution: Resolution) -> str:
+def _describe(resolution: Resolution, node: cst.CSTNode) -> str:
     names = ", ".join(sorted(set(resolution.qualnames)))
+    module_value = isinstance(node, cst.Name) and all(
+        isinstance(b.statement, ast.Import) for b in resolution.bindings if b.is_import)
     if resolution.ambiguous:
         return (f"`{names}`: this name is also bound to something else in this scope, so "
                 "neuron-migrate cannot tell which one is used here; migrate it by hand")
+    if module_value:
+        return (f"the module `{names}` is used as a value here (stored, passed or returned), "
+                "so its uses cannot be followed; migrate them by hand")
     return f"`{names}` has no automatic rewrite; migrate it by hand"
 
 

@@ -35,8 +35,9 @@ your script moves the model to the device first, move `init_process_group` up. J
 with `xmp.spawn` must be launched with torchrun instead (reported separately)."""
     doc_url = D_DIST
     example = Example(
-        before="dist.init_process_group(\"xla\", init_method=\"xla://\")\n",
-        after="dist.init_process_group(\"neuron\")\n",
+        before="import torch.distributed as dist\n\n"
+               "dist.init_process_group(\"xla\", init_method=\"xla://\")\n",
+        after="import torch.distributed as dist\n\ndist.init_process_group(\"neuron\")\n",
     )
     calls = frozenset({"torch.distributed.init_process_group",
                        "torch.distributed.distributed_c10d.init_process_group"})

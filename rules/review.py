@@ -52,8 +52,10 @@ torch.distributed, torch.compile, torch.autocast), rewrite the line, and run neu
 again: the import goes once nothing uses it."""
     doc_url = D_HOME
     example = Example(
-        before="if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
-        after="if xm.xla_device_hw(device) == \"NEURON\":  # reported: NM701\n    ...\n",
+        before="import torch_xla.core.xla_model as xm\n\n"
+               "if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
+        after="import torch_xla.core.xla_model as xm\n\n"
+              "if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
     )
 
 
@@ -77,7 +79,7 @@ What to do: give the two things different names, then run neuron-migrate again."
     example = Example(
         before="import torch_xla.core.xla_model as xm\nif cpu:\n    xm = CpuShim()\nxm.mark_step()\n",
         after="import torch_xla.core.xla_model as xm\nif cpu:\n    xm = CpuShim()\n"
-              "xm.mark_step()  # reported: NM702\n",
+              "xm.mark_step()\n",
     )
 
 
@@ -97,7 +99,7 @@ What to do: once the file no longer uses any torch_xla name, delete the star imp
     doc_url = D_HOME
     example = Example(
         before="from torch_xla.core.xla_model import *\n",
-        after="from torch_xla.core.xla_model import *  # reported: NM703\n",
+        after="from torch_xla.core.xla_model import *\n",
     )
 
 

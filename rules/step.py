@@ -45,7 +45,8 @@ the model (`model.compile(backend="neuron", dynamic=False)`). A call whose value
 whose `wait` is not a literal, is reported for review."""
     doc_url = D_ABOUT
     example = Example(
-        before="for batch in loader:\n    loss = step(batch)\n    xm.mark_step()\n",
+        before="import torch_xla.core.xla_model as xm\n\nfor batch in loader:\n"
+               "    loss = step(batch)\n    xm.mark_step()\n",
         after="for batch in loader:\n    loss = step(batch)\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.mark_step", "torch_xla.sync",
@@ -84,7 +85,8 @@ What differs: nothing at run time. A `torch_xla.step()` used in any other way (b
 `as`, or called outside a `with`) is reported for review."""
     doc_url = D_ABOUT
     example = Example(
-        before="with torch_xla.step():\n    loss = model(x).sum()\n    loss.backward()\n",
+        before="import torch_xla\n\nwith torch_xla.step():\n    loss = model(x).sum()\n"
+               "    loss.backward()\n",
         after="loss = model(x).sum()\nloss.backward()\n",
     )
     calls = frozenset({"torch_xla.step", "torch_xla.torch_xla.step"})
@@ -93,7 +95,8 @@ What differs: nothing at run time. A `torch_xla.step()` used in any other way (b
         if site.role is not Role.WITH_ITEM:
             return Review(f"`{code(node)}` outside a plain `with` statement: remove it and "
                           "keep the code it wrapped")
-        return Remove(f"unwrapped `with {code(node)}:`: eager execution needs no step marker")
+        return Remove(f"removed `{code(node)}` from its `with` statement: eager execution "
+                      "needs no step marker")
 
 
 class WaitDeviceOps(Rule):
@@ -112,8 +115,9 @@ What differs: the `devices=` argument has no meaning natively (each process driv
 and is dropped."""
     doc_url = D_MEM
     example = Example(
-        before="xm.wait_device_ops()\nelapsed = time.time() - start\n",
-        after="torch.neuron.synchronize()\nelapsed = time.time() - start\n",
+        before="import torch\nimport torch_xla.core.xla_model as xm\n\nxm.wait_device_ops()\n"
+               "elapsed = time.time() - start\n",
+        after="import torch\n\ntorch.neuron.synchronize()\nelapsed = time.time() - start\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.wait_device_ops"})
     emits = ("torch.neuron.synchronize",)
