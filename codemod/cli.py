@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -11,6 +12,7 @@ from rich.console import Console
 from rich.text import Text
 
 from codemod import __version__
+from codemod.diff import split_lines
 from codemod.model import Options
 from codemod.registry import Registry
 from codemod.report import FORMATS, render_json, render_text
@@ -27,7 +29,7 @@ app = typer.Typer(
 )
 
 Paths = Annotated[list[Path], typer.Argument(help="Files or directories to migrate.",
-                                             show_default=False)]
+                                             show_default=False, metavar="PATH...")]
 Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
 Exclude = Annotated[Optional[list[str]], typer.Option(
     "--exclude", help="Skip paths matching this gitignore-style glob (repeatable).")]
@@ -82,18 +84,24 @@ def _report(result: RunResult, registry: Registry, fmt: str, mode: str, show_dif
         if style == "error":
             errors.print(Text(text, style="bold red"))
         elif style == "diff":
-            console.print(_coloured_diff(text))
+            _write_diff(text)
         else:
             console.print(Text(text, style={"heading": "bold", "dim": "dim"}.get(style, "")))
 
 
-def _coloured_diff(diff: str) -> Text:
-    text = Text()
-    for line in diff.splitlines(keepends=True):
-        style = ("bold" if line.startswith(("---", "+++")) else "green" if line.startswith("+")
-                 else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "")
-        text.append(line, style=style)
-    return text
+_DIFF_COLOURS = (("---", "\x1b[1m"), ("+++", "\x1b[1m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"),
+                 ("@@", "\x1b[36m"))
+
+
+def _write_diff(diff: str) -> None:
+    """Diffs go out byte for byte (tabs, carriage returns), so that `git apply` takes them;
+    colour only on a terminal, and never with NO_COLOR set."""
+    sys.stdout.flush()
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for line in split_lines(diff + "\n"):
+        prefix = next((c for p, c in _DIFF_COLOURS if line.startswith(p)), "") if colour else ""
+        sys.stdout.write(f"{prefix}{line.rstrip(chr(10))}\x1b[0m\n" if prefix else line)
+    sys.stdout.flush()
 
 
 @app.command()

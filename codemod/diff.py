@@ -20,8 +20,9 @@ def split_lines(text: str) -> list[str]:
 
 def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
     out: list[str] = []
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{path}",
-                                     f"b/{path}", n=context):
+    name = path.replace("\\", "/").lstrip("/")
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{name}",
+                                     f"b/{name}", n=context):
         out.append(line)
         if not line.endswith("\n"):
             out.append("\n" + NO_NEWLINE)

@@ -59,9 +59,14 @@ class ModuleRewriter:
         self._visit(module.body, tree.body)
         self.removals, self.import_notes = plan_removals(self.analysis.xla_imports, self.used,
                                                          self.registry)
-        body, carry = self._rebuild(module.body, tree.body)
+        body, carry = self._rebuild(module.body, tree.body, top_level=True)
         body = add_imports(body, self.needs)
-        return module.with_changes(body=body, footer=_footer(carry, module.footer))
+        if body and module.body and body[0] is not module.body[0]:
+            body[0] = _attach([], body[0], first=True)  # no blank lines at the top of a file
+        footer = _footer(carry, module.footer)
+        if not body and not footer and not module.header:
+            return module.with_changes(body=[], footer=[], has_trailing_newline=False)
+        return module.with_changes(body=body, footer=footer)
 
     # ------------------------------------------------------------ phase 1: rewrite
     def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
@@ -101,24 +106,29 @@ class ModuleRewriter:
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
 
     # ------------------------------------------------------------ phase 2: rebuild
-    def _rebuild(self, statements: Sequence[cst.BaseStatement],
-                 body: list[ast.stmt]) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
-        """The new statements of a block, and comment lines still waiting for a statement."""
+    def _rebuild(self, statements: Sequence[cst.BaseStatement], body: list[ast.stmt],
+                 top_level: bool = False
+                 ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """The new statements of a block, and comment lines still waiting for a statement.
+
+        In an indented block, a statement that becomes the first one after a removal loses its
+        leading blank lines; at the top of a module that waits until imports are added."""
         out: list[cst.BaseStatement] = []
         carry: list[cst.EmptyLine] = []
         position = 0
         dropped = False  # a statement was removed before any was kept
         for statement in statements:
+            first = dropped and not out and not top_level
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
                 units = body[position:position + count]
                 position += count
                 smalls = self._smalls(statement.body, units)
                 if smalls is None:
-                    out.append(_attach(carry, statement, first=dropped and not out))
+                    out.append(_attach(carry, statement, first=first))
                 elif smalls:
                     out.append(_attach(carry, statement.with_changes(body=smalls),
-                                       first=dropped and not out))
+                                       first=first))
                 else:
                     carry = [*carry, *statement.leading_lines]
                     dropped = True
@@ -131,7 +141,7 @@ class ModuleRewriter:
             position += 1
             _check(statement, unit)
             if id(unit) not in self.analysis.on_path:
-                out.append(_attach(carry, statement, first=dropped and not out))
+                out.append(_attach(carry, statement, first=first))
                 carry = []
                 continue
             result = self.results.get(id(unit))
@@ -139,9 +149,10 @@ class ModuleRewriter:
             assert isinstance(header, cst.BaseCompoundStatement)
             if result and result.unwrap:
                 inner, inner_carry = self._suite_statements(header.body, unit.body)  # type: ignore[attr-defined]
-                lines = [*carry, *header.leading_lines]
+                lines = [*(carry if _has_comment(carry) else []), *header.leading_lines]
                 if inner:
-                    out.append(_attach(lines, inner[0]))
+                    out.append(inner[0].with_changes(
+                        leading_lines=[*lines, *inner[0].leading_lines]))
                     out.extend(inner[1:])
                     carry = inner_carry
                 else:
@@ -152,7 +163,8 @@ class ModuleRewriter:
                 dropped = True
                 continue
             out.append(_attach(carry, _map_blocks(header, unit, self._rebuild_suite,
-                                                  self._rebuild_elif), first=dropped and not out))
+                                                  self._rebuild_elif),
+                               first=first))
             carry = []
         if position != len(body):
             raise StructureMismatch("fewer LibCST statements than ast statements")

@@ -35,7 +35,8 @@ def _diff(file: FileResult) -> str:
     assert file.original is not None and file.new_source is not None
     old = file.original.decode(file.encoding)
     new = file.new_source.decode(file.encoding)
-    return unified_diff(file.path, old, new).rstrip("\n")
+    diff = unified_diff(file.path, old, new)
+    return diff[:-1] if diff.endswith("\n") else diff
 
 
 def _count(file: FileResult) -> str:

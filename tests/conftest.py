@@ -1,0 +1,53 @@
+"""Shared helpers: the fixture catalogue and a way to run the real CLI in-process."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from codemod.cli import app
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+PYTHON_FIXTURES = sorted((FIXTURES / "python").glob("*.before.py"))
+
+
+def fixture_id(path: Path) -> str:
+    return path.name.removesuffix(".before.py")
+
+
+def after_of(before: Path) -> Path:
+    return before.with_name(before.name.replace(".before.py", ".after.py"))
+
+
+@dataclass
+class Run:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> dict:
+        return json.loads(self.stdout)
+
+
+def cli(*args: str | Path) -> Run:
+    result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+    # the raw bytes: `.stdout` would turn the "\r\n" of a CRLF file's diff into "\n"
+    return Run(result.exit_code, result.stdout_bytes.decode(), result.stderr)
+
+
+def copy_fixture(before: Path, directory: Path, name: str | None = None) -> Path:
+    target = directory / (name or before.name.replace(".before.py", ".py"))
+    shutil.copyfile(before, target)
+    return target
+
+
+@pytest.fixture
+def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

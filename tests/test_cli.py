@@ -1,0 +1,101 @@
+"""The command line as a user meets it."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from rules import all_rules
+from tests.conftest import ROOT, cli
+
+EXAMPLE = ROOT / "examples" / "xla_mnist" / "train.py"
+
+
+def test_rules_lists_every_rule_with_its_kind() -> None:
+    run = cli("rules")
+    assert run.exit_code == 0
+    for rule in all_rules():
+        line = next(l for l in run.stdout.splitlines() if l.startswith(rule.id))
+        assert rule.name in line and str(rule.kind) in line
+
+
+def test_explain_prints_the_full_text() -> None:
+    run = cli("explain", "NM110")
+    assert run.exit_code == 0
+    assert "Eager" in run.stdout or "eager" in run.stdout
+    assert "Before:" in run.stdout and "xm.mark_step()" in run.stdout
+    assert "https://awsdocs-neuron" in run.stdout
+    assert cli("explain", "mark-step").stdout == run.stdout
+
+
+def test_explain_unknown_rule() -> None:
+    run = cli("explain", "NM000")
+    assert run.exit_code == 2 and "no rule" in run.stderr
+
+
+def test_json_report_is_one_object_with_positions(in_tmp: Path) -> None:
+    shutil.copyfile(EXAMPLE, in_tmp / "train.py")
+    run = cli("apply", "--dry-run", "--format", "json", "train.py")
+    assert run.exit_code == 1
+    report = run.json()
+    assert report["schema_version"] == 1 and report["mode"] == "dry-run"
+    assert report["summary"]["changed"] == 1
+    device = next(f for f in report["findings"] if f["rule_id"] == "NM101")
+    line = (in_tmp / "train.py").read_text().splitlines()[device["line"] - 1]
+    assert line[device["column"] - 1:].startswith("xm.xla_device()")
+    assert set(device) >= {"path", "line", "column", "rule_id", "kind", "message"}
+    assert (in_tmp / "train.py").read_bytes() == EXAMPLE.read_bytes()
+
+
+def test_check_exit_codes(in_tmp: Path) -> None:
+    (in_tmp / "clean.py").write_text("import torch\n")
+    assert cli("check", "clean.py").exit_code == 0
+    (in_tmp / "old.py").write_text("import torch_xla\ntorch_xla.sync()\n")
+    run = cli("check", ".")
+    assert run.exit_code == 1 and "NM110" in run.stdout
+    assert (in_tmp / "old.py").read_text() == "import torch_xla\ntorch_xla.sync()\n"
+    (in_tmp / "broken.py").write_text("import torch_xla\ndef (:\n")
+    assert cli("check", ".").exit_code == 2
+
+
+def test_review_items_alone_make_dry_run_exit_1(in_tmp: Path) -> None:
+    (in_tmp / "review.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                      "kind = xm.xla_device_hw(None)\n")
+    run = cli("apply", "--dry-run", "review.py")
+    assert run.exit_code == 1 and "NM701" in run.stdout
+
+
+def test_select_and_ignore(in_tmp: Path) -> None:
+    source = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\nxm.mark_step()\n"
+    (in_tmp / "a.py").write_text(source)
+    run = cli("apply", "--dry-run", "--format", "json", "--ignore", "NM110", "a.py")
+    ids = {f["rule_id"] for f in run.json()["findings"]}
+    assert "NM101" in ids and "NM110" not in ids and "NM701" not in ids
+    run = cli("apply", "--dry-run", "--format", "json", "--select", "NM11", "a.py")
+    ids = {f["rule_id"] for f in run.json()["findings"]}
+    assert "NM110" in ids and "NM101" not in ids
+    bad = cli("apply", "--select", "NM999", "a.py")
+    assert bad.exit_code == 2 and "unknown rule" in bad.stderr
+
+
+def test_unknown_format_is_a_usage_error(in_tmp: Path) -> None:
+    (in_tmp / "a.py").write_text("x = 1\n")
+    run = cli("apply", "--format", "xml", "a.py")
+    assert run.exit_code == 2
+
+
+def test_installed_console_script_runs() -> None:
+    script = shutil.which("neuron-migrate", path=str(Path(sys.executable).parent))
+    assert script is not None, "the neuron-migrate console script is not installed"
+    done = subprocess.run([script, "--version"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0 and done.stdout.startswith("neuron-migrate ")
+
+
+def test_readme_example_command(in_tmp: Path) -> None:
+    run = cli("apply", "--dry-run", EXAMPLE)
+    assert run.exit_code == 1
+    for rule_id in ("NM101", "NM110", "NM201", "NM202"):
+        assert rule_id in run.stdout
+    assert "+    device = torch.device(\"neuron\")" in run.stdout

@@ -1,0 +1,165 @@
+"""The engine's promises: untouched files stay untouched, bad input is reported, writes are
+safe, and a rewrite that would break a file is never written."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import ClassVar
+
+import libcst as cst
+import pytest
+
+import codemod.cli
+import codemod.migrate
+import codemod.runner
+from codemod.model import Kind
+from codemod.rule import Example, Replace, Rule
+from rules import all_rules
+from tests.conftest import FIXTURES, cli
+
+ENCODING = FIXTURES / "encoding"
+
+
+def test_file_without_xla_tokens_is_never_parsed(in_tmp: Path, monkeypatch) -> None:
+    source = b"import torch\r\n\r\nx = torch.ones(2)  # nothing to do\r\n"
+    (in_tmp / "plain.py").write_bytes(source)
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed a file with no XLA token")
+
+    monkeypatch.setattr(codemod.migrate.ast, "parse", refuse)
+    monkeypatch.setattr(codemod.migrate.cst, "parse_module", refuse)
+    run = cli("apply", ".")
+    assert run.exit_code == 0
+    assert (in_tmp / "plain.py").read_bytes() == source
+
+
+def test_file_mentioning_xla_only_in_prose_is_not_rewritten(in_tmp: Path, monkeypatch) -> None:
+    source = (FIXTURES / "python" / "no_xla.before.py").read_bytes()
+    (in_tmp / "prose.py").write_bytes(source)
+    monkeypatch.setattr(codemod.migrate.cst, "parse_module",
+                        lambda *a, **k: pytest.fail("LibCST parse of a file with nothing to do"))
+    run = cli("apply", "prose.py", "--format", "json")
+    assert run.exit_code == 0
+    assert (in_tmp / "prose.py").read_bytes() == source
+    assert run.json()["findings"] == []
+
+
+def test_syntax_error_is_reported_and_other_files_still_migrate(in_tmp: Path) -> None:
+    (in_tmp / "broken.py").write_text("import torch_xla\n\ndef f(:\n    pass\n")
+    (in_tmp / "good.py").write_text("import torch_xla\n\ntorch_xla.sync()\nx = 1\n")
+    run = cli("apply", ".")
+    assert run.exit_code == 2
+    assert "broken.py:3" in run.stderr
+    assert (in_tmp / "broken.py").read_text().startswith("import torch_xla\n")
+    assert (in_tmp / "good.py").read_text() == "x = 1\n"
+
+
+def test_latin1_coding_cookie_round_trips(in_tmp: Path) -> None:
+    before = ENCODING / "latin1_cookie.before.py"
+    target = in_tmp / "latin.py"
+    target.write_bytes(before.read_bytes())
+    assert cli("apply", "latin.py").exit_code == 0
+    assert target.read_bytes() == (ENCODING / "latin1_cookie.after.py").read_bytes()
+    assert b"d\xe9j\xe0 vu" in target.read_bytes()  # still latin-1, not re-encoded
+
+
+def test_undecodable_file_is_skipped_not_mangled(in_tmp: Path) -> None:
+    data = b"import torch_xla\nname = '\xff\xfe'\n"
+    (in_tmp / "bad.py").write_bytes(data)
+    run = cli("apply", ".")
+    assert run.exit_code == 2
+    assert "bad.py" in run.stderr
+    assert (in_tmp / "bad.py").read_bytes() == data
+
+
+def test_empty_and_comment_only_files(in_tmp: Path) -> None:
+    (in_tmp / "empty.py").write_bytes(b"")
+    (in_tmp / "comments.py").write_bytes(b"# uses torch_xla one day\n# xm.mark_step()\n")
+    run = cli("apply", ".")
+    assert run.exit_code == 0
+    assert (in_tmp / "empty.py").read_bytes() == b""
+    assert (in_tmp / "comments.py").read_bytes() == b"# uses torch_xla one day\n# xm.mark_step()\n"
+
+
+def test_write_keeps_mode_bits_and_leaves_no_temporary_file(in_tmp: Path) -> None:
+    target = in_tmp / "script.py"
+    target.write_text("import torch_xla\ntorch_xla.sync()\nprint('done')\n")
+    os.chmod(target, 0o751)
+    assert cli("apply", "script.py").exit_code == 0
+    assert stat.S_IMODE(target.stat().st_mode) == 0o751
+    assert target.read_text() == "print('done')\n"
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["script.py"]
+
+
+def test_symlinked_file_is_written_through(in_tmp: Path) -> None:
+    real = in_tmp / "real.py"
+    real.write_text("import torch_xla\ntorch_xla.sync()\nx = 1\n")
+    (in_tmp / "link.py").symlink_to(real)
+    assert cli("apply", "link.py").exit_code == 0
+    assert (in_tmp / "link.py").is_symlink()
+    assert real.read_text() == "x = 1\n"
+
+
+def test_file_changed_between_read_and_write_is_not_overwritten(in_tmp: Path,
+                                                                 monkeypatch) -> None:
+    target = in_tmp / "busy.py"
+    target.write_text("import torch_xla\ntorch_xla.sync()\n")
+    original = codemod.runner.migrate_source
+
+    def edit_meanwhile(path, data, registry):
+        result = original(path, data, registry)
+        target.write_text("# the user saved this meanwhile\n")
+        return result
+
+    monkeypatch.setattr(codemod.runner, "migrate_source", edit_meanwhile)
+    run = cli("apply", "busy.py")
+    assert run.exit_code == 2
+    assert "changed on disk" in run.stderr
+    assert target.read_text() == "# the user saved this meanwhile\n"
+
+
+class _Breaks(Rule):
+    """A deliberately broken rule: its replacement does not compile at module level."""
+
+    id = "NM999"
+    name = "breaks-things"
+    kind = Kind.FIX
+    summary = "test only"
+    explanation = "test only"
+    doc_url = "https://example.invalid"
+    example = Example("", "")
+    calls: ClassVar[frozenset[str]] = frozenset({"torch_xla.core.xla_model.get_ordinal"})
+
+    def on_call(self, node, site):
+        return Replace(cst.parse_expression("await rank()"), "bad")
+
+
+def test_reparse_guard_refuses_to_write_broken_output(in_tmp: Path, monkeypatch) -> None:
+    monkeypatch.setattr(codemod.cli, "all_rules", lambda: (*all_rules(), _Breaks()))
+    source = "import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
+    (in_tmp / "train.py").write_text(source)
+    run = cli("apply", "train.py")
+    assert run.exit_code == 2
+    assert "NM999" in run.stderr and "does not compile" in run.stderr
+    assert (in_tmp / "train.py").read_text() == source
+
+
+def test_unreadable_file_is_reported(in_tmp: Path, monkeypatch) -> None:
+    target = in_tmp / "secret.py"
+    target.write_text("import torch_xla\n")
+    (in_tmp / "other.py").write_text("import torch_xla\ntorch_xla.sync()\n")
+    real_read = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:  # what a file without read permission does
+        if self.name == "secret.py":
+            raise PermissionError(13, "Permission denied", str(self))
+        return real_read(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    run = cli("apply", ".")
+    assert run.exit_code == 2
+    assert "secret.py: cannot read (permission denied)" in run.stderr
+    assert (in_tmp / "other.py").read_text() == ""

@@ -1,0 +1,83 @@
+"""The catalogue: every rule documents itself, its example works, its fixture exists, and the
+APIs its replacements use exist in PyTorch."""
+
+from __future__ import annotations
+
+import importlib
+import re
+
+import pytest
+
+from codemod.migrate import migrate_source
+from codemod.model import Kind
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import PYTHON_FIXTURES
+
+RULES = all_rules()
+REGISTRY = Registry(RULES)
+
+# torch.neuron is registered by torch-neuronx (TorchNeuron), not by PyTorch itself; these are
+# the TorchNeuron APIs replacements may use, each documented by AWS (native-api.md section 4).
+TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize"})
+
+
+def test_ids_and_names_are_unique_and_well_formed() -> None:
+    ids = [r.id for r in RULES]
+    names = [r.name for r in RULES]
+    assert len(set(ids)) == len(ids) and len(set(names)) == len(names)
+    for rule in RULES:
+        assert re.fullmatch(r"NM\d{3}", rule.id)
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_rule_documents_itself(rule) -> None:
+    assert rule.summary and "\n" not in rule.summary
+    assert len(rule.explanation.split()) >= 30
+    assert rule.doc_url.startswith("https://")
+    assert isinstance(rule.kind, Kind)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+def test_example_is_what_the_engine_does(rule) -> None:
+    before = rule.example.before.encode()
+    result = migrate_source("example.py", before, REGISTRY)
+    assert result.error is None
+    assert (result.new_source or before).decode() == rule.example.after
+    assert rule.id in {f.rule_id for f in result.findings}
+    if rule.kind is Kind.REVIEW:
+        assert rule.example.after == rule.example.before
+
+
+def test_every_rule_is_exercised_by_a_fixture() -> None:
+    seen: set[str] = set()
+    for before in PYTHON_FIXTURES:
+        result = migrate_source(before.name, before.read_bytes(), REGISTRY)
+        seen |= {f.rule_id for f in result.findings}
+        prefix = before.name.split("_", 1)[0]
+        if prefix.startswith("NM"):
+            assert prefix in {f.rule_id for f in result.findings}, before.name
+    assert {r.id for r in RULES} <= seen
+
+
+def test_fixture_names_refer_to_real_rules() -> None:
+    ids = {r.id for r in RULES}
+    for before in PYTHON_FIXTURES:
+        prefix = before.name.split("_", 1)[0]
+        assert not prefix.startswith("NM") or prefix in ids, before.name
+
+
+@pytest.mark.parametrize("api", sorted({a for r in RULES for a in r.emits}))
+def test_emitted_apis_exist(api: str) -> None:
+    """Invariant 8: what we write into users' files exists in the targeted PyTorch."""
+    if api in TORCH_NEURONX_APIS:
+        return
+    module_name, _, attribute = api.rpartition(".")
+    module = importlib.import_module(module_name)
+    assert hasattr(module, attribute), api
+
+
+def test_torch_neuronx_apis_are_only_the_documented_ones() -> None:
+    emitted_neuron = {a for r in RULES for a in r.emits if a.startswith("torch.neuron.")}
+    assert emitted_neuron <= TORCH_NEURONX_APIS
