@@ -11,6 +11,7 @@ import difflib
 import re
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_BYTE_LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
 NO_NEWLINE = "\\ No newline at end of file\n"
 
 
@@ -27,3 +28,23 @@ def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
         if not line.endswith("\n"):
             out.append("\n" + NO_NEWLINE)
     return "".join(out)
+
+
+def carry_over(original: bytes, reproduced: bytes, new: bytes) -> bytes | None:
+    """Apply the lines that differ between `reproduced` and `new` to `original`.
+
+    LibCST reproduces almost every file byte for byte, but not all (it drops the space in
+    `except (A, B) :`). When it does not, the edit is replayed onto the original lines so
+    that lines the migration did not touch stay exactly as they were. None when the two
+    differ in line structure and no such replay is possible.
+    """
+    old_lines = _BYTE_LINES.findall(original)
+    base_lines = _BYTE_LINES.findall(reproduced)
+    if len(old_lines) != len(base_lines):
+        return None
+    new_lines = _BYTE_LINES.findall(new)
+    out: list[bytes] = []
+    matcher = difflib.SequenceMatcher(None, base_lines, new_lines, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        out.extend(old_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
+    return b"".join(out)

@@ -8,16 +8,29 @@ import warnings
 import libcst as cst
 
 from codemod.analyse import analyse
+from codemod.diff import carry_over
 from codemod.imports import ImportNote
 from codemod.locate import Locator
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import Registry
-from codemod.rewrite import ModuleRewriter, Pending, StructureMismatch
+from codemod.rewrite import ModuleRewriter, Pending
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
                    options: Options | None = None) -> FileResult:
-    options = options or registry.options
+    """Migrate one file's bytes. Never raises for bad input: problems become `error`."""
+    try:
+        return _migrate(path, data, registry, options or registry.options)
+    except RecursionError:
+        return FileResult(path, original=data,
+                          error=f"{path}: nested too deeply to analyse; file skipped")
+    except Exception as error:  # a bug must cost one file, never the run
+        return FileResult(path, original=data,
+                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
+                                "file left untouched, please report this")
+
+
+def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> FileResult:
     if not registry.prefilter(data):
         return FileResult(path, original=data)
     try:
@@ -38,14 +51,19 @@ def migrate_source(path: str, data: bytes, registry: Registry,
                           error=f"{path}:{error.raw_line}: LibCST cannot parse this file: "
                                 f"{error.message}")
     rewriter = ModuleRewriter(analysis, registry, options)
-    try:
-        new_module = rewriter.run(module)
-    except StructureMismatch as error:
-        return FileResult(path, original=data,
-                          error=f"{path}: internal error, file left untouched ({error}); "
-                                "please report this")
+    new_module = rewriter.run(module)
     new = new_module.bytes
-    findings = _findings(path, rewriter, Locator(module.code))
+    if new != data:
+        reproduced = module.bytes
+        if reproduced != data:
+            replayed = carry_over(data, reproduced, new)
+            if replayed is None:
+                return FileResult(path, original=data,
+                                  error=f"{path}: LibCST cannot reproduce this file exactly; "
+                                        "not rewritten (please report this)")
+            new = replayed
+    text = data.removeprefix(b"\xef\xbb\xbf").decode(module.encoding, errors="replace")
+    findings = _findings(path, rewriter, Locator(text))
     if new == data:
         return FileResult(path, findings=findings, original=data, encoding=module.encoding)
     problem = _guard(path, data, new)
@@ -66,7 +84,9 @@ def _syntax_message(path: str, error: SyntaxError) -> str:
 def _guard(path: str, original: bytes, new: bytes) -> str | None:
     """The re-parse guard: output that does not compile is never written."""
     try:
-        compile(new, path, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(new, path, "exec", dont_inherit=True)
     except SyntaxError as error:
         if _compiles(original, path) or not _parses(new):
             return f"{path}:{error.lineno}: the rewritten code does not compile ({error.msg})"
@@ -75,7 +95,9 @@ def _guard(path: str, original: bytes, new: bytes) -> str | None:
 
 def _compiles(source: bytes, path: str) -> bool:
     try:
-        compile(source, path, "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(source, path, "exec", dont_inherit=True)
     except SyntaxError:
         return False
     return True
