@@ -37,6 +37,9 @@ class Finding:
     message: str
     applied: bool = False
     suggestion: str | None = None
+    cell: int | None = None
+    """For notebooks: the 0-based index of the code cell; `line` is then the line in it."""
+    cell_id: str | None = None
 
 
 @dataclass(frozen=True)

@@ -70,8 +70,12 @@ class Site(Protocol):
 
 @dataclass(frozen=True)
 class Example:
+    """A rule's before/after example; `language` names the file kind it is written in
+    ("python", "requirements", "dockerfile", ...), so tests know how to check it."""
+
     before: str
     after: str
+    language: str = "python"
 
 
 class Rule:

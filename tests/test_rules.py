@@ -39,7 +39,8 @@ def test_rule_documents_itself(rule) -> None:
     assert isinstance(rule.kind, Kind)
 
 
-@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
+@pytest.mark.parametrize("rule", [r for r in RULES if r.example.language == "python"],
+                         ids=lambda r: r.id)
 def test_example_is_what_the_engine_does(rule) -> None:
     before = rule.example.before.encode()
     result = migrate_source("example.py", before, REGISTRY)
