@@ -12,6 +12,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from codemod.locate import ast_dotted
 from codemod.scopes import Binding, Scope, is_xla
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
@@ -48,16 +49,24 @@ def analyse(
     tree: ast.Module,
     interesting_string: Callable[[str], bool],
     star_names: frozenset[str] = frozenset(),
+    watched_roots: frozenset[str] = frozenset(),
+    device_calls: frozenset[str] = frozenset(),
 ) -> Analysis:
-    walker = _Walker(interesting_string, star_names)
+    """`watched_roots` are top-level packages besides torch_xla whose names some rule reports
+    (torch_neuronx, neuronx_distributed, ...)."""
+    walker = _Walker(interesting_string, star_names, watched_roots)
+    walker.device_calls = device_calls
     walker.block(tree.body)
     return walker.finish(tree)
 
 
 class _Walker:
     def __init__(self, interesting_string: Callable[[str], bool],
-                 star_names: frozenset[str]) -> None:
+                 star_names: frozenset[str], watched_roots: frozenset[str]) -> None:
         self.interesting_string = interesting_string
+        self.watched_roots = watched_roots
+        self.device_calls: frozenset[str] = frozenset()
+        self.watched_names: set[str] = set()
         self.scope = Scope("module", None, star_names)
         self.module_scope = self.scope
         self.unit: ast.stmt | None = None
@@ -70,6 +79,7 @@ class _Walker:
         self.fallback: frozenset[str] = frozenset()
         self.imports: list[Binding] = []
         self.string_names: set[str] = set()
+        self.call_bindings: list[tuple[Binding, Scope]] = []
         self.docstring: ast.AST | None = None
 
     # ----------------------------------------------------------------- statements
@@ -136,6 +146,8 @@ class _Walker:
         self.scope.bind(binding)
         if binding.module and is_xla(binding.module):
             self.imports.append(binding)
+        elif binding.module and binding.module.split(".", 1)[0] in self.watched_roots:
+            self.watched_names.add(binding.name)
 
     def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         self.expression(node.value)
@@ -145,10 +157,15 @@ class _Walker:
         value = node.value
         literal = (value.value if isinstance(value, ast.Constant) and isinstance(value.value, str)
                    and self.interesting_string(value.value) else None)
+        call = ast_dotted(value.func) if isinstance(value, ast.Call) else None
         for target in targets:
             if literal is not None and isinstance(target, ast.Name) and len(targets) == 1:
                 self.scope.bind(Binding(target.id, string_value=literal, statement=node))
                 self.string_names.add(target.id)
+            elif call is not None and isinstance(target, ast.Name) and len(targets) == 1:
+                binding = Binding(target.id, call_value=call, statement=node)
+                self.scope.bind(binding)
+                self.call_bindings.append((binding, self.scope))
             else:
                 self.expression(target)
 
@@ -298,8 +315,17 @@ class _Walker:
                 self._mark_path(result, binding.statement)
         return result
 
+    def _mark_device_bindings(self) -> set[str]:
+        names: set[str] = set()
+        for binding, scope in self.call_bindings:
+            if scope.qualname(binding.call_value) in self.device_calls:
+                binding.device_value = True
+                names.add(binding.name)
+        return names
+
     def _resolve_loads(self, result: Analysis) -> None:
-        names = {b.name for b in self.imports} | self.string_names
+        device_names = self._mark_device_bindings() | self.string_names
+        names = {b.name for b in self.imports} | device_names | self.watched_names
         star_short = {q.rsplit(".", 1)[1] for q in self.module_scope.star_names} \
             if self.module_scope.stars else set()
         for node, scope, unit, parent, grandparent in self.loads:
@@ -310,16 +336,25 @@ class _Walker:
             if not bindings:
                 continue
             for binding in bindings:
-                if binding.string_value is not None:
+                if binding.string_value is not None or binding.device_value:
                     result.uses.setdefault(id(binding), []).append(
                         Use(node, scope, parent, grandparent))
-                elif binding.qualname is not None and is_xla(binding.qualname):
+                    if _moved_to(node, parent):
+                        self.flag(unit)  # `x.to(device)`: rules may act on the placement
+                elif binding.qualname is not None and (
+                        is_xla(binding.qualname)
+                        or binding.qualname.split(".", 1)[0] in self.watched_roots):
                     self.flag(unit)
 
     def _mark_path(self, result: Analysis, stmt: ast.stmt | None) -> None:
         while stmt is not None and id(stmt) not in result.on_path:
             result.on_path.add(id(stmt))
             stmt = self.stmt_parent.get(id(stmt))
+
+
+def _moved_to(node: ast.Name, parent: ast.AST | None) -> bool:
+    return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
+            and parent.func.attr == "to" and bool(parent.args) and parent.args[0] is node)
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:

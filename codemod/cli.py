@@ -39,6 +39,9 @@ Ignore = Annotated[Optional[list[str]], typer.Option(
     "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
 Unsafe = Annotated[bool, typer.Option(
     "--unsafe-fixes", help="Also apply fixes that may change behaviour (see `rules`).")]
+NoCompile = Annotated[bool, typer.Option(
+    "--no-compile", help="Do not add model.compile(backend=\"neuron\", dynamic=False) after "
+                         "the training model is placed on the device (NM503).")]
 
 
 def _version(value: bool) -> None:
@@ -54,14 +57,16 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
     """neuron-migrate."""
 
 
-def _registry(select: list[str] | None, ignore: list[str] | None, unsafe: bool) -> Registry:
+def _registry(select: list[str] | None, ignore: list[str] | None, unsafe: bool,
+              compile_models: bool = True) -> Registry:
     rules = all_rules()
     known = {r.id for r in rules}
     for code in [*(select or []), *(ignore or [])]:
         if not any(rule_id.startswith(code.upper()) for rule_id in known):
             raise typer.BadParameter(f"unknown rule id or prefix {code!r}; "
                                      "see `neuron-migrate rules`")
-    options = Options(unsafe_fixes=unsafe, select=frozenset(s.upper() for s in select or ()),
+    options = Options(unsafe_fixes=unsafe, compile=compile_models,
+                      select=frozenset(s.upper() for s in select or ()),
                       ignore=frozenset(i.upper() for i in ignore or ()))
     return Registry(rules, options)
 
@@ -114,6 +119,7 @@ def apply(
     select: Select = None,
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = False,
+    no_compile: NoCompile = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
 
@@ -121,7 +127,7 @@ def apply(
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
     _check_format(fmt)
-    registry = _registry(select, ignore, unsafe_fixes)
+    registry = _registry(select, ignore, unsafe_fixes, not no_compile)
     result = run(paths, registry, write=not dry_run, excludes=exclude or ())
     _report(result, registry, fmt, "dry-run" if dry_run else "apply", show_diff=dry_run)
     raise typer.Exit(result.exit_code())
@@ -135,13 +141,14 @@ def check(
     select: Select = None,
     ignore: Ignore = None,
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
+    no_compile: NoCompile = False,
 ) -> None:
     """Report what would change, for CI and pre-commit; never writes.
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
     _check_format(fmt)
-    registry = _registry(select, ignore, False)
+    registry = _registry(select, ignore, False, not no_compile)
     result = run(paths, registry, write=False, excludes=exclude or ())
     _report(result, registry, fmt, "check", show_diff=diff)
     raise typer.Exit(result.exit_code())

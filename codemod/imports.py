@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemod.registry import STAR_IMPORT, UNUSED_IMPORT, Registry
-from codemod.scopes import Binding
+from codemod.scopes import Binding, Scope
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,35 @@ def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cs
     if following and not _is_import_line(following[0], future=False) and \
             not following[0].leading_lines:
         following[0] = following[0].with_changes(leading_lines=[cst.EmptyLine()])
+    return statements[:index] + new + following
+
+
+def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
+                module_scope: Scope | None, newline: str = "\n") -> list[cst.BaseStatement]:
+    """Define the requested helper functions once, after the imports.
+
+    A helper the file already defines (from an earlier run) is not added again."""
+    from rules.helpers import HELPERS
+
+    statements = list(body)
+    defined = set(module_scope.bindings) if module_scope is not None else set()
+    new: list[cst.BaseStatement] = []
+    for name in names:
+        if name in defined:
+            continue
+        # the file's line ending, also inside the helper's multi-line docstrings
+        parsed = cst.parse_module(HELPERS[name].source.replace("\n", newline)).body
+        two_blank = [cst.EmptyLine(), cst.EmptyLine()]
+        new.append(parsed[0].with_changes(leading_lines=two_blank))
+        new.extend(parsed[1:])
+    if not new:
+        return statements
+    index = _insertion_index(statements)
+    following = statements[index:]
+    if following and len(following[0].leading_lines) < 2:
+        missing = 2 - len(following[0].leading_lines)
+        following[0] = following[0].with_changes(
+            leading_lines=[*[cst.EmptyLine()] * missing, *following[0].leading_lines])
     return statements[:index] + new + following
 
 

@@ -14,6 +14,7 @@ from codemod.locate import Locator
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import Registry
 from codemod.rewrite import ModuleRewriter, Pending
+from codemod.transform import FileContext
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
@@ -41,7 +42,8 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
         return FileResult(path, original=data, error=_syntax_message(path, error))
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
-    analysis = analyse(tree, registry.interesting_string, registry.star_names)
+    analysis = analyse(tree, registry.interesting_string, registry.star_names,
+                       registry.watched_roots, registry.device_calls)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data)
     try:
@@ -50,7 +52,8 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
         return FileResult(path, original=data,
                           error=f"{path}:{error.raw_line}: LibCST cannot parse this file: "
                                 f"{error.message}")
-    rewriter = ModuleRewriter(analysis, registry, options)
+    text = data.removeprefix(b"\xef\xbb\xbf").decode(module.encoding, errors="replace")
+    rewriter = ModuleRewriter(analysis, registry, FileContext(path, text, options))
     new_module = rewriter.run(module)
     new = new_module.bytes
     if new != data:
@@ -62,7 +65,6 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
                                   error=f"{path}: LibCST cannot reproduce this file exactly; "
                                         "not rewritten (please report this)")
             new = replayed
-    text = data.removeprefix(b"\xef\xbb\xbf").decode(module.encoding, errors="replace")
     findings = _findings(path, rewriter, Locator(text))
     if new == data:
         return FileResult(path, findings=findings, original=data, encoding=module.encoding)

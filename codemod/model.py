@@ -68,6 +68,7 @@ class Options:
     """What the user asked for, as the per-file runner sees it."""
 
     unsafe_fixes: bool = False
+    compile: bool = True
     select: frozenset[str] = field(default_factory=frozenset)
     ignore: frozenset[str] = field(default_factory=frozenset)
 

@@ -24,15 +24,26 @@ class Registry:
         self.rules = tuple(r for r in self.all_rules if self.options.enabled(r.id))
         self.by_id = {r.id: r for r in self.all_rules}
         self.by_call: dict[str, Rule] = {}
+        self.by_name: dict[str, Rule] = {}
+        self._prefixes: list[tuple[str, Rule]] = []
         for rule in self.all_rules:
             for qualname in rule.calls:
                 self.by_call[qualname] = rule
+            for qualname in rule.names:
+                self.by_name[qualname] = rule
+            self._prefixes.extend((prefix, rule) for prefix in rule.prefixes)
+        self._prefixes.sort(key=lambda item: -len(item[0]))
         self.any_call = self._with_hook("on_any_call")
         self.comparison = self._with_hook("on_comparison")
         self.assign = self._with_hook("on_assign")
         self.param = self._with_hook("on_param")
         self._string_rules = self._with_hook("interesting_string")
-        self.star_names = frozenset(self.by_call)
+        self.star_names = frozenset(self.by_call) | frozenset(self.by_name)
+        roots = {q.split(".", 1)[0] for q in (*self.by_call, *self.by_name)}
+        roots |= {prefix.split(".", 1)[0] for prefix, _ in self._prefixes}
+        self.watched_roots = frozenset(roots - {"torch", "torch_xla"})
+        self.device_calls = frozenset(q for r in self.all_rules if getattr(r, "device_getter", False)
+                                      for q in r.calls)
         self.by_import: dict[str, Rule] = {}
         for rule in self.all_rules:
             for module in rule.imports:
@@ -54,6 +65,17 @@ class Registry:
         if len(owners) != 1:
             return None
         return next(iter(owners.values()))
+
+    def name_rule(self, qualnames: Iterable[str]) -> Rule | None:
+        owners = {id(self.by_name.get(q)): self.by_name.get(q) for q in qualnames}
+        return next(iter(owners.values())) if len(owners) == 1 else None
+
+    def prefix_rule(self, qualname: str) -> Rule | None:
+        """The review rule whose prefix covers this name most specifically, if any."""
+        for prefix, rule in self._prefixes:
+            if qualname == prefix or qualname.startswith(prefix + "."):
+                return rule
+        return None
 
     def string_rule(self, value: str) -> Rule | None:
         for rule in self._string_rules:

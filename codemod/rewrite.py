@@ -15,10 +15,9 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
-from codemod.imports import ImportNote, add_imports, plan_removals, remove_aliases
-from codemod.model import Options
+from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
 from codemod.registry import Registry
-from codemod.transform import Pending, ResidualScanner, UnitRewriter
+from codemod.transform import FileContext, Pending, ResidualScanner, UnitRewriter
 
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
 ElifFn = Callable[[cst.If, ast.If], cst.If]
@@ -32,6 +31,8 @@ class StructureMismatch(Exception):
 class UnitResult:
     node: cst.CSTNode | None  # None: the statement was removed
     unwrap: bool = False
+    statements: tuple[cst.BaseStatement, ...] | None = None  # replaces the whole line
+    after: tuple[cst.BaseStatement, ...] = ()  # inserted after the line
 
 
 @dataclass(frozen=True)
@@ -43,15 +44,14 @@ class Residual:
 
 
 class ModuleRewriter:
-    def __init__(self, analysis: Analysis, registry: Registry, options: Options) -> None:
+    def __init__(self, analysis: Analysis, registry: Registry, context: FileContext) -> None:
         self.analysis = analysis
         self.registry = registry
-        self.options = options
+        self.context = context
         self.results: dict[int, UnitResult] = {}
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set()
-        self.needs: set[str] = set()
         self.removals: dict[int, set[int]] = {}
 
     def run(self, module: cst.Module) -> cst.Module:
@@ -60,7 +60,9 @@ class ModuleRewriter:
         self.removals, self.import_notes = plan_removals(self.analysis.xla_imports, self.used,
                                                          self.registry)
         body, carry = self._rebuild(module.body, tree.body, top_level=True)
-        body = add_imports(body, self.needs)
+        body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
+                           module.default_newline)
+        body = add_imports(body, self.context.needs)
         if body and module.body and body[0] is not module.body[0]:
             body[0] = _attach([], body[0], first=True)  # no blank lines at the top of a file
         footer = _footer(carry, module.footer)
@@ -71,11 +73,11 @@ class ModuleRewriter:
     # ------------------------------------------------------------ phase 1: rewrite
     def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
         on_path, flagged = self.analysis.on_path, self.analysis.flagged
-        for node, unit in _units(statements, body):
+        for node, unit, alone in _units(statements, body):
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
-                self._rewrite_unit(node, unit)
+                self._rewrite_unit(node, unit, alone)
             if isinstance(node, cst.BaseCompoundStatement):
                 _map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
@@ -87,19 +89,25 @@ class ModuleRewriter:
         self._visit([node], [unit])
         return node
 
-    def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt) -> None:
+    def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
         scope = self.analysis.scope_of[id(unit)]
-        rewriter = UnitRewriter(node, scope, self.registry, self.options, self.analysis, unit,
-                                self.needs)
+        rewriter = UnitRewriter(node, scope, self.registry, self.analysis, unit, self.context,
+                                line_level=alone and isinstance(node, cst.BaseSmallStatement))
         new = node.visit(rewriter)
         self.findings.extend((p, unit) for p in rewriter.findings)
-        if isinstance(new, cst.RemovalSentinel):
-            self.results[id(unit)] = UnitResult(None)
+        after = tuple(rewriter.after)
+        if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
+            self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after)
+            if rewriter.statements is None:
+                return
+            for statement in rewriter.statements:  # what the replacement still references
+                statement.visit(ResidualScanner(statement, scope, self.registry, set(), self.used))
             return
-        self.results[id(unit)] = UnitResult(new, rewriter.unwrap)
+        self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
         if rewriter.unwrap:
             return
-        scanner = ResidualScanner(new, scope, self.registry, rewriter.reported, self.used)
+        scanner = ResidualScanner(new, scope, self.registry, rewriter.reported, self.used,
+                                  rewriter.quiet)
         new.visit(scanner)
         for rule_id, message, anchor in scanner.findings:
             sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
@@ -124,11 +132,24 @@ class ModuleRewriter:
                 units = body[position:position + count]
                 position += count
                 smalls = self._smalls(statement.body, units)
-                if smalls is None:
+                results = [self.results.get(id(u)) for u in units]
+                replaced = next((r.statements for r in results if r and r.statements), None)
+                inserted = [s for r in results if r for s in r.after]
+                if replaced:
+                    new = [*replaced, *inserted]
+                    lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines]
+                    out.append(new[0].with_changes(leading_lines=[*lines,
+                                                                  *new[0].leading_lines]))
+                    out.extend(new[1:])
+                elif smalls is None:
                     out.append(_attach(carry, statement, first=first))
                 elif smalls:
                     out.append(_attach(carry, statement.with_changes(body=smalls),
                                        first=first))
+                    out.extend(inserted)
+                elif inserted:
+                    out.append(_attach([*carry, *statement.leading_lines], inserted[0]))
+                    out.extend(inserted[1:])
                 else:
                     carry = [*carry, *statement.leading_lines]
                     dropped = True
@@ -263,6 +284,8 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
             own.pop(0)
     if _has_comment(lines):
         own = [*lines, *own]
+    elif lines and not own and not first:
+        own = list(lines)  # the removed statement's spacing separates what remains
     if own == list(statement.leading_lines):
         return statement
     return statement.with_changes(leading_lines=own)
@@ -277,15 +300,17 @@ def _footer(carry: list[cst.EmptyLine], footer: Sequence[cst.EmptyLine]) -> list
 
 
 def _units(statements: Sequence[cst.CSTNode],
-           body: list[ast.stmt]) -> Iterator[tuple[cst.CSTNode, ast.stmt]]:
+           body: list[ast.stmt]) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
+    """(LibCST unit, ast statement, whether the unit is alone on its line)."""
     position = 0
     for statement in statements:
-        parts = statement.body if isinstance(statement, cst.SimpleStatementLine) else [statement]
+        line = isinstance(statement, cst.SimpleStatementLine)
+        parts = statement.body if line else [statement]
         for part in parts:
             if position >= len(body):
                 raise StructureMismatch("more LibCST statements than ast statements")
             _check(part, body[position])
-            yield part, body[position]
+            yield part, body[position], line and len(parts) == 1
             position += 1
     if position != len(body):
         raise StructureMismatch("fewer LibCST statements than ast statements")

@@ -14,7 +14,7 @@ from typing import ClassVar, Protocol
 import libcst as cst
 
 from codemod.analyse import Use
-from codemod.model import Kind
+from codemod.model import Kind, Options
 
 
 class Role(enum.Enum):
@@ -42,6 +42,16 @@ class Remove:
 
 
 @dataclass(frozen=True)
+class ReplaceStatement:
+    """Replace the whole statement the matched call makes up with these statements (for
+    example a guarded `if rank == 0: print(...)`). Only valid where the call is a statement."""
+
+    statements: tuple[cst.BaseStatement, ...]
+    message: str
+    kind: Kind | None = None
+
+
+@dataclass(frozen=True)
 class Review:
     """Leave the code as it is; tell the user what to do instead."""
 
@@ -49,7 +59,7 @@ class Review:
     suggestion: str | None = None
 
 
-Outcome = Replace | Remove | Review
+Outcome = Replace | ReplaceStatement | Remove | Review
 
 
 class Site(Protocol):
@@ -66,6 +76,39 @@ class Site(Protocol):
 
     def string_uses(self) -> list[Use] | None:
         """For an assignment of a string literal: every load of that name, or None."""
+
+    def helper(self, name: str) -> cst.Name:
+        """A call target for one of the plain-PyTorch helpers in `rules/helpers.py`, which the
+        engine then defines once in the file."""
+
+    def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
+        """Insert statements after the current statement; False where that is impossible."""
+
+    def module_mentions(self, qualnames: frozenset[str]) -> bool:
+        """Whether the file imports or spells out any of these names anywhere."""
+
+    @property
+    def path(self) -> str:
+        """The file being migrated, as the user named it."""
+
+    @property
+    def text(self) -> str:
+        """The whole original source of the file."""
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        """The node the matched node sits in."""
+
+    def device_binding(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a name assigned an XLA device ("xla" or `xm.xla_device()`)."""
+
+    def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
+                      ) -> cst.BaseExpression:
+        """`node`, in parentheses unless where it goes needs none."""
+
+    @property
+    def options(self) -> Options:
+        """The run's options."""
 
 
 @dataclass(frozen=True)
@@ -94,6 +137,10 @@ class Rule:
     doc_url: ClassVar[str]
     example: ClassVar[Example]
     calls: ClassVar[frozenset[str]] = frozenset()
+    names: ClassVar[frozenset[str]] = frozenset()
+    """Qualified names whose plain references (not calls) `on_reference` receives."""
+    prefixes: ClassVar[tuple[str, ...]] = ()
+    """Qualified-name prefixes this (review) rule reports when a reference remains."""
     emits: ClassVar[tuple[str, ...]] = ()
     tokens: ClassVar[tuple[bytes, ...]] = ()
     imports: ClassVar[frozenset[str]] = frozenset()
@@ -103,6 +150,9 @@ class Rule:
         return None
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        return None
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
         return None
 
     def on_comparison(self, node: cst.Comparison, site: Site) -> Outcome | None:
@@ -117,6 +167,10 @@ class Rule:
     def interesting_string(self, value: str) -> bool:
         """Whether a string literal with this value makes its statement worth a look."""
         return False
+
+    def leftover_reference(self, qualname: str) -> str:
+        """The review message for a remaining reference under one of `prefixes`."""
+        return f"`{qualname}`: {self.summary}"
 
     def leftover_string(self, value: str) -> str:
         """The review message for an interesting string no hook rewrote."""

@@ -34,6 +34,8 @@ class Binding:
     alias_index: int = -1
     fallback: bool = False
     string_value: str | None = None
+    device_value: bool = False  # assigned the result of an XLA device call
+    call_value: str | None = None  # dotted name of the function whose result it holds
     star: bool = False
     uses: list[ast.AST] = field(default_factory=list)
 

@@ -8,24 +8,37 @@ reports every XLA reference still there, which also tells the import bookkeeping
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 import ast
+import re
 
 from codemod.analyse import Analysis, Use
 from codemod.model import Kind, Options
 from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
-from codemod.rule import Outcome, Remove, Replace, Review, Role, Rule
+from codemod.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from codemod.scopes import Resolution, Scope
 
 _EMPTY_MODULE = cst.Module(body=[])
+_ONE_LINE = re.compile(r"\s*\n\s*")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 
 
 def code(node: cst.CSTNode) -> str:
     return _EMPTY_MODULE.code_for_node(node)
+
+
+@dataclass
+class FileContext:
+    """What the rules may learn about, or add to, the whole file."""
+
+    path: str
+    text: str
+    options: Options
+    needs: set[str] = field(default_factory=set)
+    helpers: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -165,31 +178,39 @@ class _ScopedVisitor:
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
         sig, k = self.occurrence.get(id(anchor), (None, 0)) if anchor is not None else (None, 0)
+        message = _ONE_LINE.sub(" ", message)  # code quoted from a multi-line call
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 
 class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
     """Applies the rules' hooks to one unit; collects findings and statement-level actions."""
 
-    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry, options: Options,
-                 analysis: Analysis, ast_unit: ast.stmt, needs: set[str]) -> None:
+    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
+                 analysis: Analysis, ast_unit: ast.stmt, context: FileContext,
+                 line_level: bool) -> None:
         _ScopedVisitor.__init__(self, root, scope)
         cst.CSTTransformer.__init__(self)
         self.registry = registry
-        self.options = options
+        self.options = context.options
         self.analysis = analysis
         self.ast_unit = ast_unit
-        self.needs = needs
+        self.context = context
+        self.line_level = line_level  # the unit is a statement of its own line
         self.findings: list[Pending] = []
         self.roles: dict[int, Role] = {}
         self.remove: set[int] = set()
         self.reported: set[int] = set()
+        self.quiet: set[int] = set()
         self.unwrap = False
+        self.statements: tuple[cst.BaseStatement, ...] | None = None
+        self.after: list[cst.BaseStatement] = []
+        self.parents: list[cst.CSTNode] = []
 
     # ----------------------------------------------------------------- traversal
     def on_visit(self, node: cst.CSTNode) -> bool:
         if not self.enter(node):
             return False
+        self.parents.append(node)
         if isinstance(node, cst.Expr):
             self.roles[id(node.value)] = Role.STATEMENT
         elif isinstance(node, cst.WithItem) and node.asname is None:
@@ -198,12 +219,18 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
         self.exit(original)
+        if self.parents and self.parents[-1] is original:
+            self.parents.pop()
         if isinstance(updated, cst.Call):
             return self._call(original, updated)
+        if isinstance(updated, (cst.Name, cst.Attribute)) and id(original) not in self.inner:
+            return self._reference(original, updated)
         if isinstance(updated, cst.Comparison):
             return self._hooks(self.registry.comparison, "on_comparison", original, updated)
-        if isinstance(updated, cst.Assign):
-            return self._hooks(self.registry.assign, "on_assign", original, updated)
+        if isinstance(updated, (cst.Assign, cst.AugAssign)):
+            new = self._hooks(self.registry.assign, "on_assign", original, updated,
+                              Role.STATEMENT if original is self.root else Role.EXPRESSION)
+            return cst.RemovalSentinel.REMOVE if id(new) in self.remove else new
         if isinstance(updated, cst.Param):
             return self._hooks(self.registry.param, "on_param", original, updated)
         if isinstance(updated, cst.Expr) and id(updated.value) in self.remove:
@@ -222,47 +249,118 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
             rule = self.registry.call_rule(resolution.qualnames)
             if rule is not None and self.registry.enabled(rule):
                 site = _Site(self, role, resolution.qualnames[0], original)
+                saved = self._save()
                 outcome = rule.on_call(updated, site)
                 if outcome is not None:
-                    return self._apply(rule, outcome, original, updated, role)
+                    return self._apply(rule, outcome, original, updated, role, saved)
         return self._hooks(self.registry.any_call, "on_any_call", original, updated, role)
+
+    def _reference(self, original: cst.CSTNode,
+                   updated: cst.Name | cst.Attribute) -> cst.CSTNode:
+        if not self.registry.by_name:
+            return updated
+        resolution = self.resolve(updated)
+        if resolution is None or resolution.ambiguous:
+            return updated
+        rule = self.registry.name_rule(resolution.qualnames)
+        if rule is None or not self.registry.enabled(rule):
+            return updated
+        site = _Site(self, Role.EXPRESSION, resolution.qualnames[0], original)
+        saved = self._save()
+        outcome = rule.on_reference(updated, site)
+        if outcome is None:
+            return updated
+        return self._apply(rule, outcome, original, updated, Role.EXPRESSION, saved)
 
     def _hooks(self, rules: tuple[Rule, ...], hook: str, original: cst.CSTNode,
                updated: cst.CSTNode, role: Role = Role.EXPRESSION) -> cst.CSTNode:
         if not rules:
             return updated
         site = _Site(self, role, None, original)
-        for rule in rules:
+        for rule in rules:  # each rule sees what the previous ones made of the node
+            saved = self._save()
             outcome = getattr(rule, hook)(updated, site)
-            if outcome is not None:
-                return self._apply(rule, outcome, original, updated, role)
+            if outcome is None:
+                continue
+            new = self._apply(rule, outcome, original, updated, role, saved)
+            if not isinstance(outcome, Replace) or type(new) is not type(updated) \
+                    or new is updated:
+                return new
+            updated = new
         return updated
 
+    def _save(self) -> tuple[frozenset[str], int, int]:
+        """What a hook may add to the file; rolled back when its change is not applied."""
+        return frozenset(self.context.needs), len(self.context.helpers), len(self.after)
+
+    def _restore(self, saved: tuple[frozenset[str], int, int]) -> None:
+        needs, helpers, after = saved
+        self.context.needs.intersection_update(needs)
+        del self.context.helpers[helpers:]
+        del self.after[after:]
+
     def _apply(self, rule: Rule, outcome: Outcome, original: cst.CSTNode,
-               updated: cst.CSTNode, role: Role) -> cst.CSTNode:
+               updated: cst.CSTNode, role: Role,
+               saved: tuple[frozenset[str], int, int]) -> cst.CSTNode:
+        new = self._outcome(rule, outcome, original, updated, role)
+        if new is updated and id(updated) not in self.remove and \
+                not (isinstance(outcome, ReplaceStatement) and self.statements is not None):
+            if not (isinstance(outcome, Replace) and outcome.node is updated):
+                self._restore(saved)
+        return new
+
+    def _outcome(self, rule: Rule, outcome: Outcome, original: cst.CSTNode,
+                 updated: cst.CSTNode, role: Role) -> cst.CSTNode:
         head = updated.func if isinstance(updated, cst.Call) else updated
         if isinstance(outcome, Replace):
             kind = outcome.kind or rule.kind
             if kind is Kind.UNSAFE_FIX and not self.options.unsafe_fixes:
-                self.reported.add(id(head))
+                self._report(head, updated)
                 self.findings.append(self.pending(rule, kind, outcome.message, original, False,
                                                   code(outcome.node)))
                 return updated
             self.findings.append(self.pending(rule, kind, outcome.message, original, True))
             return outcome.node
+        if isinstance(outcome, ReplaceStatement):
+            kind = outcome.kind or rule.kind
+            applies = kind is not Kind.UNSAFE_FIX or self.options.unsafe_fixes
+            if role is Role.STATEMENT and self.line_level and self.statements is None and applies:
+                self.statements = outcome.statements
+                self.remove.add(id(updated))
+                self.findings.append(self.pending(rule, kind, outcome.message, original, True))
+                return updated
+            suggestion = "\n".join(code(s).rstrip("\n") for s in outcome.statements)
+            self._report(head, updated)
+            unapplied = kind if not applies else Kind.REVIEW
+            message = outcome.message if not applies else \
+                f"{outcome.message} (the call is not a statement of its own, rewrite it by hand)"
+            self.findings.append(self.pending(rule, unapplied, message, original, False,
+                                              suggestion))
+            return updated
         if isinstance(outcome, Remove):
             if role is Role.EXPRESSION:
                 outcome = Review(f"`{code(updated)}`: its value is used here, so it cannot "
                                  f"simply be deleted; rewrite this by hand ({rule.summary})")
+            elif rule.kind is Kind.UNSAFE_FIX and not self.options.unsafe_fixes:
+                self._report(head, updated)
+                self.findings.append(self.pending(rule, rule.kind, outcome.message, original,
+                                                  False, "(delete this statement)"))
+                return updated
             else:
                 self.remove.add(id(updated))
                 self.findings.append(self.pending(rule, rule.kind, outcome.message, original,
                                                   True))
                 return updated
-        self.reported.add(id(head))
+        self._report(head, updated)
         self.findings.append(self.pending(rule, Kind.REVIEW, outcome.message, original, False,
                                           outcome.suggestion))
         return updated
+
+    def _report(self, head: cst.CSTNode, node: cst.CSTNode) -> None:
+        """This finding covers `head`'s XLA name and every XLA string in `node`; other XLA
+        names inside `node` (arguments) are still reported on their own."""
+        self.reported.add(id(head))
+        self.quiet.add(id(node))
 
     def _with(self, node: cst.With) -> cst.With:
         items = [item for item in node.items if id(item.item) not in self.remove]
@@ -290,18 +388,81 @@ class _Site:
         return resolution.qualname if resolution is not None else None
 
     def ref(self, qualname: str) -> cst.BaseExpression | None:
-        root, _, rest = qualname.partition(".")
+        parts = qualname.split(".")
         scope = self._rewriter.scope
-        name = _name_bound_to(scope, root)
-        if name is None:
-            if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
-                return None  # `torch` means something else here
-            self._rewriter.needs.add(root)
-            name = root
-        expr: cst.BaseExpression = cst.Name(name)
-        for part in rest.split(".") if rest else ():
-            expr = cst.Attribute(value=expr, attr=cst.Name(part))
-        return expr
+        for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
+            name = _name_bound_to(scope, ".".join(parts[:size]))
+            if name is not None:
+                return _attribute_chain(name, parts[size:])
+        root = parts[0]
+        if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
+            return None  # `torch` means something else here
+        self._rewriter.context.needs.add(root)
+        return _attribute_chain(root, parts[1:])
+
+    def helper(self, name: str) -> cst.Name:
+        from rules.helpers import HELPERS  # the helpers are knowledge, like the rules
+
+        context = self._rewriter.context
+        for needed in (*HELPERS[name].requires, name):
+            if needed not in context.helpers:
+                context.helpers.append(needed)
+                for module in HELPERS[needed].imports:
+                    bound = self._rewriter.scope.module.resolve(module, [])
+                    if bound is None or bound.qualname != module:
+                        context.needs.add(module)
+        return cst.Name(name)
+
+    def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
+        if not self._rewriter.line_level:
+            return False
+        self._rewriter.after.extend(statements)
+        return True
+
+    def module_mentions(self, qualnames: frozenset[str]) -> bool:
+        module = self._rewriter.scope.module
+        for bindings in module.bindings.values():
+            if any(b.qualname in qualnames for b in bindings):
+                return True
+        text = self._rewriter.context.text
+        return any(q.rsplit(".", 1)[-1] + "(" in text for q in qualnames)
+
+    def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
+                      ) -> cst.BaseExpression:
+        """`node` in parentheses unless the place it goes needs none (a conditional
+        expression inside `a and ...` would otherwise change meaning)."""
+        parent = self._rewriter.parents[-1] if self._rewriter.parents else None
+        safe: tuple[type, ...] = _SAFE_PARENTS
+        if comparison:
+            safe = (*safe, cst.BooleanOperation, cst.UnaryOperation, cst.IfExp)
+        if isinstance(parent, safe) or node.lpar:
+            return node
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        """The node the matched node sits in (as it was before any rewrite)."""
+        return self._rewriter.parents[-1] if self._rewriter.parents else None
+
+    def device_binding(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a name assigned an XLA device ("xla", or `xm.xla_device()`)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._rewriter.scope.lookup(expr.value)
+        return bool(bindings) and all(b.string_value is not None or b.device_value
+                                      for b in bindings)
+
+    @property
+    def path(self) -> str:
+        return self._rewriter.context.path
+
+    @property
+    def text(self) -> str:
+        return self._rewriter.context.text
+
+    @property
+    def options(self) -> Options:
+        return self._rewriter.options
 
     def string_uses(self) -> list[Use] | None:
         node = self._rewriter.ast_unit
@@ -317,6 +478,19 @@ class _Site:
                 if binding.statement is node and binding.string_value is not None:
                     return self._rewriter.analysis.uses.get(id(binding), [])
         return None
+
+
+_SAFE_PARENTS: tuple[type, ...] = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.If, cst.While,
+    cst.Element, cst.DictElement, cst.WithItem, cst.Assert,
+)
+
+
+def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(name)
+    for part in attrs:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
 
 
 def _name_bound_to(scope: Scope, qualname: str) -> str | None:
@@ -338,17 +512,21 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
     """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
-                 reported: set[int], used: set[int]) -> None:
+                 reported: set[int], used: set[int], quiet: set[int] | None = None) -> None:
         _ScopedVisitor.__init__(self, root, scope)
         cst.CSTVisitor.__init__(self)
         self.registry = registry
         self.reported = reported
         self.used = used
+        self.quiet = quiet or set()
+        self.quiet_depth = 0
         self.findings: list[tuple[str, str, cst.CSTNode]] = []
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if not self.enter(node):
             return False
+        if id(node) in self.quiet:
+            self.quiet_depth += 1
         if id(node) in self.reported:
             self._mark_used(node)
             return False
@@ -365,6 +543,8 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         self.exit(original_node)
+        if id(original_node) in self.quiet:
+            self.quiet_depth -= 1
 
     def _mark_used(self, node: cst.CSTNode) -> None:
         if isinstance(node, (cst.Name, cst.Attribute)):
@@ -377,16 +557,26 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
         if resolution is None:
             return dotted(node) is None  # descend into `f().attr`, not into plain names
         self.used.update(id(b) for b in resolution.bindings)
-        if resolution.touches_xla:
-            owner = self.registry.call_rule(resolution.qualnames)
-            if owner is None or self.registry.enabled(owner):
-                rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
-                self.findings.append((rule_id, _describe(resolution, node), node))
+        if resolution.touches_xla or self.registry.prefix_rule(resolution.qualnames[0]):
+            owner = self.registry.call_rule(resolution.qualnames) or \
+                self.registry.name_rule(resolution.qualnames)
+            if owner is not None and not self.registry.enabled(owner):
+                return False
+            prefix_rule = None if resolution.ambiguous else \
+                self.registry.prefix_rule(resolution.qualnames[0])
+            if prefix_rule is not None:
+                if self.registry.enabled(prefix_rule):
+                    self.findings.append((prefix_rule.id,
+                                          prefix_rule.leftover_reference(resolution.qualnames[0]),
+                                          node))
+                return False
+            rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
+            self.findings.append((rule_id, _describe(resolution, node), node))
         return False
 
     def _string(self, node: cst.CSTNode, value: str) -> None:
         rule = self.registry.string_rule(value)
-        if rule is not None:
+        if rule is not None and not self.quiet_depth:
             self.findings.append((rule.id, rule.leftover_string(value), node))
 
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from codemod.rule import Rule
-from rules import device, process_group, review, step
+from rules import (collectives, compile, data, device, environment, launch, memory, optimizer,
+                   precision, process_group, ranks, review, saving, step, unsupported)
 
-FAMILIES = (review, device, step, process_group)
+FAMILIES = (review, device, step, memory, process_group, ranks, collectives, optimizer, launch,
+            saving, data, precision, compile, environment, unsupported)
 
 
 def all_rules() -> tuple[Rule, ...]:

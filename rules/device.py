@@ -6,6 +6,7 @@ import ast
 import re
 
 import libcst as cst
+from libcst.helpers import parse_template_expression
 
 from codemod.analyse import Use
 from codemod.locate import ast_dotted
@@ -56,6 +57,7 @@ index 0. `devkind=` has no equivalent and is reported for review."""
     calls = frozenset({"torch_xla.core.xla_model.xla_device", "torch_xla.device",
                        "torch_xla.torch_xla.device"})
     emits = ("torch.device",)
+    device_getter = True  # names assigned its result are devices (see the compile rule)
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         if has_star_args(node.args):
@@ -153,7 +155,8 @@ cannot follow is reported for review, not rewritten."""
                        f"`{code(node.default)}` → `{code(new_value)}`")
 
     def on_assign(self, node: cst.Assign, site: Site) -> Outcome | None:
-        if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        if not isinstance(node, cst.Assign) or len(node.targets) != 1 or \
+                not isinstance(node.targets[0].target, cst.Name):
             return None
         new_value = _renamed(node.value)
         uses = site.string_uses()
@@ -239,4 +242,38 @@ def _use_kind(use: Use) -> str:
     return "unknown"
 
 
-RULES: tuple[type[Rule], ...] = (XlaDevice, XlaDeviceString)
+class XlaDeviceList(Rule):
+    id = "NM103"
+    name = "xla-device-list"
+    kind = Kind.FIX
+    summary = "`xm.get_xla_supported_devices()` / `torch_xla.devices()` list the neuron devices"
+    explanation = """\
+What it does: replaces the list of XLA devices with
+`[torch.device("neuron", i) for i in range(torch.neuron.device_count())]`.
+
+Why: both returned the devices this process can use. TorchNeuron's device module reports how
+many NeuronCores the process sees; under torchrun the neuron process group gives each process
+one core, so the list usually has one entry, as it did under PJRT.
+
+What differs: nothing for code that iterates the list or takes its length. The device kind
+argument of get_xla_supported_devices (`devkind=`) has no equivalent and is reported."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla\n\ndevices = torch_xla.devices()\n",
+        after="import torch\n\ndevices = [torch.device(\"neuron\", i) for i in "
+              "range(torch.neuron.device_count())]\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.get_xla_supported_devices", "torch_xla.devices",
+                       "torch_xla.torch_xla.devices"})
+    emits = ("torch.device", "torch.neuron.device_count")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        torch_ = site.ref("torch")
+        if node.args or torch_ is None:
+            return Review(f"`{code(node)}`: list the devices with torch.neuron.device_count()")
+        new = parse_template_expression(
+            '[{t}.device("neuron", i) for i in range({t}.neuron.device_count())]', t=torch_)
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+RULES: tuple[type[Rule], ...] = (XlaDevice, XlaDeviceString, XlaDeviceList)

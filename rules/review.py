@@ -52,10 +52,8 @@ torch.distributed, torch.compile, torch.autocast), rewrite the line, and run neu
 again: the import goes once nothing uses it."""
     doc_url = D_HOME
     example = Example(
-        before="import torch_xla.core.xla_model as xm\n\n"
-               "if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
-        after="import torch_xla.core.xla_model as xm\n\n"
-              "if xm.xla_device_hw(device) == \"NEURON\":\n    ...\n",
+        before="import torch_xla.runtime as xr\n\nxr.initialize_cache(\"/tmp/cache\")\n",
+        after="import torch_xla.runtime as xr\n\nxr.initialize_cache(\"/tmp/cache\")\n",
     )
 
 

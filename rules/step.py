@@ -126,4 +126,51 @@ and is dropped."""
         return _synchronize(site, node, "both wait until the device is idle")
 
 
-RULES: tuple[type[Rule], ...] = (MarkStep, StepContext, WaitDeviceOps)
+class StepClosure(Rule):
+    id = "NM113"
+    name = "step-closure"
+    kind = Kind.FIX
+    summary = "`xm.add_step_closure(fn, args)` becomes the direct call `fn(*args)`"
+    explanation = """\
+What it does: replaces `xm.add_step_closure(fn, args=(a, b))` with `fn(a, b)`.
+
+Why: XLA deferred the closure until the next `mark_step`, when the lazily computed tensors it
+reads (a loss to log, say) had values. Eager TorchNeuron tensors have their values already,
+so the closure can run where it is queued.
+
+What differs: the closure now runs at this point rather than at the end of the step, and
+reading a tensor value (`.item()`, printing) waits for the device each time: keep such
+logging out of the hot loop, or log every N steps. `run_async=True` (run in a background
+thread) is dropped; the call is synchronous now."""
+    doc_url = D_ABOUT
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\n"
+               "xm.add_step_closure(log_loss, args=(loss, step))\n",
+        after="log_loss(loss, step)\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.add_step_closure"})
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        closure = argument(node.args, 0, "closure")
+        args = argument(node.args, 1, "args")
+        if closure is None or any(a.star for a in node.args):
+            return Review(f"`{code(node)}`: call the closure directly")
+        if args is None:
+            call_args: list[cst.Arg] = []
+        elif isinstance(args.value, (cst.Tuple, cst.List)):
+            call_args = [cst.Arg(e.value, comma=e.comma) if not isinstance(e, cst.StarredElement)
+                         else cst.Arg(e.value, star="*", comma=e.comma)
+                         for e in args.value.elements]
+            if call_args:
+                call_args[-1] = call_args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        else:
+            call_args = [cst.Arg(args.value, star="*")]
+        new = cst.Call(closure.value, call_args)
+        run_async = argument(node.args, 2, "run_async")
+        note = "; run_async dropped: it runs synchronously now" if run_async is not None and \
+            bool_value(run_async.value) is not False else ""
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: runs now instead of at the next "
+                       f"mark_step; tensor values are available eagerly{note}")
+
+
+RULES: tuple[type[Rule], ...] = (MarkStep, StepContext, WaitDeviceOps, StepClosure)

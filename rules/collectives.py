@@ -1,0 +1,268 @@
+"""NM205-NM209: collectives. XLA's return values and defaults are kept through small
+helpers; group and layout options need a person."""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+import libcst as cst
+from libcst.helpers import parse_template_expression
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
+from codemod.transform import code, dotted
+from rules.review_base import ReviewRule
+from rules.support import argument, has_star_args, string_value
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+XM = "torch_xla.core.xla_model"
+
+_REDUCE_OPS = {"REDUCE_SUM": "SUM", "REDUCE_MUL": "PRODUCT", "REDUCE_MIN": "MIN",
+               "REDUCE_MAX": "MAX"}
+_REDUCE_STRINGS = {"sum": "SUM", "mul": "PRODUCT", "min": "MIN", "max": "MAX"}
+
+
+class Rendezvous(Rule):
+    id = "NM205"
+    name = "rendezvous"
+    kind = Kind.FIX
+    summary = "`xm.rendezvous()` becomes a barrier, or an all_gather_object with a payload"
+    explanation = """\
+What it does: a bare `xm.rendezvous(tag)` statement becomes
+`if dist.is_initialized(): dist.barrier()`. When a payload is passed, or the result is used,
+the call becomes a helper that gathers every process's payload with
+`torch.distributed.all_gather_object` and returns them in rank order, as rendezvous did.
+`xm.mesh_reduce(tag, data, reduce_fn)` becomes a helper that gathers `data` (moved to the
+CPU) from every process and returns `reduce_fn(list)`.
+
+Why: rendezvous was a barrier that could also exchange bytes; torch.distributed has both.
+The tag only named the barrier for debugging and is dropped.
+
+What differs: nothing for the result. Without an initialised process group (one process)
+the replacements return at once, as the XLA calls did. `replicas=` (a subset of processes) is
+reported for review: create a group with `dist.new_group(ranks)` instead."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nxm.rendezvous(\"checkpoint\")\n",
+        after="import torch\n\nif torch.distributed.is_initialized():\n"
+              "    torch.distributed.barrier()\n",
+    )
+    calls = frozenset({f"{XM}.rendezvous", f"{XM}.mesh_reduce"})
+    emits = ("torch.distributed.barrier", "torch.distributed.all_gather_object")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if has_star_args(node.args):
+            return Review(f"`{code(node)}`: unpacked arguments; rewrite by hand")
+        if site.qualname == f"{XM}.mesh_reduce":
+            data, reduce_fn = argument(node.args, 1, "data"), argument(node.args, 2, "reduce_fn")
+            if data is None or reduce_fn is None:
+                return Review(f"`{code(node)}`: expected (tag, data, reduce_fn)")
+            new = cst.Call(site.helper("_neuron_mesh_reduce"),
+                           [cst.Arg(data.value, comma=cst.Comma(
+                               whitespace_after=cst.SimpleWhitespace(" "))),
+                            cst.Arg(reduce_fn.value)])
+            return Replace(new, f"`{code(node)}` → `{code(new)}` (gathers on the host)")
+        replicas = argument(node.args, 2, "replicas")
+        if replicas is not None and code(replicas.value) not in ("[]", "None"):
+            return Review(f"`{code(node)}`: `replicas` selects a subset of processes; create "
+                          "that group with dist.new_group(ranks) and call dist.barrier(group)")
+        payload = argument(node.args, 1, "payload")
+        if payload is None and site.role is Role.STATEMENT:
+            dist = site.ref("torch.distributed")
+            if dist is None:
+                return Review(f"`{code(node)}`: `torch` means something else here")
+            barrier = cst.If(
+                test=parse_template_expression("{d}.is_initialized()", d=dist),
+                body=cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(
+                    parse_template_expression("{d}.barrier()", d=dist))])]))
+            return ReplaceStatement((barrier,), f"`{code(node)}` → a barrier across all "
+                                    "processes (skipped when there is no process group)")
+        value = payload.value if payload is not None else cst.SimpleString('b""')
+        new = cst.Call(site.helper("_neuron_gather_objects"), [cst.Arg(value)])
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: every process's payload, in "
+                       "rank order")
+
+
+class ReduceOpConstant(Rule):
+    id = "NM206"
+    name = "reduce-op-constant"
+    kind = Kind.FIX
+    summary = "`xm.REDUCE_SUM` / `MAX` / `MIN` / `MUL` become `torch.distributed.ReduceOp` members"
+    explanation = """\
+What it does: replaces the XLA reduction names with torch.distributed's: REDUCE_SUM → SUM,
+REDUCE_MAX → MAX, REDUCE_MIN → MIN, REDUCE_MUL → PRODUCT.
+
+Why: torch.distributed collectives (and the helpers neuron-migrate writes for xm.all_reduce)
+take a `ReduceOp`; the XLA constants were plain strings.
+
+What differs: REDUCE_AND and REDUCE_OR are reported for review: whether the neuron backend
+supports the bitwise reductions is not confirmed by AWS's documentation."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nop = xm.REDUCE_SUM\n",
+        after="import torch\n\nop = torch.distributed.ReduceOp.SUM\n",
+    )
+    names = frozenset(f"{XM}.{name}" for name in (*_REDUCE_OPS, "REDUCE_AND", "REDUCE_OR"))
+    emits = ("torch.distributed.ReduceOp",)
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        member = _REDUCE_OPS.get((site.qualname or "").rsplit(".", 1)[-1])
+        if member is None:
+            return Review(f"`{code(node)}`: check that the neuron backend supports this "
+                          "reduction (torch.distributed.ReduceOp.BAND / BOR)")
+        new = site.ref(f"torch.distributed.ReduceOp.{member}")
+        if new is None:
+            return Review(f"`{code(node)}`: `torch` means something else here")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+class TensorCollectives(Rule):
+    id = "NM207"
+    name = "tensor-collectives"
+    kind = Kind.FIX
+    summary = "`xm.all_reduce` / `all_gather` / `reduce_scatter` keep their XLA semantics"
+    explanation = """\
+What it does: rewrites the three XLA tensor collectives to helpers written with
+torch.distributed that return what the XLA calls returned:
+`xm.all_reduce(op, t, scale=s)` reduces a single tensor OUT OF PLACE and returns the new tensor
+(multiplied by `scale`), and reduces a list of tensors in place; `xm.all_gather(t, dim)`
+returns the tensors of all processes concatenated along `dim`; `xm.reduce_scatter(op, t,
+scale, scatter_dim, shard_count)` returns this process's reduced shard.
+
+Why: `torch.distributed.all_reduce` works in place and returns nothing, so a mechanical
+rename (`t = dist.all_reduce(t)`) would silently set `t` to None or leave it unreduced.
+
+What differs: nothing for these arguments; without a process group the helpers return the
+input (scaled). `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
+reported for review: use `dist.new_group(ranks)` for groups; pin_layout has no meaning
+natively."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\n"
+               "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=0.5)\n",
+        after="import torch\n\n\ndef _neuron_all_reduce(op, value, scale=1.0):\n"
+              "    \"\"\"xm.all_reduce: a tensor is reduced into a new tensor; a list is "
+              "reduced in place.\"\"\"\n"
+              "    tensors = list(value) if isinstance(value, (list, tuple)) else "
+              "[value.clone()]\n"
+              "    for tensor in tensors:\n"
+              "        if torch.distributed.is_initialized():\n"
+              "            torch.distributed.all_reduce(tensor, op=op)\n"
+              "        if scale != 1.0:\n"
+              "            tensor.mul_(scale)\n"
+              "    return value if isinstance(value, (list, tuple)) else tensors[0]\n\n\n"
+              "total = _neuron_all_reduce(torch.distributed.ReduceOp.SUM, loss, scale=0.5)\n",
+    )
+    calls = frozenset({f"{XM}.all_reduce", f"{XM}.all_gather", f"{XM}.reduce_scatter"})
+    emits = ("torch.distributed.all_reduce", "torch.distributed.all_gather",
+             "torch.distributed.reduce_scatter", "torch.cat")
+
+    _HELPERS: ClassVar[dict[str, str]] = {"all_reduce": "_neuron_all_reduce",
+                                          "all_gather": "_neuron_all_gather",
+                                          "reduce_scatter": "_neuron_reduce_scatter"}
+    _RENAMED: ClassVar[dict[str, str]] = {"reduce_type": "op", "inputs": "value",
+                                          "input": "value"}
+    _REVIEW: ClassVar[tuple[str, ...]] = ("groups", "output", "pin_layout")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        name = (site.qualname or "").rsplit(".", 1)[-1]
+        if has_star_args(node.args):
+            return Review(f"`{code(node)}`: unpacked arguments; rewrite by hand")
+        option = next((a.keyword.value for a in node.args
+                       if a.keyword is not None and a.keyword.value in self._REVIEW), None)
+        positional_limit = 2 if name == "all_gather" else 5 if name == "reduce_scatter" else 3
+        if option is not None or sum(a.keyword is None for a in node.args) > positional_limit:
+            what = f"`{option}`" if option else "groups passed by position"
+            return Review(f"`{code(node)}`: {what} has no direct native equivalent; use "
+                          "torch.distributed with a group from dist.new_group(ranks)")
+        args = list(node.args)
+        if name != "all_gather":
+            op = argument(args, 0, "reduce_type")
+            new_op = _reduce_op(op.value, site) if op is not None else None
+            if op is None or new_op is None:
+                return Review(f"`{code(node)}`: the reduction is not one of xm.REDUCE_*; "
+                              "pass a torch.distributed.ReduceOp to torch.distributed")
+            args[args.index(op)] = op.with_changes(value=new_op)
+        args = [a.with_changes(keyword=cst.Name(self._RENAMED[a.keyword.value]))
+                if a.keyword is not None and a.keyword.value in self._RENAMED else a
+                for a in args]
+        new = node.with_changes(func=site.helper(self._HELPERS[name]), args=args)
+        return Replace(new, f"`{code(node)}` → `{code(new)}` (same result as the XLA call)")
+
+
+def _reduce_op(value: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:
+    qualname = site.qualname_of(value) or dotted(value) or ""
+    if re.search(r"(^|\.)ReduceOp\.(SUM|PRODUCT|MIN|MAX)$", qualname):
+        return value  # already a ReduceOp (an xm.REDUCE_* constant rewritten by NM206)
+    member = _REDUCE_STRINGS.get(string_value(value) or "")
+    return site.ref(f"torch.distributed.ReduceOp.{member}") if member else None
+
+
+class BroadcastMasterParam(Rule):
+    id = "NM208"
+    name = "broadcast-master-param"
+    kind = Kind.FIX
+    summary = "`xm.broadcast_master_param(model)` becomes a broadcast of rank 0's parameters"
+    explanation = """\
+What it does: replaces `xm.broadcast_master_param(model)` with a helper that broadcasts
+every parameter and buffer from rank 0 with `torch.distributed.broadcast`.
+
+Why: scripts call it once after building the model so that every replica starts from the
+same weights. DistributedDataParallel does this itself when it wraps the model, so if you
+wrap the model in DDP you may delete the call.
+
+What differs: nothing; without a process group it does nothing, as before."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nxm.broadcast_master_param(model)\n",
+        after="import torch\n\n\ndef _neuron_broadcast_master_param(model):\n"
+              "    \"\"\"Copy rank 0's parameters and buffers to every process "
+              "(xm.broadcast_master_param).\"\"\"\n"
+              "    if not torch.distributed.is_initialized():\n        return\n"
+              "    for tensor in [*model.parameters(), *model.buffers()]:\n"
+              "        torch.distributed.broadcast(tensor.data, src=0)\n\n\n"
+              "_neuron_broadcast_master_param(model)\n",
+    )
+    calls = frozenset({f"{XM}.broadcast_master_param"})
+    emits = ("torch.distributed.broadcast",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        new = node.with_changes(func=site.helper("_neuron_broadcast_master_param"))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+class OtherCollectives(ReviewRule):
+    id = "NM209"
+    name = "other-collectives"
+    summary = "XLA's other collectives have torch.distributed counterparts to choose by hand"
+    explanation = """\
+What it does: reports `xm.all_to_all`, `xm.collective_permute`, `xm.send`, `xm.recv`,
+`xm.collective_broadcast` and the autograd-aware collectives in `torch_xla.core.functions`.
+
+Why: their argument conventions (split/concat dimensions, source-target pairs, groups)
+differ from torch.distributed's, so each call needs a decision.
+
+What to do: use `dist.all_to_all_single`, `dist.send`/`dist.recv` or
+`dist.batch_isend_irecv`, `dist.broadcast`, and `torch.distributed.nn.functional` for
+collectives that must propagate gradients."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nout = xm.all_to_all(x, 0, 0, 4)\n",
+        after="import torch_xla.core.xla_model as xm\n\nout = xm.all_to_all(x, 0, 0, 4)\n",
+    )
+    guidance = {
+        f"{XM}.all_to_all": "use torch.distributed.all_to_all_single (split and concat "
+                            "dimensions are handled by reshaping around it)",
+        f"{XM}.collective_permute": "use torch.distributed.batch_isend_irecv with the "
+                                    "source-target pairs",
+        f"{XM}.send": "use torch.distributed.send",
+        f"{XM}.recv": "use torch.distributed.recv",
+        f"{XM}.collective_broadcast": "use torch.distributed.broadcast",
+        "torch_xla.core.functions": "use torch.distributed.nn.functional, whose collectives "
+                                    "propagate gradients",
+    }
+
+
+RULES: tuple[type[Rule], ...] = (Rendezvous, ReduceOpConstant, TensorCollectives,
+                                 BroadcastMasterParam, OtherCollectives)

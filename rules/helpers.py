@@ -1,0 +1,142 @@
+"""Plain-PyTorch helper functions some rewrites define in the user's file.
+
+Where an XLA call did more than one native call does (`xm.optimizer_step` also averaged the
+gradients; `MpDeviceLoader` also moved every batch), the rewrite calls a small helper defined
+once in the migrated file, so the behaviour stays the same and the output never imports
+neuron-migrate. Each helper works whether or not torch.distributed is initialised, as the XLA
+calls did. The test suite executes every one of them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Helper:
+    source: str
+    requires: tuple[str, ...] = ()
+    imports: tuple[str, ...] = ("torch",)
+
+
+def _helper(source: str, requires: tuple[str, ...] = (),
+            imports: tuple[str, ...] = ("torch",)) -> Helper:
+    return Helper(source.strip("\n") + "\n", requires, imports)
+
+
+HELPERS: dict[str, Helper] = {
+    "_neuron_to_device": _helper('''
+def _neuron_to_device(value, device):
+    """Move tensors, and tensors inside lists, tuples and dicts, to `device`."""
+    if isinstance(value, torch.Tensor):
+        return value.to(device, non_blocking=True)
+    if isinstance(value, dict):
+        return type(value)((k, _neuron_to_device(v, device)) for k, v in value.items())
+    if isinstance(value, tuple) and hasattr(value, "_fields"):
+        return type(value)(*(_neuron_to_device(v, device) for v in value))
+    if isinstance(value, (list, tuple)):
+        return type(value)(_neuron_to_device(v, device) for v in value)
+    return value
+'''),
+    "_NeuronDeviceLoader": _helper('''
+class _NeuronDeviceLoader:
+    """Iterate a DataLoader with every batch moved to `device` (what MpDeviceLoader did)."""
+
+    def __init__(self, loader, device):
+        self.loader = loader
+        self.device = device
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield _neuron_to_device(batch, self.device)
+
+    def __len__(self):
+        return len(self.loader)
+''', requires=("_neuron_to_device",)),
+    "_neuron_reduce_gradients": _helper('''
+def _neuron_reduce_gradients(optimizer):
+    """Average the gradients of the optimizer's parameters over all processes
+    (what xm.reduce_gradients and xm.optimizer_step did)."""
+    if not torch.distributed.is_initialized() or torch.distributed.get_world_size() == 1:
+        return
+    world_size = torch.distributed.get_world_size()
+    for group in optimizer.param_groups:
+        for param in group["params"]:
+            if param.grad is not None:
+                torch.distributed.all_reduce(param.grad, op=torch.distributed.ReduceOp.SUM)
+                param.grad.div_(world_size)
+'''),
+    "_neuron_optimizer_step": _helper('''
+def _neuron_optimizer_step(optimizer, optimizer_args=None):
+    """Average the gradients over all processes, then step (what xm.optimizer_step did)."""
+    _neuron_reduce_gradients(optimizer)
+    return optimizer.step(**(optimizer_args or {}))
+''', requires=("_neuron_reduce_gradients",)),
+    "_neuron_all_reduce": _helper('''
+def _neuron_all_reduce(op, value, scale=1.0):
+    """xm.all_reduce: a tensor is reduced into a new tensor; a list is reduced in place."""
+    tensors = list(value) if isinstance(value, (list, tuple)) else [value.clone()]
+    for tensor in tensors:
+        if torch.distributed.is_initialized():
+            torch.distributed.all_reduce(tensor, op=op)
+        if scale != 1.0:
+            tensor.mul_(scale)
+    return value if isinstance(value, (list, tuple)) else tensors[0]
+'''),
+    "_neuron_all_gather": _helper('''
+def _neuron_all_gather(value, dim=0):
+    """xm.all_gather: the tensors of all processes, concatenated along `dim`."""
+    if not torch.distributed.is_initialized():
+        return value.clone()
+    parts = [torch.empty_like(value) for _ in range(torch.distributed.get_world_size())]
+    torch.distributed.all_gather(parts, value.contiguous())
+    return torch.cat(parts, dim=dim)
+'''),
+    "_neuron_reduce_scatter": _helper('''
+def _neuron_reduce_scatter(op, value, scale, scatter_dim, shard_count):
+    """xm.reduce_scatter: reduce over all processes, keep this process's shard."""
+    if not torch.distributed.is_initialized():
+        return value.mul(scale)
+    chunks = [c.contiguous() for c in value.chunk(shard_count, dim=scatter_dim)]
+    output = torch.empty_like(chunks[0])
+    torch.distributed.reduce_scatter(output, chunks, op=op)
+    return output.mul_(scale) if scale != 1.0 else output
+'''),
+    "_neuron_gather_objects": _helper('''
+def _neuron_gather_objects(payload):
+    """Every process's `payload`, in rank order (xm.rendezvous with a payload)."""
+    if not torch.distributed.is_initialized():
+        return [payload]
+    gathered = [None] * torch.distributed.get_world_size()
+    torch.distributed.all_gather_object(gathered, payload)
+    return gathered
+'''),
+    "_neuron_mesh_reduce": _helper('''
+def _neuron_mesh_reduce(data, reduce_fn):
+    """xm.mesh_reduce: gather `data` from every process to the host, then reduce it."""
+    return reduce_fn(_neuron_gather_objects(_neuron_to_device(data, "cpu")))
+''', requires=("_neuron_gather_objects", "_neuron_to_device")),
+    "_neuron_save": _helper('''
+def _neuron_save(data, path, master_only=True, global_master=False):
+    """xm.save: move tensors to the CPU and write from one process per host (or the global
+    master with global_master=True); every process waits until it is written."""
+    if not master_only:
+        writer = True
+    elif global_master:
+        writer = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+    else:
+        writer = int(os.environ.get("LOCAL_RANK", 0)) == 0
+    if writer:
+        torch.save(_neuron_to_device(data, "cpu"), path)
+    if torch.distributed.is_initialized():
+        torch.distributed.barrier()
+''', requires=("_neuron_to_device",), imports=("torch", "os")),
+    "_neuron_broadcast_master_param": _helper('''
+def _neuron_broadcast_master_param(model):
+    """Copy rank 0's parameters and buffers to every process (xm.broadcast_master_param)."""
+    if not torch.distributed.is_initialized():
+        return
+    for tensor in [*model.parameters(), *model.buffers()]:
+        torch.distributed.broadcast(tensor.data, src=0)
+'''),
+}

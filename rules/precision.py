@@ -1,0 +1,174 @@
+"""NM401-NM404: mixed precision and random numbers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
+from codemod.transform import code
+from rules.device import neuron_device_string
+from rules.review_base import ReviewRule
+from rules.support import argument, has_star_args, keyword, string, string_value, with_string
+
+D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+XLA_AMP = "https://docs.pytorch.org/xla/release/r2.8/perf/amp.html"
+_TORCH_AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast",
+                             "torch.amp.autocast_mode.autocast"})
+_XLA_AUTOCAST = frozenset({"torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
+
+
+class Autocast(Rule):
+    id = "NM401"
+    name = "xla-autocast"
+    kind = Kind.FIX
+    summary = "`torch_xla.amp.autocast` and `torch.autocast(\"xla\")` become `torch.autocast(\"neuron\")`"
+    explanation = """\
+What it does: `torch_xla.amp.autocast(device, ...)` and `torch.autocast("xla", ...)` (or
+`device_type="xla"`) become `torch.autocast("neuron", ...)`. When no dtype was given,
+`dtype=torch.bfloat16` is written out.
+
+Why: TorchNeuron supports mixed precision through the standard autocast API with
+`device_type="neuron"`. On XLA devices autocast defaulted to bfloat16; AWS does not document
+the native default, so the dtype is made explicit to keep the precision the script had.
+
+What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` are kept."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch\n\nwith torch.autocast(\"xla\"):\n    loss = model(x)\n",
+        after="import torch\n\nwith torch.autocast(\"neuron\", dtype=torch.bfloat16):\n"
+              "    loss = model(x)\n",
+    )
+    calls = _TORCH_AUTOCAST | _XLA_AUTOCAST
+    emits = ("torch.autocast", "torch.bfloat16")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if has_star_args(node.args):
+            return None
+        args = list(node.args)
+        device = argument(args, 0, "device_type")
+        if site.qualname in _XLA_AUTOCAST:
+            device = argument(args, 0, "device")
+            autocast = site.ref("torch.autocast")
+            if autocast is None or device is None:
+                return Review(f"`{code(node)}`: use torch.autocast(\"neuron\", "
+                              "dtype=torch.bfloat16)")
+            args[args.index(device)] = cst.Arg(string("neuron"), comma=device.comma)
+            node = node.with_changes(func=autocast)
+        elif device is None or string_value(device.value) is None or \
+                neuron_device_string(string_value(device.value) or "") is None:
+            return None  # another device type: not ours
+        else:
+            new_device = with_string(device.value, "neuron")  # type: ignore[arg-type]
+            args[args.index(device)] = device.with_changes(value=new_device)
+        note = ""
+        if keyword(args, "dtype") is None and argument(args, 1, "dtype") is None:
+            bf16 = site.ref("torch.bfloat16")
+            if bf16 is not None:
+                last = args[-1].with_changes(comma=cst.Comma(
+                    whitespace_after=cst.SimpleWhitespace(" ")))
+                args = [*args[:-1], last, cst.Arg(bf16, keyword=cst.Name("dtype"),
+                                                  equal=cst.AssignEqual(
+                                                      cst.SimpleWhitespace(""),
+                                                      cst.SimpleWhitespace("")))]
+                note = "; dtype=torch.bfloat16 written out (XLA's autocast default)"
+        new = node.with_changes(args=args)
+        return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
+
+
+class SyncfreeOptimizer(Rule):
+    id = "NM402"
+    name = "syncfree-optimizer"
+    kind = Kind.FIX
+    summary = "`torch_xla.amp.syncfree` optimizers become their `torch.optim` counterparts"
+    explanation = """\
+What it does: `syncfree.SGD`, `syncfree.Adam` and `syncfree.AdamW` become `torch.optim.SGD`,
+`torch.optim.Adam` and `torch.optim.AdamW`, with the same arguments.
+
+Why: the syncfree variants existed so that XLA's lazy graphs did not have to sync with the
+host to check for infinite gradients under a GradScaler. Eager TorchNeuron has no such graph;
+the standard optimizers are the native ones.
+
+What differs: the update is the same; the syncfree optimizers skipped a step on inf/nan
+gradients only together with XLA's GradScaler (reported separately)."""
+    doc_url = XLA_AMP
+    example = Example(
+        before="from torch_xla.amp import syncfree\n\nopt = syncfree.AdamW(params, lr=1e-3)\n",
+        after="import torch\n\nopt = torch.optim.AdamW(params, lr=1e-3)\n",
+    )
+    names = frozenset(f"torch_xla.amp.syncfree.{n}" for n in ("SGD", "Adam", "AdamW"))
+    emits = ("torch.optim.SGD", "torch.optim.Adam", "torch.optim.AdamW")
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        target = "torch.optim." + (site.qualname or "").rsplit(".", 1)[-1]
+        new = site.ref(target)
+        if new is None:
+            return Review(f"`{code(node)}`: `torch` means something else here; use {target}")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+class GradScaler(ReviewRule):
+    id = "NM403"
+    name = "xla-grad-scaler"
+    summary = "`torch_xla.amp.GradScaler` needs a decision: none for bf16, torch.amp for fp16"
+    explanation = """\
+What it does: reports uses of torch_xla's GradScaler.
+
+Why: loss scaling exists for float16. With bfloat16 autocast, which Trainium uses, there is
+nothing to scale and the scaler can be removed. For float16 the native equivalent would be
+`torch.amp.GradScaler("neuron")`, whose support AWS's documentation does not confirm.
+
+What to do: with bfloat16, delete the scaler and call `loss.backward()` and
+`optimizer.step()` directly; with float16, try torch.amp.GradScaler("neuron") and check it."""
+    doc_url = XLA_AMP
+    example = Example(
+        before="from torch_xla.amp import GradScaler\n\nscaler = GradScaler()\n",
+        after="from torch_xla.amp import GradScaler\n\nscaler = GradScaler()\n",
+    )
+    guidance = {"torch_xla.amp.GradScaler": "bfloat16 needs no loss scaling: remove the scaler;"
+                " for float16 try torch.amp.GradScaler(\"neuron\") (support unconfirmed)",
+                "torch_xla.amp.grad_scaler": "bfloat16 needs no loss scaling: remove the "
+                "scaler; for float16 try torch.amp.GradScaler(\"neuron\")"}
+
+
+class RngState(Rule):
+    id = "NM404"
+    name = "xla-rng-state"
+    kind = Kind.UNSAFE_FIX
+    summary = "`xm.set_rng_state(seed)` becomes `torch.manual_seed(seed)` (unsafe); `get_rng_state` is reviewed"
+    explanation = """\
+What it does: suggests `torch.manual_seed(seed)` for `xm.set_rng_state(seed)`; applied only
+with --unsafe-fixes. `xm.get_rng_state()` is reported for review.
+
+Why: set_rng_state seeded the XLA device's generator only. torch.manual_seed seeds every
+generator, the CPU's included, so data shuffling or augmentation that used the CPU generator
+changes too, and the device's random stream differs from XLA's anyway: results will not
+match the XLA run number for number.
+
+What to do: if you need the old CPU stream untouched, seed only the device generator
+(`torch.neuron.manual_seed(seed)` in TorchNeuron). `xm.get_rng_state()` returned an integer
+seed; `torch.neuron.get_rng_state()` returns a state tensor instead, so code storing it
+needs adapting."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n",
+        after="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.set_rng_state",
+                       "torch_xla.core.xla_model.get_rng_state"})
+    emits = ("torch.manual_seed",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if site.qualname and site.qualname.endswith("get_rng_state"):
+            return Review(f"`{code(node)}` returned an integer seed; torch.neuron.get_rng_state()"
+                          " returns a state tensor: adapt the code that stores it")
+        seed = argument(node.args, 0, "seed")
+        manual_seed = site.ref("torch.manual_seed")
+        if seed is None or manual_seed is None or has_star_args(node.args):
+            return Review(f"`{code(node)}`: seed with torch.manual_seed(seed)")
+        new = cst.Call(manual_seed, [cst.Arg(seed.value)])
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: also reseeds the CPU generator, "
+                       "and the random stream differs from XLA's")
+
+
+RULES: tuple[type[Rule], ...] = (Autocast, SyncfreeOptimizer, GradScaler, RngState)

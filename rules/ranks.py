@@ -1,0 +1,180 @@
+"""NM203-NM205: who am I? Ordinals, world size, and the master-only helpers."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import parse_template_expression
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
+from codemod.transform import code
+from rules.support import argument, bool_value, has_star_args, keyword
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+
+_GLOBAL_RANK = frozenset({f"{XM}.get_ordinal", f"{XR}.global_ordinal"})
+_LOCAL_RANK = frozenset({f"{XM}.get_local_ordinal", f"{XR}.local_ordinal"})
+_WORLD_SIZE = frozenset({f"{XM}.xrt_world_size", f"{XR}.world_size"})
+_LOCAL_WORLD = frozenset({f"{XR}.local_process_count"})
+
+
+def global_rank(site: Site) -> cst.BaseExpression | None:
+    dist = site.ref("torch.distributed")
+    if dist is None:
+        return None
+    return parse_template_expression("{d}.get_rank() if {d}.is_initialized() else 0", d=dist)
+
+
+def local_rank(site: Site) -> cst.BaseExpression | None:
+    os_ = site.ref("os")
+    if os_ is None:
+        return None
+    return parse_template_expression('int({os}.environ.get("LOCAL_RANK", 0))', os=os_)
+
+
+class RankAndWorldSize(Rule):
+    id = "NM203"
+    name = "rank-and-world-size"
+    kind = Kind.FIX
+    summary = "ordinals and world size come from torch.distributed and torchrun's environment"
+    explanation = """\
+What it does: `xm.get_ordinal()` / `xr.global_ordinal()` become
+`dist.get_rank() if dist.is_initialized() else 0`; `xm.xrt_world_size()` / `xr.world_size()`
+become `dist.get_world_size() if dist.is_initialized() else 1`;
+`xm.get_local_ordinal()` / `xr.local_ordinal()` become `int(os.environ.get("LOCAL_RANK", 0))`
+and `xr.local_process_count()` becomes `int(os.environ.get("LOCAL_WORLD_SIZE", 1))`.
+
+Why: TorchNeuron runs one process per NeuronCore under torchrun and the `neuron`
+torch.distributed backend; the rank and world size are torch.distributed's, and torchrun
+publishes the local rank in LOCAL_RANK (which the neuron backend itself reads).
+
+What differs: nothing when the script runs under torchrun. Like the XLA calls, the
+replacements also work in a single process where torch.distributed is not initialised (rank 0,
+world size 1). The expression is put in parentheses where it needs them."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
+               "world = xm.xrt_world_size()\n",
+        after="import torch\n\nrank = torch.distributed.get_rank() if "
+              "torch.distributed.is_initialized() else 0\n"
+              "world = torch.distributed.get_world_size() if "
+              "torch.distributed.is_initialized() else 1\n",
+    )
+    calls = _GLOBAL_RANK | _LOCAL_RANK | _WORLD_SIZE | _LOCAL_WORLD
+    emits = ("torch.distributed.get_rank", "torch.distributed.is_initialized",
+             "torch.distributed.get_world_size")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if node.args:
+            return Review(f"`{code(node)}`: arguments have no native equivalent; use "
+                          "torch.distributed.get_rank() / get_world_size() or LOCAL_RANK")
+        qualname = site.qualname or ""
+        if qualname in _GLOBAL_RANK:
+            new = global_rank(site)
+        elif qualname in _LOCAL_RANK:
+            new = local_rank(site)
+        elif qualname in _WORLD_SIZE:
+            dist = site.ref("torch.distributed")
+            new = None if dist is None else parse_template_expression(
+                "{d}.get_world_size() if {d}.is_initialized() else 1", d=dist)
+        else:
+            os_ = site.ref("os")
+            new = None if os_ is None else parse_template_expression(
+                'int({os}.environ.get("LOCAL_WORLD_SIZE", 1))', os=os_)
+        if new is None:
+            return Review(f"`{code(node)}`: `torch` or `os` means something else here")
+        new = site.parenthesized(new)
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+class MasterOnly(Rule):
+    id = "NM204"
+    name = "master-ordinal"
+    kind = Kind.FIX
+    summary = ("`xm.is_master_ordinal()` (local by default) and `xm.master_print()` (global) "
+               "become rank checks")
+    explanation = """\
+What it does: `xm.is_master_ordinal()` becomes `int(os.environ.get("LOCAL_RANK", 0)) == 0`
+and `xm.is_master_ordinal(local=False)` becomes a global rank-0 check. `xm.master_print(...)`
+becomes `print(...)` guarded by `if not dist.is_initialized() or dist.get_rank() == 0:`
+(`fd=` becomes `file=`; `local=True` guards on LOCAL_RANK instead).
+
+Why: the defaults differ and are easy to get wrong: `is_master_ordinal` defaulted to the
+LOCAL master (one process per host), while `master_print` printed on the GLOBAL master only.
+The replacements keep each default, and work without an initialised process group.
+
+What differs: nothing. A `master_print` whose value is used, or a `local=` that is not a
+literal, is reported for review with the suggested code."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nif xm.is_master_ordinal():\n"
+               "    save()\nxm.master_print(\"done\")\n",
+        after="import os\nimport torch\n\nif int(os.environ.get(\"LOCAL_RANK\", 0)) == 0:\n"
+              "    save()\nif not torch.distributed.is_initialized() or "
+              "torch.distributed.get_rank() == 0:\n    print(\"done\")\n",
+    )
+    calls = frozenset({f"{XM}.is_master_ordinal", f"{XM}.master_print"})
+    emits = ("torch.distributed.get_rank", "torch.distributed.is_initialized")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if has_star_args(node.args) and site.qualname == f"{XM}.is_master_ordinal":
+            return Review(f"`{code(node)}`: unpacked arguments")
+        if site.qualname == f"{XM}.is_master_ordinal":
+            return self._is_master(node, site)
+        return self._master_print(node, site)
+
+    def _is_master(self, node: cst.Call, site: Site) -> Outcome:
+        local_arg = argument(node.args, 0, "local")
+        local = True if local_arg is None else bool_value(local_arg.value)
+        if local is None:
+            return Review(f"`{code(node)}`: `local` is computed; use LOCAL_RANK == 0 for the "
+                          "local master and torch.distributed.get_rank() == 0 for the global one")
+        rank = local_rank(site) if local else global_rank(site)
+        if rank is None:
+            return Review(f"`{code(node)}`: `torch` or `os` means something else here")
+        if not local:
+            rank = rank.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        new = site.parenthesized(parse_template_expression("{r} == 0", r=rank), comparison=True)
+        which = "local" if local else "global"
+        return Replace(new, f"`{code(node)}` → `{code(new)}` (the {which} master, as before)")
+
+    def _master_print(self, node: cst.Call, site: Site) -> Outcome:
+        local_arg = keyword(node.args, "local")
+        local = False if local_arg is None else bool_value(local_arg.value)
+        if local is None:
+            return Review(f"`{code(node)}`: `local` is computed; guard print() by hand")
+        args = []
+        for arg in node.args:
+            name = arg.keyword.value if arg.keyword else None
+            if name == "local":
+                continue
+            if name == "fd":
+                arg = arg.with_changes(keyword=cst.Name("file"))
+            args.append(arg)
+        if args and args[-1] is not node.args[-1]:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        printed = node.with_changes(func=cst.Name("print"), args=args)
+        if local:
+            condition = _local_master_condition(site)
+        else:
+            dist = site.ref("torch.distributed")
+            condition = None if dist is None else parse_template_expression(
+                "not {d}.is_initialized() or {d}.get_rank() == 0", d=dist)
+        if condition is None:
+            return Review(f"`{code(node)}`: `torch` or `os` means something else here")
+        guarded = cst.If(test=condition, body=cst.IndentedBlock(
+            body=[cst.SimpleStatementLine(body=[cst.Expr(printed)])]))
+        which = "local" if local else "global"
+        return ReplaceStatement((guarded,), f"`{code(node)}` → print() on the {which} master "
+                                "only, as master_print did")
+
+
+def _local_master_condition(site: Site) -> cst.BaseExpression | None:
+    rank = local_rank(site)
+    return None if rank is None else parse_template_expression("{r} == 0", r=rank)
+
+
+RULES: tuple[type[Rule], ...] = (RankAndWorldSize, MasterOnly)

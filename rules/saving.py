@@ -1,0 +1,78 @@
+"""NM230-NM231: checkpoints. `xm.save` chose which process writes; xser used its own format."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.rule import Example, Outcome, Replace, Rule, Site
+from codemod.transform import code
+from rules.helpers import HELPERS
+from rules.review_base import ReviewRule
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+XLA_XSER = "https://pytorch.org/xla/release/1.9/_modules/torch_xla/utils/serialization.html"
+
+
+class Save(Rule):
+    id = "NM230"
+    name = "xm-save"
+    kind = Kind.FIX
+    summary = "`xm.save` becomes a helper that keeps its CPU copy, writer choice and barrier"
+    explanation = """\
+What it does: replaces `xm.save(data, path, master_only=True, global_master=False)` with a
+helper that does what it did: move every tensor in `data` to the CPU, write with
+`torch.save` from the LOCAL master of each host by default (LOCAL_RANK 0), from global rank 0
+with `global_master=True`, or from every process with `master_only=False`, and then wait at a
+barrier so that no process reads the file before it is written.
+
+Why: a plain `torch.save` on every process would have each process of a host write the same
+file at once, and tensors saved from the device would be tagged with the neuron device.
+
+What differs: nothing. Note the default: on a multi-host job every host writes its own copy
+(to shared storage that means N writes of one file); pass `global_master=True` if one copy
+is what you want."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
+        after="import os\nimport torch\n\n\n" + HELPERS["_neuron_to_device"].source + "\n\n"
+              + HELPERS["_neuron_save"].source + "\n\n_neuron_save(model.state_dict(), path)\n",
+    )
+    calls = frozenset({"torch_xla.core.xla_model.save"})
+    emits = ("torch.save", "torch.distributed.barrier")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        args = [a.with_changes(keyword=cst.Name("path"))
+                if a.keyword is not None and a.keyword.value == "file_or_path" else a
+                for a in node.args]
+        new = node.with_changes(func=site.helper("_neuron_save"), args=args)
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: CPU copy, written by the local "
+                       "master of each host (as before), then a barrier")
+
+
+class XserCheckpoint(ReviewRule):
+    id = "NM231"
+    name = "xser-checkpoint"
+    summary = "`torch_xla.utils.serialization` (xser) checkpoints need a one-time conversion"
+    explanation = """\
+What it does: reports `xser.save` and `xser.load`.
+
+Why: xser wrote a pickled main file whose tensors are placeholders, with the tensors
+themselves in a `<path>.tensors/tensor_<i>.pt` folder; plain `torch.load` cannot reassemble
+it without torch_xla's classes.
+
+What to do: use `torch.save` / `torch.load` (tensors moved to the CPU first) or
+`torch.distributed.checkpoint` for sharded state. To keep existing checkpoints, convert them
+once in the old environment: `state = xser.load(path)` then `torch.save(state, new_path)`."""
+    doc_url = XLA_XSER
+    example = Example(
+        before="import torch_xla.utils.serialization as xser\n\nstate = xser.load(path)\n",
+        after="import torch_xla.utils.serialization as xser\n\nstate = xser.load(path)\n",
+    )
+    guidance = {"torch_xla.utils.serialization": (
+        "xser's on-disk format needs torch_xla to read; use torch.save/torch.load (or "
+        "torch.distributed.checkpoint) and convert old checkpoints once in the XLA "
+        "environment: torch.save(xser.load(path), new_path)")}
+
+
+RULES: tuple[type[Rule], ...] = (Save, XserCheckpoint)

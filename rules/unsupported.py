@@ -1,0 +1,289 @@
+"""NM704-NM715: XLA-era APIs with no mechanical native replacement, each with what to do."""
+
+from __future__ import annotations
+
+import re
+
+from codemod.rule import Example, Rule
+from rules.review_base import ReviewRule
+
+D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+D_BP = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
+        "best-practices-pytorch-neuron.html")
+D_PROF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/"
+          "how-to-profile-pytorch.html")
+D_TRACE = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
+           "torch-neuronx/api-reference-guide/inference/api-torch-neuronx-trace.html")
+D_NXDT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/"
+          "neuron2.x/announce-eos-nxdt-nxd-core-training.html")
+D_MEM = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html"
+D_RN = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/components/torchneuron.html"
+XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
+
+
+def _example(line: str, imports: str) -> Example:
+    source = f"{imports}\n\n{line}\n"
+    return Example(before=source, after=source)
+
+
+class XlaFsdp(ReviewRule):
+    id = "NM704"
+    name = "xla-fsdp"
+    summary = "torch_xla FSDP is replaced by torch.distributed FSDP (FSDP2) by hand"
+    explanation = """\
+What it does: reports `XlaFullyShardedDataParallel` (and its MiCS variant),
+`checkpoint_module` and `consolidate_sharded_model_checkpoints` from
+`torch_xla.distributed.fsdp`.
+
+Why: TorchNeuron supports PyTorch's own FSDP (FSDP1 and FSDP2's `fully_shard`); the XLA
+wrapper's options and its sharded checkpoint layout have no one-to-one mapping.
+
+What to do: shard with `torch.distributed.fsdp.fully_shard` on a DeviceMesh (AWS recommends
+SimpleFSDP when the model is also compiled), use `torch.utils.checkpoint` for activation
+checkpointing, and `torch.distributed.checkpoint` to save and load sharded state."""
+    doc_url = D_BP
+    example = _example("model = FSDP(model)", "from torch_xla.distributed.fsdp import "
+                       "XlaFullyShardedDataParallel as FSDP")
+    guidance = {"torch_xla.distributed.fsdp": "use torch.distributed.fsdp.fully_shard (FSDP2) "
+                "on a DeviceMesh; sharded checkpoints go through torch.distributed.checkpoint"}
+
+
+class XlaSpmd(ReviewRule):
+    id = "NM705"
+    name = "xla-spmd"
+    summary = "SPMD sharding (xs.Mesh, mark_sharding, use_spmd) becomes DeviceMesh and DTensor by hand"
+    explanation = """\
+What it does: reports `torch_xla.distributed.spmd` (`Mesh`, `mark_sharding`, SPMD FSDP) and
+`xr.use_spmd()`.
+
+Why: TorchNeuron's tensor and sequence parallelism is PyTorch's DTensor: a DeviceMesh over
+the neuron devices plus `distribute_tensor` / `parallelize_module` plans. XLA's annotation
+style (sharding specs on tensors, compiled by the XLA partitioner) does not carry over.
+
+What to do: build a `torch.distributed.device_mesh.init_device_mesh("neuron", shape)` and
+express each `mark_sharding` as a DTensor placement (Shard(dim) / Replicate())."""
+    doc_url = D_DIST
+    example = _example("xs.mark_sharding(weight, mesh, (0, None))",
+                       "import torch_xla.distributed.spmd as xs")
+    guidance = {
+        "torch_xla.distributed.spmd": "express the sharding with a DeviceMesh and DTensor "
+                                      "placements (distribute_tensor / parallelize_module)",
+        "torch_xla.experimental.xla_sharding": "express the sharding with DeviceMesh and DTensor",
+        f"{XR}.use_spmd": "there is no SPMD mode to switch on; use DTensor on a DeviceMesh",
+    }
+
+
+class ZeroRedundancy(ReviewRule):
+    id = "NM706"
+    name = "xla-zero1"
+    summary = "torch_xla's ZeRO-1 optimizer becomes ZeroRedundancyOptimizer or FSDP by hand"
+    explanation = """\
+What it does: reports `torch_xla.distributed.zero_redundancy_optimizer`.
+
+Why: ZeRO-1 sharded optimizer state across data-parallel ranks with XLA collectives.
+PyTorch's `torch.distributed.optim.ZeroRedundancyOptimizer` and FSDP do the same job with
+torch.distributed; AWS has not confirmed ZeroRedundancyOptimizer on the neuron backend.
+
+What to do: prefer FSDP2 (`fully_shard`), which shards optimizer state too; or try
+ZeroRedundancyOptimizer and verify it on Trainium."""
+    doc_url = D_BP
+    example = _example("opt = ZeroRedundancyOptimizer(params, torch.optim.AdamW)",
+                       "from torch_xla.distributed.zero_redundancy_optimizer import "
+                       "ZeroRedundancyOptimizer")
+    guidance = {"torch_xla.distributed.zero_redundancy_optimizer":
+                "use FSDP2 (fully_shard) or torch.distributed.optim.ZeroRedundancyOptimizer "
+                "(unconfirmed on the neuron backend)"}
+
+
+class MetricsAndProfiler(ReviewRule):
+    id = "NM707"
+    name = "xla-metrics-profiler"
+    summary = "torch_xla metrics reports and the XLA profiler have native counterparts to choose"
+    explanation = """\
+What it does: reports `torch_xla.debug.metrics` (`metrics_report`, `counter_value`, ...) and
+`torch_xla.debug.profiler` (`start_server`, `trace`, `Trace`).
+
+Why: the metrics counted XLA compilations and transfers, which native execution does not
+have. Profiling uses PyTorch's profiler with Neuron's extension instead of XLA's server.
+
+What to do: delete metrics reports, or use `torch_neuronx.get_fallback_ops()` to see which
+ops ran on the CPU; profile with `torch.profiler.profile(activities=[ProfilerActivity.CPU,
+ProfilerActivity.PrivateUse1])` as the Neuron Explorer guide shows."""
+    doc_url = D_PROF
+    example = _example("print(met.metrics_report())", "import torch_xla.debug.metrics as met")
+    guidance = {
+        "torch_xla.debug.metrics": "XLA compilation metrics do not exist natively; delete it, "
+                                   "or inspect CPU fallbacks with torch_neuronx.get_fallback_ops()",
+        "torch_xla.debug.profiler": "profile with torch.profiler (ProfilerActivity.PrivateUse1) "
+                                    "and Neuron Explorer",
+    }
+
+
+class XlacInternals(ReviewRule):
+    id = "NM708"
+    name = "xla-internals"
+    summary = "private torch_xla internals (`torch_xla._XLAC`, `torch_xla.experimental`) have no native equivalent"
+    explanation = """\
+What it does: reports calls into `torch_xla._XLAC` (the C++ extension) and
+`torch_xla.experimental` (eager mode switches, custom kernels, scan, stablehlo export, ...).
+
+Why: these reach into the XLA runtime itself; nothing with the same contract exists, and
+neuron-migrate will not guess.
+
+What to do: find out what the call achieved (often a sync, a graph hint or a debugging aid)
+and drop it or use the native facility: torch.neuron.synchronize(), torch.compile, NKI
+kernels through `torch_neuronx.nki_op`."""
+    doc_url = D_HOME
+    example = _example("torch_xla._XLAC._xla_sync_multi(tensors, devices=[])", "import torch_xla")
+    guidance = {"torch_xla._XLAC": "a private XLA runtime call with no native equivalent; "
+                                   "find what it achieved and drop or replace it",
+                "torch_xla.experimental": "an experimental XLA feature with no native "
+                                          "equivalent; drop it or use the native facility"}
+
+
+class NeuronxXlaApis(ReviewRule):
+    id = "NM709"
+    name = "torch-neuronx-xla-api"
+    summary = "XLA-era torch_neuronx APIs (trace, DataParallel, async_load, ...) need a native design"
+    explanation = """\
+What it does: reports the inference and tooling APIs of the XLA-based torch-neuronx library:
+`torch_neuronx.trace`, `DataParallel`, `async_load`, `lazy_load`, `analyze`,
+`replace_weights`, `dynamic_batch`, `testing.assert_close`, `nki_jit`, `xla_impl.*`,
+`experimental.*` and `utils.get_platform_target`.
+
+Why: the package name stayed the same across the two products, but these functions belong to
+the XLA one. TorchNeuron has no `trace`; a traced TorchScript artifact cannot be reused.
+
+What to do: compile with `torch.compile(model, backend="neuron", dynamic=False,
+fullgraph=True)` (it compiles per input signature and caches the result); for LLM serving use
+vLLM Neuron; compare tensors with `torch.testing.assert_close`; write NKI kernels with
+`@nki.jit` and register them with `torch_neuronx.nki_op`. Inference on Inf2 or Trn1 has no
+native path: stay on the XLA library there."""
+    doc_url = D_TRACE
+    tokens = (b"neuron",)
+    example = _example("traced = torch_neuronx.trace(model, example)", "import torch_neuronx")
+    guidance = {
+        "torch_neuronx.trace": "no native trace: use torch.compile(model, backend=\"neuron\", "
+                               "dynamic=False, fullgraph=True); saved traced models cannot be "
+                               "reused",
+        "torch_neuronx.DataParallel": "run one process per NeuronCore with torchrun (and DDP for "
+                                      "training) instead",
+        "torch_neuronx.async_load": "no native equivalent; load the model normally",
+        "torch_neuronx.lazy_load": "no native equivalent; load the model normally",
+        "torch_neuronx.analyze": "no native equivalent; compile and check "
+                                 "torch_neuronx.get_fallback_ops()",
+        "torch_neuronx.replace_weights": "no native equivalent; load a state_dict instead",
+        "torch_neuronx.dynamic_batch": "compile per batch size, or pad batches to fixed sizes",
+        "torch_neuronx.testing": "use torch.testing.assert_close",
+        "torch_neuronx.nki_jit": "removed: write the kernel with @nki.jit and register it with "
+                                 "torch_neuronx.nki_op",
+        "torch_neuronx.xla_impl": "an XLA-era internal: no native equivalent",
+        "torch_neuronx.experimental": "an XLA-era experimental API: no native equivalent",
+        "torch_neuronx.utils.get_platform_target": "TorchNeuron runs on Trn2/Trn3 only; check "
+                                                    "the instance type another way if needed",
+    }
+
+
+class NeuronxDistributed(ReviewRule):
+    id = "NM710"
+    name = "neuronx-distributed"
+    summary = "NeuronX Distributed and transformers-neuronx are XLA-based: move to native parallelism"
+    explanation = """\
+What it does: reports imports and uses of `neuronx_distributed` (NxD Core, NxD Training, NxD
+Inference), `transformers_neuronx` and `optimum.neuron`.
+
+Why: NxD is built on PyTorch/XLA and does not run on TorchNeuron; its training APIs reached
+end of support, and transformers-neuronx ended earlier. optimum-neuron's native support is not
+confirmed.
+
+What to do: use PyTorch's own parallelism (DDP, FSDP2, DTensor tensor and sequence
+parallelism, pipelining) or TorchTitan Neuron for large-scale pre-training, and vLLM Neuron
+for LLM serving."""
+    doc_url = D_NXDT
+    tokens = (b"neuron",)
+    example = _example("model = parallel_state.initialize_model_parallel(8)",
+                       "from neuronx_distributed import parallel_state")
+    guidance = {
+        "neuronx_distributed": "NxD is XLA-based and does not run on TorchNeuron; use "
+                               "DDP/FSDP2/DTensor or TorchTitan Neuron (training), vLLM Neuron "
+                               "(serving)",
+        "transformers_neuronx": "end of support; serve LLMs with vLLM Neuron",
+        "optimum.neuron": "native support unconfirmed; check optimum-neuron's release notes",
+    }
+
+
+class DeviceQueries(ReviewRule):
+    id = "NM711"
+    name = "xla-device-query"
+    summary = "XLA device-kind, device-count and memory queries need native equivalents by hand"
+    explanation = """\
+What it does: reports `xm.xla_device_hw()`, `xm.xla_device_kind()`, `xr.device_type()`,
+the device counts (`xr.global_device_count()`, `xr.addressable_device_count()`,
+`xr.local_device_count()`, `torch_xla.device_count()`), `xm.get_memory_info()`,
+`xm.send_cpu_data_to_device()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
+
+Why: each has a native counterpart whose meaning differs: device-kind checks compared
+against "NEURON" / "TPU" / "GPU" strings, while the native device type is "neuron"; counts
+depend on whether you mean processes or cores.
+
+What to do: `torch.device(dev).type == "neuron"` for kind checks; `dist.get_world_size()`
+for the number of workers or `torch.neuron.device_count()` for the cores this process sees;
+`torch.neuron.memory_allocated()` / `memory_stats()` after `torch.neuron.synchronize()`;
+`.to(device)` for host-to-device copies; drop `unlazy` and `optimization_barrier_`."""
+    doc_url = D_MEM
+    example = _example("if xr.device_type() == \"NEURON\":\n    pass", "import torch_xla.runtime as xr")
+    guidance = {
+        f"{XM}.xla_device_hw": "compare torch.device(dev).type with \"neuron\" instead",
+        f"{XM}.xla_device_kind": "no documented native equivalent (core generation); drop it",
+        f"{XR}.device_type": "the native device type is \"neuron\": compare "
+                             "torch.device(dev).type == \"neuron\"",
+        f"{XR}.global_device_count": "one device per process: use dist.get_world_size()",
+        f"{XR}.addressable_device_count": "use torch.neuron.device_count() (cores this process "
+                                          "sees)",
+        f"{XR}.local_device_count": "use torch.neuron.device_count() or LOCAL_WORLD_SIZE",
+        "torch_xla.device_count": "use dist.get_world_size() or torch.neuron.device_count()",
+        f"{XM}.get_memory_info": "use torch.neuron.memory_allocated() / memory_stats() after "
+                                 "torch.neuron.synchronize()",
+        f"{XM}.send_cpu_data_to_device": "move the data with .to(device)",
+        f"{XM}.unlazy": "eager tensors are already materialised: drop it (or "
+                        "torch.neuron.synchronize() to wait)",
+        f"{XM}.optimization_barrier_": "an XLA compiler hint with no native equivalent: drop it",
+        f"{XR}.using_pjrt": "always a single native runtime: drop the check",
+    }
+
+
+_OLD_INSTANCE = re.compile(r"(?:inf2|trn1n?)(?:\.\d*x?large)?")
+
+
+class OldInstanceTarget(Rule):
+    id = "NM712"
+    name = "trn1-inf2-target"
+    kind = ReviewRule.kind
+    summary = "Trn1 and Inf2 targets: TorchNeuron supports Trn2 and Trn3 only"
+    explanation = """\
+What it does: reports string literals naming Trn1 or Inf2 instances or platform targets
+("trn1", "trn1.32xlarge", "inf2.xlarge", ...).
+
+Why: TorchNeuron, the native backend, supports Trn2 and Trn3 only. Workloads that must stay
+on Trn1 or Inf2 keep the XLA-based torch-neuronx 2.9 (in maintenance) and should not be
+migrated.
+
+What to do: move the workload to Trn2/Trn3 instances (and update the target), or do not
+migrate this code."""
+    doc_url = D_RN
+    example = Example(before="INSTANCE = \"trn1.32xlarge\"\n", after="INSTANCE = \"trn1.32xlarge\"\n")
+    tokens = (b"trn1", b"inf2")
+
+    def interesting_string(self, value: str) -> bool:
+        return _OLD_INSTANCE.fullmatch(value) is not None
+
+    def leftover_string(self, value: str) -> str:
+        return (f"{value!r} targets Trn1/Inf2; TorchNeuron supports Trn2 and Trn3 only: move "
+                "to Trn2/Trn3, or keep this workload on the XLA stack")
+
+
+RULES: tuple[type[Rule], ...] = (XlaFsdp, XlaSpmd, ZeroRedundancy, MetricsAndProfiler,
+                                 XlacInternals, NeuronxXlaApis, NeuronxDistributed,
+                                 DeviceQueries, OldInstanceTarget)
