@@ -39,6 +39,9 @@ Ignore = Annotated[Optional[list[str]], typer.Option(
     "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
 Unsafe = Annotated[bool, typer.Option(
     "--unsafe-fixes", help="Also apply fixes that may change behaviour (see `rules`).")]
+Annotate = Annotated[bool, typer.Option(
+    "--annotate", help="Put a `# neuron-migrate: NMxxx ...` comment above each line that "
+                       "needs review.")]
 NoCompile = Annotated[bool, typer.Option(
     "--no-compile", help="Do not add model.compile(backend=\"neuron\", dynamic=False) after "
                          "the training model is placed on the device (NM503).")]
@@ -58,14 +61,14 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
 
 
 def _registry(select: list[str] | None, ignore: list[str] | None, unsafe: bool,
-              compile_models: bool = True) -> Registry:
+              compile_models: bool = True, annotate: bool = False) -> Registry:
     rules = all_rules()
     known = {r.id for r in rules}
     for code in [*(select or []), *(ignore or [])]:
         if not any(rule_id.startswith(code.upper()) for rule_id in known):
             raise typer.BadParameter(f"unknown rule id or prefix {code!r}; "
                                      "see `neuron-migrate rules`")
-    options = Options(unsafe_fixes=unsafe, compile=compile_models,
+    options = Options(unsafe_fixes=unsafe, compile=compile_models, annotate=annotate,
                       select=frozenset(s.upper() for s in select or ()),
                       ignore=frozenset(i.upper() for i in ignore or ()))
     return Registry(rules, options)
@@ -120,6 +123,7 @@ def apply(
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = False,
     no_compile: NoCompile = False,
+    annotate: Annotate = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
 
@@ -127,7 +131,7 @@ def apply(
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
     _check_format(fmt)
-    registry = _registry(select, ignore, unsafe_fixes, not no_compile)
+    registry = _registry(select, ignore, unsafe_fixes, not no_compile, annotate)
     result = run(paths, registry, write=not dry_run, excludes=exclude or ())
     _report(result, registry, fmt, "dry-run" if dry_run else "apply", show_diff=dry_run)
     raise typer.Exit(result.exit_code())

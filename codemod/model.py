@@ -69,6 +69,7 @@ class Options:
 
     unsafe_fixes: bool = False
     compile: bool = True
+    annotate: bool = False
     select: frozenset[str] = field(default_factory=frozenset)
     ignore: frozenset[str] = field(default_factory=frozenset)
 

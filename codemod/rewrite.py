@@ -16,6 +16,7 @@ import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
 from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
+from codemod.model import Kind
 from codemod.registry import Registry
 from codemod.transform import FileContext, Pending, ResidualScanner, UnitRewriter
 
@@ -53,12 +54,14 @@ class ModuleRewriter:
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set()
         self.removals: dict[int, set[int]] = {}
+        self.annotations: dict[int, list[str]] = {}
 
     def run(self, module: cst.Module) -> cst.Module:
         tree = self.analysis.tree
         self._visit(module.body, tree.body)
         self.removals, self.import_notes = plan_removals(self.analysis.xla_imports, self.used,
                                                          self.registry)
+        self.annotations = self._annotations() if self.context.options.annotate else {}
         body, carry = self._rebuild(module.body, tree.body, top_level=True)
         body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
                            module.default_newline)
@@ -113,6 +116,30 @@ class ModuleRewriter:
             sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
 
+    def _annotations(self) -> dict[int, list[str]]:
+        """`# neuron-migrate: NMxxx summary` lines to put above statements needing review."""
+        notes: dict[int, list[str]] = {}
+        items = [(f.rule_id, unit) for f, unit in self.findings
+                 if isinstance(f, Residual) or f.kind is Kind.REVIEW]
+        items += [(n.rule_id, n.statement) for n in self.import_notes if not n.applied]
+        for rule_id, unit in items:
+            rule = self.registry.by_id.get(rule_id)
+            text = f"# neuron-migrate: {rule_id} {rule.summary if rule else ''}".rstrip()
+            if text not in notes.setdefault(id(unit), []):
+                notes[id(unit)].append(text)
+        return notes
+
+    def _annotate(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> cst.BaseStatement:
+        if not self.annotations:
+            return statement
+        texts = [t for u in units for t in self.annotations.get(id(u), ())]
+        present = {line.comment.value for line in statement.leading_lines if line.comment}
+        lines = [cst.EmptyLine(comment=cst.Comment(t)) for t in dict.fromkeys(texts)
+                 if t not in present]
+        if not lines:
+            return statement
+        return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
+
     # ------------------------------------------------------------ phase 2: rebuild
     def _rebuild(self, statements: Sequence[cst.BaseStatement], body: list[ast.stmt],
                  top_level: bool = False
@@ -142,10 +169,10 @@ class ModuleRewriter:
                                                                   *new[0].leading_lines]))
                     out.extend(new[1:])
                 elif smalls is None:
-                    out.append(_attach(carry, statement, first=first))
+                    out.append(_attach(carry, self._annotate(statement, units), first=first))
                 elif smalls:
-                    out.append(_attach(carry, statement.with_changes(body=smalls),
-                                       first=first))
+                    out.append(_attach(carry, self._annotate(
+                        statement.with_changes(body=smalls), units), first=first))
                     out.extend(inserted)
                 elif inserted:
                     out.append(_attach([*carry, *statement.leading_lines], inserted[0]))
@@ -183,9 +210,8 @@ class ModuleRewriter:
                 carry = [*carry, *statement.leading_lines]
                 dropped = True
                 continue
-            out.append(_attach(carry, _map_blocks(header, unit, self._rebuild_suite,
-                                                  self._rebuild_elif),
-                               first=first))
+            rebuilt = _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+            out.append(_attach(carry, self._annotate(rebuilt, [unit]), first=first))
             carry = []
         if position != len(body):
             raise StructureMismatch("fewer LibCST statements than ast statements")

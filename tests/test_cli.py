@@ -99,3 +99,41 @@ def test_readme_example_command(in_tmp: Path) -> None:
     for rule_id in ("NM101", "NM110", "NM201", "NM202"):
         assert rule_id in run.stdout
     assert "+    device = torch.device(\"neuron\")" in run.stdout
+
+
+def test_annotate_marks_review_lines_once(in_tmp: Path) -> None:
+    source = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+              "def main():\n    xmp.spawn(run, args=())\n")
+    (in_tmp / "launch.py").write_text(source)
+    assert cli("apply", "--annotate", "launch.py").exit_code == 0
+    annotated = (in_tmp / "launch.py").read_text()
+    assert "    # neuron-migrate: NM220 " in annotated
+    assert annotated.index("# neuron-migrate: NM220") < annotated.index("xmp.spawn")
+    cli("apply", "--annotate", "launch.py")
+    assert (in_tmp / "launch.py").read_text() == annotated
+    (in_tmp / "plain.py").write_text(source)
+    cli("apply", "plain.py")
+    assert "neuron-migrate:" not in (in_tmp / "plain.py").read_text()
+
+
+def test_no_compile_leaves_the_model_uncompiled(in_tmp: Path) -> None:
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\n\n"
+              "model = torch.nn.Linear(2, 2).to(xm.xla_device())\n"
+              "opt = torch.optim.SGD(model.parameters(), lr=0.1)\n")
+    (in_tmp / "a.py").write_text(source)
+    (in_tmp / "b.py").write_text(source)
+    cli("apply", "--no-compile", "a.py")
+    cli("apply", "b.py")
+    assert ".compile(" not in (in_tmp / "a.py").read_text()
+    assert "model.compile(backend=\"neuron\", dynamic=False)" in (in_tmp / "b.py").read_text()
+
+
+def test_unsafe_fixes_flag_applies_them(in_tmp: Path) -> None:
+    source = ("import torch_xla.core.xla_model as xm\nfrom torch.nn.parallel import "
+              "DistributedDataParallel as DDP\n\nmodel = DDP(model)\nxm.optimizer_step(opt)\n")
+    (in_tmp / "a.py").write_text(source)
+    cli("apply", "a.py")
+    assert (in_tmp / "a.py").read_text() == source
+    cli("apply", "--unsafe-fixes", "a.py")
+    assert (in_tmp / "a.py").read_text().endswith("model = DDP(model)\nopt.step()\n")
+    assert "torch_xla" not in (in_tmp / "a.py").read_text()

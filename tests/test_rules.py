@@ -90,3 +90,12 @@ def test_emitted_apis_exist(api: str) -> None:
 def test_torch_neuronx_apis_are_only_the_documented_ones() -> None:
     emitted_neuron = {a for r in RULES for a in r.emits if a.startswith("torch.neuron.")}
     assert emitted_neuron <= TORCH_NEURONX_APIS
+
+
+def test_readme_lists_every_python_rule() -> None:
+    from tests.conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text()
+    for rule in RULES:
+        if rule.example.language == "python":
+            assert f"| {rule.id} | {rule.name} |" in readme, rule.id

@@ -79,8 +79,9 @@ def train(index: int, args: argparse.Namespace) -> None:
         xm.mark_step()
 
     xm.rendezvous("training done")
+    xm.save(model.state_dict(), args.checkpoint)  # written once per host
     if xm.is_master_ordinal():
-        xm.save(model.state_dict(), args.checkpoint)
+        xm.master_print(f"saved {args.checkpoint}")
 
 
 def main() -> None:

@@ -1,0 +1,121 @@
+"""The helper functions rewrites write into users' files: run them, alone and in a real
+two-process gloo group, and check they do what the XLA calls did."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections import namedtuple
+from pathlib import Path
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from rules.helpers import HELPERS
+
+
+def _namespace() -> dict:
+    namespace: dict = {"torch": torch, "os": os}
+    for helper in HELPERS.values():
+        exec(compile(helper.source, "<helper>", "exec"), namespace)  # noqa: S102
+    return namespace
+
+
+H = _namespace()
+
+
+def test_every_helper_is_defined_and_declares_what_it_needs() -> None:
+    for name, helper in HELPERS.items():
+        assert name in H
+        for required in helper.requires:
+            assert required in HELPERS and required in helper.source
+
+
+def test_to_device_walks_nested_batches() -> None:
+    Pair = namedtuple("Pair", "x y")
+    batch = {"a": [torch.ones(1), (torch.zeros(2), "label")], "p": Pair(torch.ones(1), 3)}
+    moved = H["_neuron_to_device"](batch, torch.device("meta"))
+    assert moved["a"][0].device.type == "meta" and moved["a"][1][0].device.type == "meta"
+    assert moved["a"][1][1] == "label" and isinstance(moved["p"], Pair) and moved["p"].y == 3
+
+
+def test_device_loader_is_reiterable_and_sized() -> None:
+    data = [torch.full((2,), float(i)) for i in range(3)]
+    loader = H["_NeuronDeviceLoader"](data, torch.device("meta"))
+    assert len(loader) == 3
+    for _ in range(2):  # one pass per epoch, like MpDeviceLoader
+        assert [b.device.type for b in loader] == ["meta"] * 3
+
+
+def test_single_process_behaviour_matches_xla() -> None:
+    assert not dist.is_initialized()
+    t = torch.tensor([2.0, 4.0])
+    reduced = H["_neuron_all_reduce"](dist.ReduceOp.SUM, t, scale=0.5)
+    assert torch.equal(reduced, torch.tensor([1.0, 2.0])) and torch.equal(t, torch.tensor([2.0, 4.0]))
+    assert torch.equal(H["_neuron_all_gather"](t, dim=0), t)
+    assert torch.equal(H["_neuron_reduce_scatter"](dist.ReduceOp.SUM, t, 0.5, 0, 1), t * 0.5)
+    assert H["_neuron_gather_objects"](b"x") == [b"x"]
+    assert H["_neuron_mesh_reduce"](torch.tensor(3.0), max) == torch.tensor(3.0)
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(torch.ones(1, 2)).sum().backward()
+    before = model.weight.detach().clone()
+    H["_neuron_optimizer_step"](optimizer)
+    assert torch.equal(model.weight.detach(), before - 1.0)
+    H["_neuron_broadcast_master_param"](model)
+
+
+def test_save_writes_cpu_tensors_from_the_local_master(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    H["_neuron_save"]({"w": torch.ones(1)}, tmp_path / "other.pt")
+    assert not (tmp_path / "other.pt").exists()
+    H["_neuron_save"]({"w": torch.ones(1)}, tmp_path / "all.pt", master_only=False)
+    assert (tmp_path / "all.pt").exists()
+    monkeypatch.setenv("LOCAL_RANK", "0")
+    H["_neuron_save"]({"w": torch.ones(1)}, tmp_path / "local.pt")
+    assert torch.load(tmp_path / "local.pt")["w"].device.type == "cpu"
+
+
+def _worker(rank: int, port: int, results: dict) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=2)
+    h = _namespace()
+    value = torch.tensor([float(rank + 1)])
+    out: dict = {}
+    reduced = h["_neuron_all_reduce"](dist.ReduceOp.SUM, value, scale=0.5)
+    out["all_reduce"] = (reduced.tolist(), value.tolist())  # new tensor; input untouched
+    pair = [torch.tensor([1.0]), torch.tensor([float(rank)])]
+    h["_neuron_all_reduce"](dist.ReduceOp.MAX, pair)
+    out["in_place"] = [t.item() for t in pair]
+    out["gather"] = h["_neuron_all_gather"](value, dim=0).tolist()
+    out["objects"] = h["_neuron_gather_objects"](f"rank{rank}")
+    model = torch.nn.Linear(1, 1, bias=False)
+    torch.nn.init.constant_(model.weight, 1.0)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(torch.tensor([[float(rank)]])).sum().backward()  # grads 0 and 1: mean 0.5
+    h["_neuron_optimizer_step"](optimizer)
+    out["weight"] = model.weight.item()
+    results[rank] = out
+    dist.destroy_process_group()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_two_process_semantics_match_xla() -> None:
+    with mp.Manager() as manager:
+        results = manager.dict()
+        mp.spawn(_worker, args=(_free_port(), results), nprocs=2, join=True)
+        results = dict(results)
+    for rank in (0, 1):
+        out = results[rank]
+        assert out["all_reduce"] == ([1.5], [float(rank + 1)])
+        assert out["in_place"] == [1.0, 1.0]
+        assert out["gather"] == [1.0, 2.0]
+        assert out["objects"] == ["rank0", "rank1"]
+        assert out["weight"] == pytest.approx(0.5)  # averaged gradient, same on both replicas
