@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.table import Table
 from rich.text import Text
 
 from codemod import __version__
+from codemod.config import Config, ConfigError, check_rule_code, load_config
 from codemod.diff import split_lines
+from codemod.discover import Excludes
 from codemod.model import Options
 from codemod.registry import Registry
-from codemod.report import FORMATS, render_json, render_text
-from codemod.runner import RunResult, run
+from codemod.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
+                            render_text, summary_rows)
+from codemod.runner import RunResult, default_jobs, run
 from rules import all_rules
 
 app = typer.Typer(
@@ -31,20 +37,32 @@ app = typer.Typer(
 Paths = Annotated[list[Path], typer.Argument(help="Files or directories to migrate.",
                                              show_default=False, metavar="PATH...")]
 Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
+Output = Annotated[Optional[Path], typer.Option(
+    "--output", "-o", help="Write the report to this file; the terminal still shows the "
+                           "progress and the summary.")]
 Exclude = Annotated[Optional[list[str]], typer.Option(
     "--exclude", help="Skip paths matching this gitignore-style glob (repeatable).")]
 Select = Annotated[Optional[list[str]], typer.Option(
     "--select", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
     "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
-Unsafe = Annotated[bool, typer.Option(
-    "--unsafe-fixes", help="Also apply fixes that may change behaviour (see `rules`).")]
-Annotate = Annotated[bool, typer.Option(
-    "--annotate", help="Put a `# neuron-migrate: NMxxx ...` comment above each line that "
-                       "needs review.")]
-NoCompile = Annotated[bool, typer.Option(
-    "--no-compile", help="Do not add model.compile(backend=\"neuron\", dynamic=False) after "
-                         "the training model is placed on the device (NM503).")]
+Unsafe = Annotated[Optional[bool], typer.Option(
+    "--unsafe-fixes/--no-unsafe-fixes",
+    help="Also apply fixes that may change behaviour (see `rules`).", show_default=False)]
+Compile = Annotated[Optional[bool], typer.Option(
+    "--compile/--no-compile",
+    help="Add model.compile(backend=\"neuron\", dynamic=False) after the training model is "
+         "placed on the device (NM503; on by default).", show_default=False)]
+Annotate = Annotated[Optional[bool], typer.Option(
+    "--annotate/--no-annotate",
+    help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
+    show_default=False)]
+Jobs = Annotated[Optional[int], typer.Option(
+    "--jobs", "-j", min=1, help="Worker processes (default: all cores).", show_default=False)]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
+                                     "status; reports still go to --output.")]
+Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
+                                       "to migrate and skipped paths.")]
 
 
 def _version(value: bool) -> None:
@@ -60,41 +78,156 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
     """neuron-migrate."""
 
 
-def _registry(select: list[str] | None, ignore: list[str] | None, unsafe: bool,
-              compile_models: bool = True, annotate: bool = False) -> Registry:
-    rules = all_rules()
-    known = {r.id for r in rules}
-    for code in [*(select or []), *(ignore or [])]:
-        if not any(rule_id.startswith(code.upper()) for rule_id in known):
-            raise typer.BadParameter(f"unknown rule id or prefix {code!r}; "
-                                     "see `neuron-migrate rules`")
-    options = Options(unsafe_fixes=unsafe, compile=compile_models, annotate=annotate,
-                      select=frozenset(s.upper() for s in select or ()),
-                      ignore=frozenset(i.upper() for i in ignore or ()))
-    return Registry(rules, options)
+@dataclass(frozen=True)
+class _Request:
+    """One invocation's flags, before the repository's configuration is merged in."""
+
+    paths: list[Path]
+    mode: str
+    fmt: str
+    output: Path | None
+    exclude: list[str] | None
+    select: list[str] | None
+    ignore: list[str] | None
+    unsafe: bool | None
+    compile_models: bool | None
+    annotate: bool | None
+    jobs: int | None
+    quiet: bool
+    verbose: bool
+    show_diff: bool
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}",
-                                 param_hint="--format")
+def _options(request: _Request, config: Config) -> Options:
+    known = frozenset(r.id for r in all_rules())
+    for code in [*(request.select or []), *(request.ignore or [])]:
+        check_rule_code(code, known, where="--select/--ignore")
+    select = request.select if request.select is not None else config.select
+    ignore = request.ignore if request.ignore is not None else config.ignore
+    return Options(
+        unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
+        compile=_first(request.compile_models, config.compile, True),
+        annotate=_first(request.annotate, config.annotate, False),
+        select=frozenset(s.upper() for s in select),
+        ignore=frozenset(i.upper() for i in ignore),
+    )
 
 
-def _report(result: RunResult, registry: Registry, fmt: str, mode: str, show_diff: bool) -> None:
-    if fmt == "json":
-        sys.stdout.write(render_json(result, registry, mode) + "\n")
-        for error in result.errors:
-            sys.stderr.write(f"error: {error}\n")
+def _first(*values: bool | None) -> bool:
+    return next(v for v in values if v is not None)  # type: ignore[return-value]
+
+
+def _execute(request: _Request) -> None:
+    if request.fmt not in FORMATS:
+        raise typer.BadParameter(f"unknown format {request.fmt!r}; choose from "
+                                 f"{', '.join(FORMATS)}", param_hint="--format")
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    try:
+        config = load_config(request.paths, frozenset(r.id for r in all_rules()))
+        options = _options(request, config)
+    except ConfigError as error:
+        errors.print(Text(f"error: {error}", style="bold red"))
+        raise typer.Exit(2) from None
+    registry = Registry(all_rules(), options)
+    keep = request.show_diff or request.fmt == "markdown"
+    with _progress(request.quiet) as advance:
+        result = run(request.paths, registry, write=request.mode == "apply",
+                     excludes=_excludes(config, request),
+                     jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance)
+    _report(result, registry, request)
+    raise typer.Exit(result.exit_code())
+
+
+def _excludes(config: Config, request: _Request) -> Excludes:
+    groups: list[tuple[Path, list[str]]] = [(Path.cwd(), list(request.exclude or []))]
+    if config.path is not None:
+        groups.append((config.path.parent, list(config.exclude)))
+    return Excludes.of(*groups)
+
+
+class _progress:
+    """A progress bar on stderr for runs over many files, only on a terminal."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.enabled = not quiet and sys.stderr.isatty()
+        self.bar: Progress | None = None
+        self.task = None
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        if not self.enabled:
+            return None
+        self.bar = Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(),
+                            console=Console(stderr=True), transient=True)
+        self.bar.start()
+        return self.advance
+
+    def advance(self, done: int, total: int) -> None:
+        if self.bar is None or total < 20:
+            return
+        if self.task is None:
+            self.task = self.bar.add_task("files", total=total)
+        self.bar.update(self.task, completed=done)
+
+    def __exit__(self, *exc: object) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _report(result: RunResult, registry: Registry, request: _Request) -> None:
+    errors = Console(stderr=True, highlight=False, soft_wrap=True)
+    document = _document(result, registry, request)
+    if request.output is not None:
+        request.output.write_text(document if document is not None else
+                                  _plain_text(result, registry, request), encoding="utf-8")
+    for message in [f.error for f in result.files if f.error] + list(result.errors):
+        errors.print(Text(f"error: {message}", style="bold red"))
+    if request.quiet:
+        return
+    if document is not None and request.output is None:
+        sys.stdout.write(document + "\n")
         return
     console = Console(highlight=False, soft_wrap=True)
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    for text, style in render_text(result, registry, show_diff):
-        if style == "error":
-            errors.print(Text(text, style="bold red"))
-        elif style == "diff":
-            _write_diff(text)
-        else:
-            console.print(Text(text, style={"heading": "bold", "dim": "dim"}.get(style, "")))
+    if request.output is None:
+        for text, style in render_text(result, registry, request.show_diff, request.verbose):
+            if style == "diff":
+                _write_diff(text)
+            elif style != "error":
+                console.print(Text(text, style={"heading": "bold", "dim": "dim"}.get(style, "")))
+    _print_summary(console, result)
+
+
+def _document(result: RunResult, registry: Registry, request: _Request) -> str | None:
+    if request.fmt == "json":
+        return render_json(result, registry, request.mode)
+    if request.fmt == "markdown":
+        return render_markdown(result, registry)
+    if request.fmt == "sarif":
+        return render_sarif(result, registry)
+    if request.fmt == "github":
+        return render_github(result)
+    return None
+
+
+def _plain_text(result: RunResult, registry: Registry, request: _Request) -> str:
+    lines = [text for text, _ in render_text(result, registry, request.show_diff,
+                                             request.verbose)]
+    rows, sentence = summary_rows(result)
+    lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
+    return "\n".join([*lines, sentence]) + "\n"
+
+
+def _print_summary(console: Console, result: RunResult) -> None:
+    rows, sentence = summary_rows(result)
+    if rows:
+        table = Table(title="Summary", title_justify="left")
+        for column in ("rule", "fixes", "unsafe fixes", "review items"):
+            table.add_column(column, justify="left" if column == "rule" else "right")
+        for row in rows:
+            table.add_row(*row)
+        console.print(table)
+    console.print(Text(sentence, style="bold"))
+    if result.findings:
+        console.print("Run `neuron-migrate explain NMxxx` for the full explanation of a rule.")
 
 
 _DIFF_COLOURS = (("---", "\x1b[1m"), ("+++", "\x1b[1m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"),
@@ -118,44 +251,47 @@ def apply(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing; show the diff and "
                                           "explain every change.")] = False,
     fmt: Format = "text",
+    output: Output = None,
     exclude: Exclude = None,
     select: Select = None,
     ignore: Ignore = None,
-    unsafe_fixes: Unsafe = False,
-    no_compile: NoCompile = False,
-    annotate: Annotate = False,
+    unsafe_fixes: Unsafe = None,
+    compile_models: Compile = None,
+    annotate: Annotate = None,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
 
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
-    _check_format(fmt)
-    registry = _registry(select, ignore, unsafe_fixes, not no_compile, annotate)
-    result = run(paths, registry, write=not dry_run, excludes=exclude or ())
-    _report(result, registry, fmt, "dry-run" if dry_run else "apply", show_diff=dry_run)
-    raise typer.Exit(result.exit_code())
+    _execute(_Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
+                      ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
+                      show_diff=dry_run))
 
 
 @app.command()
 def check(
     paths: Paths,
     fmt: Format = "text",
+    output: Output = None,
     exclude: Exclude = None,
     select: Select = None,
     ignore: Ignore = None,
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
-    no_compile: NoCompile = False,
+    compile_models: Compile = None,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
 ) -> None:
     """Report what would change, for CI and pre-commit; never writes.
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
-    _check_format(fmt)
-    registry = _registry(select, ignore, False, not no_compile)
-    result = run(paths, registry, write=False, excludes=exclude or ())
-    _report(result, registry, fmt, "check", show_diff=diff)
-    raise typer.Exit(result.exit_code())
+    _execute(_Request(paths, "check", fmt, output, exclude, select, ignore, False,
+                      compile_models, False, jobs, quiet, verbose, show_diff=diff))
 
 
 @app.command("rules")
@@ -163,7 +299,7 @@ def list_rules() -> None:
     """List every rule: id, kind and what it does."""
     console = Console(highlight=False, soft_wrap=True)
     for rule in all_rules():
-        console.print(f"{rule.id}  {rule.name:<22} {str(rule.kind):<11} {rule.summary}",
+        console.print(f"{rule.id}  {rule.name:<26} {str(rule.kind):<11} {rule.summary}",
                       markup=False)
 
 

@@ -48,3 +48,8 @@ def carry_over(original: bytes, reproduced: bytes, new: bytes) -> bytes | None:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         out.extend(old_lines[i1:i2] if tag == "equal" else new_lines[j1:j2])
     return b"".join(out)
+
+
+def file_diff(path: str, original: bytes, new: bytes, encoding: str) -> str:
+    """The unified diff of one migrated file, decoded the way the file is."""
+    return unified_diff(path, original.decode(encoding), new.decode(encoding))

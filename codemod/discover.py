@@ -43,10 +43,34 @@ class _Ignore:
         return self.spec.check_file(relative + ("/" if is_dir else "")).include
 
 
-def discover(paths: Iterable[Path], excludes: Iterable[str] = (),
+@dataclass(frozen=True)
+class Excludes:
+    """Gitignore-style patterns anchored at a folder: the configuration file's folder for
+    patterns from pyproject.toml, the working directory for --exclude."""
+
+    patterns: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...] = ()
+
+    @classmethod
+    def of(cls, *groups: tuple[Path, Iterable[str]]) -> Excludes:
+        return cls(tuple((base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
+                         for base, lines in groups if lines))
+
+    def match(self, real: Path, is_dir: bool) -> bool:
+        for base, spec in self.patterns:
+            try:
+                relative = real.relative_to(base).as_posix()
+            except ValueError:
+                continue
+            if spec.match_file(relative + ("/" if is_dir else "")):
+                return True
+        return False
+
+
+def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
              suffixes: frozenset[str] = PYTHON_SUFFIXES) -> Discovery:
     result = Discovery()
-    exclude = pathspec.GitIgnoreSpec.from_lines(list(excludes))
+    exclude = excludes if isinstance(excludes, Excludes) else \
+        Excludes.of((Path.cwd(), list(excludes)))
     seen: set[Path] = set()
     for given in paths:
         if not given.exists():
@@ -55,21 +79,13 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] = (),
         if given.is_dir():
             real = given.resolve()
             walk = _Walk(real, exclude, suffixes, result)
-            for path in walk.directory(given, real, "", _parent_ignores(real)):
+            for path in walk.directory(given, real, _parent_ignores(real)):
                 _add(path, seen, result)
-        elif exclude.patterns and exclude.match_file(_cwd_relative(given)):
+        elif exclude.match(given.resolve(), is_dir=False):
             result.skipped.append(f"{given}: excluded")
         else:
             _add(given, seen, result)
     return result
-
-
-def _cwd_relative(path: Path) -> str:
-    absolute = Path(os.path.abspath(path))
-    try:
-        return absolute.relative_to(Path.cwd()).as_posix()
-    except ValueError:
-        return absolute.as_posix()
 
 
 def _add(path: Path, seen: set[Path], result: Discovery) -> None:
@@ -82,12 +98,11 @@ def _add(path: Path, seen: set[Path], result: Discovery) -> None:
 @dataclass
 class _Walk:
     root_real: Path
-    exclude: pathspec.GitIgnoreSpec
+    exclude: Excludes
     suffixes: frozenset[str]
     result: Discovery
 
-    def directory(self, path: Path, real: Path, relative: str,
-                  ignores: list[_Ignore]) -> Iterator[Path]:
+    def directory(self, path: Path, real: Path, ignores: list[_Ignore]) -> Iterator[Path]:
         local = _load_gitignore(path, real)
         if local is not None:
             ignores = [*ignores, local]
@@ -97,12 +112,11 @@ class _Walk:
             self.result.errors.append(f"{path}: cannot list ({error.strerror})")
             return
         for entry in entries:
-            yield from self.entry(entry, path, real, relative, ignores)
+            yield from self.entry(entry, path, real, ignores)
 
-    def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path, relative: str,
+    def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path,
               ignores: list[_Ignore]) -> Iterator[Path]:
         path = parent / entry.name
-        rel = f"{relative}{entry.name}"
         try:
             is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=False)
@@ -120,10 +134,10 @@ class _Walk:
         real = parent_real / entry.name
         if _ignored(ignores, real, is_dir):
             return
-        if self.exclude.patterns and self.exclude.match_file(rel + ("/" if is_dir else "")):
+        if self.exclude.match(real, is_dir):
             return
         if is_dir:
-            yield from self.directory(path, real, rel + "/", ignores)
+            yield from self.directory(path, real, ignores)
         elif Path(entry.name).suffix in self.suffixes:
             yield path
 

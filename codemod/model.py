@@ -57,10 +57,12 @@ class FileResult:
     encoding: str = "utf-8"
     error: str | None = None
     skipped: str | None = None
+    modified: bool = False
+    """Set when the sources were dropped to save memory but the file changed."""
 
     @property
     def changed(self) -> bool:
-        return self.new_source is not None and self.new_source != self.original
+        return self.modified or (self.new_source is not None and self.new_source != self.original)
 
 
 @dataclass(frozen=True)

@@ -1,17 +1,23 @@
-"""A whole run: discover, migrate each file, write (in apply mode), collect results."""
+"""A whole run: discover, migrate each file (in worker processes with -j), write in apply
+mode, collect results in a stable order."""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
+import os
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.discover import discover
+from codemod.discover import Excludes, discover
 from codemod.fileio import WriteError, read_bytes, write_atomic
 from codemod.migrate import migrate_source
 from codemod.model import FileResult, Finding, Kind
 from codemod.registry import Registry
+
+Progress = Callable[[int, int], None]
+"""Called with (files done, files in all) as the run advances."""
 
 
 @dataclass(frozen=True)
@@ -47,6 +53,36 @@ class RunResult:
         return 1 if self.needs_attention else 0
 
 
+@dataclass(frozen=True)
+class Job:
+    """What every worker needs to process a file; sent once per worker process."""
+
+    registry: Registry
+    write: bool
+    keep_sources: bool
+
+
+_JOB: Job | None = None
+
+
+def _start_worker(job: Job) -> None:
+    global _JOB
+    _JOB = job
+
+
+def process(path: Path, job: Job | None = None) -> FileResult:
+    """Migrate one file and, in apply mode, write it. Runs in a worker process."""
+    job = job or _JOB
+    assert job is not None
+    result = migrate_path(path, job.registry)
+    if job.write:
+        result = _write(result)
+    if not job.keep_sources and result.original is not None:
+        result = dataclasses.replace(result, original=None, new_source=None,
+                                     modified=result.changed)
+    return result
+
+
 def migrate_path(path: Path, registry: Registry) -> FileResult:
     name = str(path)
     try:
@@ -56,14 +92,36 @@ def migrate_path(path: Path, registry: Registry) -> FileResult:
     return migrate_source(name, data, registry)
 
 
+def default_jobs() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
 def run(paths: Iterable[Path], registry: Registry, write: bool,
-        excludes: Iterable[str] = ()) -> RunResult:
+        excludes: Iterable[str] | Excludes = (), jobs: int = 1, keep_sources: bool = True,
+        progress: Progress | None = None) -> RunResult:
+    """Migrate every file under `paths`. The result does not depend on `jobs`."""
     found = discover(paths, excludes)
-    results = [migrate_path(path, registry) for path in found.files]
-    if write:
-        results = [_write(result) for result in results]
+    job = Job(registry, write, keep_sources)
+    results: list[FileResult] = []
+    for done, result in enumerate(_map(found.files, job, jobs), start=1):
+        results.append(result)
+        if progress is not None:
+            progress(done, len(found.files))
     results.sort(key=lambda r: r.path)
     return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write)
+
+
+def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
+    if jobs <= 1 or len(files) < 2:
+        for path in files:
+            yield process(path, job)
+        return
+    workers = min(jobs, len(files))
+    chunk = max(1, min(64, len(files) // (workers * 8)))
+    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
+                             initargs=(job,)) as pool:
+        yield from pool.map(process, files, chunksize=chunk)
 
 
 def _write(result: FileResult) -> FileResult:

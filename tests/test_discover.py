@@ -43,9 +43,11 @@ def test_gitignore_above_the_given_folder_applies_inside_a_work_tree(tmp_path: P
     assert _names(tmp_path / "src") == ["real.py"]
 
 
-def test_exclude_globs(tmp_path: Path) -> None:
-    _touch(tmp_path, "a.py", "tests/t.py", "vendor/x/y.py", "b_pb2.py")
-    assert _names(tmp_path, excludes=["tests/", "*_pb2.py", "vendor"]) == ["a.py"]
+def test_exclude_globs_are_relative_to_the_working_directory(in_tmp: Path) -> None:
+    _touch(in_tmp, "a.py", "tests/t.py", "vendor/x/y.py", "b_pb2.py", "src/gen/g.py",
+           "other/src/gen/keep.py")
+    assert _names(in_tmp, excludes=["tests/", "*_pb2.py", "vendor", "src/gen"]) == \
+        ["a.py", "other/src/gen/keep.py"]
 
 
 def test_symlinks_never_lead_out_of_the_tree_or_loop(tmp_path: Path) -> None:

@@ -5,13 +5,13 @@ Schema (version 1):
    "summary": {"files", "changed", "failed", "fixes", "unsafe_fixes", "reviews"},
    "files": [{"path", "status": "changed"|"unchanged"|"error", "error"}],
    "findings": [{"path", "line", "column", "rule_id", "rule_name", "kind", "message",
-                 "applied", "suggestion", "doc_url"}],
+                 "applied", "suggestion", "doc_url", "cell", "cell_id"}],
+  ("cell" is the 0-based code-cell index in a notebook, and "line" the line within it.)
    "errors": [str]}
 """
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 from codemod import __version__
@@ -28,7 +28,7 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "neuron-migrate", "version": __version__},
         "mode": mode,
-        "summary": dataclasses.asdict(Summary.of(result)),
+        "summary": Summary.of(result).counts(),
         "files": [_file(f) for f in result.files],
         "findings": [_finding(f, registry) for f in result.findings],
         "errors": list(result.errors),
@@ -54,4 +54,6 @@ def _finding(finding, registry: Registry) -> dict[str, object]:  # type: ignore[
         "applied": finding.applied,
         "suggestion": finding.suggestion,
         "doc_url": rule.doc_url if rule else None,
+        "cell": finding.cell,
+        "cell_id": finding.cell_id,
     }

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, field
 
-from codemod.model import Kind
+from codemod.model import Finding, Kind
 from codemod.runner import RunResult
 
 
@@ -16,10 +17,17 @@ class Summary:
     fixes: int
     unsafe_fixes: int
     reviews: int
+    by_rule: tuple[tuple[str, int, int, int], ...] = field(default=(), compare=False)
+    """(rule id, fixes, unsafe fixes, review items), by rule id."""
 
     @classmethod
     def of(cls, result: RunResult) -> Summary:
         findings = result.findings
+        counts: dict[str, Counter[Kind]] = {}
+        for finding in findings:
+            counts.setdefault(finding.rule_id, Counter())[finding.kind] += 1
+        by_rule = tuple((rule_id, c[Kind.FIX], c[Kind.UNSAFE_FIX], c[Kind.REVIEW])
+                        for rule_id, c in sorted(counts.items()))
         return cls(
             files=len(result.files),
             changed=len(result.changed),
@@ -27,7 +35,12 @@ class Summary:
             fixes=sum(1 for f in findings if f.kind is Kind.FIX),
             unsafe_fixes=sum(1 for f in findings if f.kind is Kind.UNSAFE_FIX),
             reviews=sum(1 for f in findings if f.kind is Kind.REVIEW),
+            by_rule=by_rule,
         )
+
+    def counts(self) -> dict[str, int]:
+        return {"files": self.files, "changed": self.changed, "failed": self.failed,
+                "fixes": self.fixes, "unsafe_fixes": self.unsafe_fixes, "reviews": self.reviews}
 
     def sentence(self, written: bool) -> str:
         verb = "changed" if written else "would change"
@@ -35,6 +48,19 @@ class Summary:
                 f"{self.failed} failed; {self.fixes} fix{'es' if self.fixes != 1 else ''}, "
                 f"{self.unsafe_fixes} unsafe fix{'es' if self.unsafe_fixes != 1 else ''}, "
                 f"{self.reviews} review item{_s(self.reviews)}")
+
+
+def label(finding: Finding) -> str:
+    """How a finding's kind reads in a report."""
+    if finding.kind is Kind.UNSAFE_FIX and not finding.applied:
+        return "unsafe-fix, not applied"
+    return str(finding.kind)
+
+
+def where(finding: Finding) -> str:
+    """`line 3:5`, or `cell 2, line 3:5` in a notebook."""
+    cell = f"cell {finding.cell}, " if finding.cell is not None else ""
+    return f"{cell}line {finding.line}:{finding.column}"
 
 
 def _s(count: int) -> str:

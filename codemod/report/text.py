@@ -4,39 +4,48 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from codemod.diff import unified_diff
-from codemod.model import FileResult, Finding, Kind
+from codemod.diff import file_diff
+from codemod.model import FileResult, Finding
 from codemod.registry import Registry
-from codemod.report.summary import Summary
+from codemod.report.summary import Summary, label, where
 from codemod.runner import RunResult
 
 
-def render_text(result: RunResult, registry: Registry, show_diff: bool) -> Iterator[tuple[str, str]]:
-    """Lines of the report, each with a style name ("diff", "plain", "error") for colouring."""
+def render_text(result: RunResult, registry: Registry, show_diff: bool,
+                verbose: bool = False) -> Iterator[tuple[str, str]]:
+    """Lines of the report, each with a style ("diff", "plain", "dim", "heading", "error")."""
     for file in result.files:
         if file.error:
             yield f"error: {file.error}", "error"
         if not file.findings:
+            if verbose and not file.error:
+                yield f"{file.path}: nothing to migrate", "dim"
             continue
         if show_diff and file.changed:
-            yield _diff(file), "diff"
+            yield diff_of(file), "diff"
         yield f"{file.path}: {_count(file)}", "heading"
         for finding in file.findings:
             yield from _explain(finding, registry)
         yield "", "plain"
     for error in result.errors:
         yield f"error: {error}", "error"
-    yield Summary.of(result).sentence(result.written), "heading"
-    if result.findings:
-        yield "Run `neuron-migrate explain NMxxx` for the full explanation of a rule.", "plain"
+    if verbose:
+        for skipped in result.skipped:
+            yield f"skipped: {skipped}", "dim"
 
 
-def _diff(file: FileResult) -> str:
+def diff_of(file: FileResult) -> str:
     assert file.original is not None and file.new_source is not None
-    old = file.original.decode(file.encoding)
-    new = file.new_source.decode(file.encoding)
-    diff = unified_diff(file.path, old, new)
+    diff = file_diff(file.path, file.original, file.new_source, file.encoding)
     return diff[:-1] if diff.endswith("\n") else diff
+
+
+def summary_rows(result: RunResult) -> tuple[list[tuple[str, str, str, str]], str]:
+    """The closing summary: one row per rule (fixes, unsafe fixes, review items) and a line
+    with the file counts."""
+    summary = Summary.of(result)
+    rows = [(rule_id, str(f), str(u), str(r)) for rule_id, f, u, r in summary.by_rule]
+    return rows, summary.sentence(result.written)
 
 
 def _count(file: FileResult) -> str:
@@ -46,10 +55,8 @@ def _count(file: FileResult) -> str:
 
 
 def _explain(finding: Finding, registry: Registry) -> Iterator[tuple[str, str]]:
-    label = str(finding.kind)
-    if finding.kind is Kind.UNSAFE_FIX and not finding.applied:
-        label = "unsafe-fix, not applied"
-    yield f"  line {finding.line}:{finding.column}  {finding.rule_id} [{label}]  {finding.message}", "plain"
+    yield (f"  {where(finding)}  {finding.rule_id} [{label(finding)}]  {finding.message}",
+           "plain")
     if finding.suggestion:
         suggestion = finding.suggestion.replace("\n", "\n      ")
         yield f"      suggested: {suggestion}", "plain"

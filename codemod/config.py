@@ -1,0 +1,97 @@
+"""`[tool.neuron-migrate]` in the migrated repository's pyproject.toml.
+
+Found by walking up from the paths given, like ruff's configuration; command-line flags
+override it. An unknown key, a value of the wrong type or an unknown rule id is an error that
+names the file, never silently ignored.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+TABLE = "neuron-migrate"
+
+
+class ConfigError(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path | None = None
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    compile: bool | None = None
+    unsafe_fixes: bool | None = None
+    annotate: bool | None = None
+    rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
+
+
+_LISTS = {"select", "ignore", "exclude"}
+_BOOLS = {"compile", "unsafe-fixes", "annotate"}
+
+
+def find_pyproject(paths: Iterable[Path]) -> Path | None:
+    """The nearest pyproject.toml with a [tool.neuron-migrate] table above the first path."""
+    for given in paths:
+        start = given.resolve()
+        directory = start if start.is_dir() else start.parent
+        for candidate in (directory, *directory.parents):
+            pyproject = candidate / "pyproject.toml"
+            if pyproject.is_file() and _has_table(pyproject):
+                return pyproject
+        return None
+    return None
+
+
+def _has_table(pyproject: Path) -> bool:
+    try:
+        return f"[tool.{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace") \
+            or f'[tool."{TABLE}"]' in pyproject.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
+    pyproject = find_pyproject(list(paths))
+    if pyproject is None:
+        return Config()
+    try:
+        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: {error}") from error
+    table = document.get("tool", {}).get(TABLE, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.{TABLE}] must be a table")
+    values: dict[str, object] = {}
+    for key, value in table.items():
+        if key in _LISTS:
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be a list of strings")
+            values[key] = tuple(value)
+        elif key in _BOOLS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be true or false")
+            values[key.replace("-", "_")] = value
+        else:
+            known = ", ".join(sorted(_LISTS | _BOOLS))
+            raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
+                              f"(known: {known})")
+    for code in (*values.get("select", ()), *values.get("ignore", ())):  # type: ignore[misc]
+        check_rule_code(code, rule_ids, where=f"{pyproject}: [tool.{TABLE}]")
+    return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
+
+
+def check_rule_code(code: str, rule_ids: frozenset[str], where: str) -> None:
+    if not any(rule_id.startswith(code.upper()) for rule_id in rule_ids):
+        raise ConfigError(f"{where}: unknown rule id or prefix {code!r}; see "
+                          "`neuron-migrate rules`")

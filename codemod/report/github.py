@@ -1,0 +1,30 @@
+"""GitHub Actions workflow commands: one annotation per finding, shown on the PR's diff."""
+
+from __future__ import annotations
+
+from codemod.model import Kind
+from codemod.runner import RunResult
+
+
+def render_github(result: RunResult) -> str:
+    lines: list[str] = []
+    for finding in result.findings:
+        level = "warning" if finding.kind is not Kind.FIX or not finding.applied else "notice"
+        cell = f" (cell {finding.cell})" if finding.cell is not None else ""
+        properties = (f"file={_property(finding.path)},line={finding.line},"
+                      f"col={finding.column},title={_property(finding.rule_id + cell)}")
+        lines.append(f"::{level} {properties}::{_data(finding.message)}")
+    for file in result.files:
+        if file.error:
+            lines.append(f"::error file={_property(file.path)}::{_data(file.error)}")
+    for error in result.errors:
+        lines.append(f"::error ::{_data(error)}")
+    return "\n".join(lines)
+
+
+def _data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _property(text: str) -> str:
+    return _data(text).replace(":", "%3A").replace(",", "%2C")

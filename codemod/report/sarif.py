@@ -1,0 +1,73 @@
+"""SARIF 2.1.0 for GitHub code scanning: rule metadata in tool.driver.rules, one result per
+finding, file errors as tool notifications."""
+
+from __future__ import annotations
+
+import json
+from pathlib import PurePath
+
+from codemod import __version__
+from codemod.model import Finding, Kind
+from codemod.registry import Registry
+from codemod.runner import RunResult
+
+SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_LEVELS = {Kind.FIX: "note", Kind.UNSAFE_FIX: "warning", Kind.REVIEW: "warning"}
+
+
+def render_sarif(result: RunResult, registry: Registry) -> str:
+    rules = sorted(registry.all_rules, key=lambda r: r.id)
+    index = {rule.id: i for i, rule in enumerate(rules)}
+    document = {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [{
+            "tool": {"driver": {
+                "name": "neuron-migrate",
+                "version": __version__,
+                "informationUri": "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
+                "rules": [_rule(rule) for rule in rules],
+            }},
+            "results": [_result(f, index) for f in result.findings],
+            "invocations": [{
+                "executionSuccessful": not result.failed,
+                "toolExecutionNotifications": [
+                    {"level": "error", "message": {"text": text}}
+                    for text in [*(f.error for f in result.files if f.error), *result.errors]
+                ],
+            }],
+        }],
+    }
+    return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
+    return {
+        "id": rule.id,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary},
+        "fullDescription": {"text": rule.explanation},
+        "helpUri": rule.doc_url,
+        "help": {"text": f"{rule.explanation}\n\n{rule.doc_url}"},
+        "defaultConfiguration": {"level": _LEVELS[rule.kind]},
+        "properties": {"kind": str(rule.kind)},
+    }
+
+
+def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
+    message = finding.message
+    if finding.cell is not None:
+        message = f"cell {finding.cell}: {message}"
+    entry: dict[str, object] = {
+        "ruleId": finding.rule_id,
+        "level": _LEVELS[finding.kind],
+        "message": {"text": message},
+        "locations": [{"physicalLocation": {
+            "artifactLocation": {"uri": PurePath(finding.path).as_posix()},
+            "region": {"startLine": finding.line, "startColumn": finding.column},
+        }}],
+        "properties": {"kind": str(finding.kind), "applied": finding.applied},
+    }
+    if finding.rule_id in index:
+        entry["ruleIndex"] = index[finding.rule_id]
+    return entry
