@@ -130,10 +130,13 @@ def _execute(request: _Request) -> None:
         raise typer.Exit(2) from None
     registry = Registry(all_rules(), options)
     keep = request.show_diff or request.fmt == "markdown"
+    scan_only = request.mode.startswith("scan")
     with _progress(request.quiet) as advance:
-        result = run(request.paths, registry, write=request.mode == "apply",
+        result = run(request.paths, registry, write=request.mode in ("apply", "scan --fix"),
                      excludes=_excludes(config, request),
-                     jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance)
+                     jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance,
+                     python=not scan_only, fix_pins=request.mode != "scan",
+                     strict=scan_only)
     _report(result, registry, request)
     raise typer.Exit(result.exit_code())
 
@@ -292,6 +295,33 @@ def check(
     """
     _execute(_Request(paths, "check", fmt, output, exclude, select, ignore, False,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff))
+
+
+@app.command()
+def scan(
+    paths: Paths,
+    fix: Annotated[bool, typer.Option("--fix", help="Rewrite pins in requirements files, "
+                                      "pyproject.toml and Dockerfile/shell pip lines to the "
+                                      "native set (lockfiles are never edited).")] = False,
+    fmt: Format = "text",
+    output: Output = None,
+    exclude: Exclude = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    unsafe_fixes: Unsafe = None,
+    jobs: Jobs = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Find XLA-era torch-neuronx pins and installs in requirements, lockfiles, pyproject,
+    setup files, Pipfiles, conda environments, Dockerfiles, shell scripts and YAML images.
+
+    apply and check include these checks. Exit status: 0 when clean, 1 when something was
+    found (with --fix: something that could not be fixed), 2 on errors.
+    """
+    _execute(_Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
+                      ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
+                      show_diff=fix))
 
 
 @app.command("rules")

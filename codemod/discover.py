@@ -9,7 +9,7 @@ symlinked file out of the tree it was found in.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,7 +20,12 @@ SKIPPED_DIRS = frozenset({
     "site-packages", "dist-packages", "node_modules", "build", "dist", ".mypy_cache",
     ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
 })
-PYTHON_SUFFIXES = frozenset({".py"})
+Accept = Callable[[Path], bool]
+"""Which files a run takes, by name (discovery never reads a file)."""
+
+
+def python_files(path: Path) -> bool:
+    return path.suffix == ".py"
 
 
 @dataclass
@@ -67,7 +72,7 @@ class Excludes:
 
 
 def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
-             suffixes: frozenset[str] = PYTHON_SUFFIXES) -> Discovery:
+             accept: Accept = python_files) -> Discovery:
     result = Discovery()
     exclude = excludes if isinstance(excludes, Excludes) else \
         Excludes.of((Path.cwd(), list(excludes)))
@@ -78,7 +83,7 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
             continue
         if given.is_dir():
             real = given.resolve()
-            walk = _Walk(real, exclude, suffixes, result)
+            walk = _Walk(real, exclude, accept, result)
             for path in walk.directory(given, real, _parent_ignores(real)):
                 _add(path, seen, result)
         elif exclude.match(given.resolve(), is_dir=False):
@@ -99,7 +104,7 @@ def _add(path: Path, seen: set[Path], result: Discovery) -> None:
 class _Walk:
     root_real: Path
     exclude: Excludes
-    suffixes: frozenset[str]
+    accept: Accept
     result: Discovery
 
     def directory(self, path: Path, real: Path, ignores: list[_Ignore]) -> Iterator[Path]:
@@ -138,7 +143,7 @@ class _Walk:
             return
         if is_dir:
             yield from self.directory(path, real, ignores)
-        elif Path(entry.name).suffix in self.suffixes:
+        elif self.accept(path):
             yield path
 
 

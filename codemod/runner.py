@@ -10,6 +10,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from codemod import deps
 from codemod.discover import Excludes, discover
 from codemod.fileio import WriteError, read_bytes, write_atomic
 from codemod.migrate import migrate_source
@@ -26,6 +27,7 @@ class RunResult:
     errors: tuple[str, ...] = ()
     skipped: tuple[str, ...] = ()
     written: bool = False
+    strict: bool = False  # after writing, what could not be fixed still fails (scan --fix)
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -48,8 +50,10 @@ class RunResult:
     def exit_code(self) -> int:
         if self.failed:
             return 2
-        if self.written:
+        if self.written and not self.strict:
             return 0
+        if self.written:
+            return 1 if any(not f.applied for f in self.findings) else 0
         return 1 if self.needs_attention else 0
 
 
@@ -60,6 +64,8 @@ class Job:
     registry: Registry
     write: bool
     keep_sources: bool
+    python: bool = True  # migrate Python files (and notebooks); `scan` only reads pins
+    fix_pins: bool = True  # rewrite pins in dependency files and Dockerfiles
 
 
 _JOB: Job | None = None
@@ -74,7 +80,7 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     """Migrate one file and, in apply mode, write it. Runs in a worker process."""
     job = job or _JOB
     assert job is not None
-    result = migrate_path(path, job.registry)
+    result = migrate_path(path, job.registry, job.fix_pins)
     if job.write:
         result = _write(result)
     if not job.keep_sources and result.original is not None:
@@ -83,13 +89,39 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     return result
 
 
-def migrate_path(path: Path, registry: Registry) -> FileResult:
+def migrate_path(path: Path, registry: Registry, fix_pins: bool = True) -> FileResult:
+    """One file, by kind: Python code, a notebook, or a dependency/container file."""
     name = str(path)
     try:
         data = read_bytes(path)
     except WriteError as error:
         return FileResult(name, error=str(error))
-    return migrate_source(name, data, registry)
+    kind = deps.kind_of(path)
+    if path.suffix == ".ipynb":
+        return _notebook(name, data, registry)
+    if kind is not None and kind != "setup.py":
+        return deps.scan_source(name, data, registry, fix=fix_pins)
+    result = migrate_source(name, data, registry)
+    if kind == "setup.py" and not result.error:  # code and a pin list at once
+        pins = deps.scan_source(name, data, registry, fix=False)
+        findings = tuple(sorted((*result.findings, *pins.findings),
+                                key=lambda f: (f.line, f.column, f.rule_id)))
+        result = dataclasses.replace(result, findings=findings)
+    return result
+
+
+def _notebook(name: str, data: bytes, registry: Registry) -> FileResult:
+    from codemod.notebook import migrate_notebook
+
+    return migrate_notebook(name, data, registry)
+
+
+def accepts(job_python: bool) -> Callable[[Path], bool]:
+    """What discovery hands to a run: code, notebooks and dependency files, or (for `scan`)
+    dependency files only."""
+    if job_python:
+        return lambda path: path.suffix in (".py", ".ipynb") or deps.is_dependency_file(path)
+    return deps.is_dependency_file
 
 
 def default_jobs() -> int:
@@ -99,17 +131,19 @@ def default_jobs() -> int:
 
 def run(paths: Iterable[Path], registry: Registry, write: bool,
         excludes: Iterable[str] | Excludes = (), jobs: int = 1, keep_sources: bool = True,
-        progress: Progress | None = None) -> RunResult:
+        progress: Progress | None = None, python: bool = True,
+        fix_pins: bool = True, strict: bool = False) -> RunResult:
     """Migrate every file under `paths`. The result does not depend on `jobs`."""
-    found = discover(paths, excludes)
-    job = Job(registry, write, keep_sources)
+    found = discover(paths, excludes, accepts(python))
+    job = Job(registry, write, keep_sources, python, fix_pins)
     results: list[FileResult] = []
     for done, result in enumerate(_map(found.files, job, jobs), start=1):
         results.append(result)
         if progress is not None:
             progress(done, len(found.files))
     results.sort(key=lambda r: r.path)
-    return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write)
+    return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write,
+                     strict=strict)
 
 
 def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:

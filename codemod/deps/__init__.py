@@ -1,0 +1,134 @@
+"""The dependency and container scanner (issue 4): where a repository pins or installs the
+XLA-era Neuron stack, what to change it to, and (for the kinds we can edit safely) the edit.
+
+Public API, used by discovery and the CLI:
+- `is_dependency_file(path)`: whether a file is one of the kinds below;
+- `scan_source(path, data, registry, fix)`: one file's bytes to a `FileResult`;
+- `scan_text_lines(path, lines, registry)`: install/export lines lifted out of another file
+  (notebook `!pip install`, `%env`), reported only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from codemod.deps import commands, conda, dockerfile, lockfiles, pipfile, pyproject, setup_files
+from codemod.deps import requirements, shell, yaml_files
+from codemod.deps.emit import Emitter
+from codemod.deps.entries import Unparsable
+from codemod.model import FileResult, Finding
+from codemod.registry import Registry
+
+__all__ = ["is_dependency_file", "kind_of", "scan_source", "scan_text_lines"]
+
+Scanner = Callable[[str, Emitter, str], None]
+REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
+                          r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
+PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
+SCANNERS: dict[str, Scanner] = {
+    "requirements": requirements.scan,
+    "pyproject": pyproject.scan,
+    "setup.py": setup_files.scan_setup_py,
+    "setup.cfg": setup_files.scan_setup_cfg,
+    "pipfile": pipfile.scan,
+    "lockfile": lockfiles.scan,
+    "conda": conda.scan,
+    "dockerfile": dockerfile.scan,
+    "shell": shell.scan,
+    "yaml": yaml_files.scan,
+}
+
+
+def kind_of(path: Path) -> str | None:
+    """Which scanner reads this file, decided by its name alone."""
+    name = path.name.lower()
+    fixed = {"pyproject.toml": "pyproject", "setup.py": "setup.py", "setup.cfg": "setup.cfg",
+             "pipfile": "pipfile", "containerfile": "dockerfile", "dockerfile": "dockerfile"}
+    if name in fixed:
+        return fixed[name]
+    if name in lockfiles.COMMANDS:
+        return "lockfile"
+    if name.startswith(("dockerfile.", "containerfile.")) or name.endswith(".dockerfile"):
+        return "dockerfile"
+    if REQUIREMENTS.match(name) or (path.parent.name.lower() == "requirements"
+                                    and name.endswith((".txt", ".in"))):
+        return "requirements"
+    if name.endswith((".sh", ".bash")):
+        return "shell"
+    if name.endswith((".yml", ".yaml")):
+        return "conda" if name.startswith("environment") else "yaml"
+    return None
+
+
+def is_dependency_file(path: Path) -> bool:
+    return kind_of(path) is not None
+
+
+def mentions_neuron(data: bytes) -> bool:
+    """Every NM8xx finding needs one of these words; a file without them is not parsed (a
+    large YAML data file costs a substring search, not a YAML parse)."""
+    lowered = data.lower()
+    return any(token in lowered for token in PREFILTER)
+
+
+def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
+    """Scan one file; never raises for bad input (problems become `error`)."""
+    kind = kind_of(Path(path))
+    if kind is None or not mentions_neuron(data):
+        return FileResult(path, original=data)
+    text = data.decode("utf-8", "surrogateescape")
+    bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it
+    text = text[len(bom):]
+    emitter = Emitter(path, text, registry, fix)
+    try:
+        SCANNERS[kind](text, emitter, path)
+    except Unparsable as problem:
+        where = f"{path}:{problem.line}" if problem.line else path
+        return FileResult(path, _ordered(emitter.findings), original=data,
+                          error=f"{where}: {problem}; file left untouched")
+    except RecursionError:
+        return FileResult(path, original=data, error=f"{path}: nested too deeply to read")
+    except Exception as error:  # a bug must cost one file, never the run
+        return FileResult(path, original=data,
+                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
+                                "file left untouched, please report this")
+    new = emitter.new_text()
+    if new is not None and not _still_readable(kind, new, path, registry):
+        rules = ", ".join(sorted({f.rule_id for f in emitter.findings if f.applied}))
+        return FileResult(path, _ordered(emitter.findings), original=data,
+                          error=f"{path}: the fixes ({rules}) would leave it unreadable; "
+                                "nothing written, please report this")
+    new_source = (bom + new).encode("utf-8", "surrogateescape") if new is not None else None
+    if new_source == data:
+        new_source = None
+    return FileResult(path, _ordered(emitter.findings), original=data, new_source=new_source)
+
+
+def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:
+    """The re-parse guard (DESIGN invariant 10): a fixed file must read as its kind again."""
+    try:
+        SCANNERS[kind](text, Emitter(path, text, registry, fix=False), path)
+    except Unparsable:
+        return False
+    return True
+
+
+def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
+    return tuple(sorted(findings, key=lambda f: (f.line, f.column, f.rule_id)))
+
+
+def scan_text_lines(path: str, lines: list[tuple[int, str]],
+                    registry: Registry) -> list[Finding]:
+    """Check free-standing shell-like lines (notebook magics); report only, never fix."""
+    if not lines:
+        return []
+    text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
+    emitter = Emitter(path, text, registry, fix=False,
+                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1], can_edit=False)
+    try:
+        shell.scan(text, emitter, path)
+    except Unparsable:
+        pass  # a notebook line that is not shell: nothing to say about it
+    return list(_ordered(emitter.findings))

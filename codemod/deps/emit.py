@@ -1,0 +1,94 @@
+"""Turning decisions into `Finding`s and accepted edits, honouring --select/--ignore and
+--unsafe-fixes, and applying the accepted edits to the text."""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Sequence
+
+from codemod.deps import ids
+from codemod.deps.entries import Edit
+from codemod.model import Finding, Kind
+from codemod.registry import Registry
+
+
+def rule_enabled(registry: Registry, rule_id: str) -> bool:
+    rule = registry.by_id.get(rule_id)
+    return registry.enabled(rule) if rule is not None else registry.options.enabled(rule_id)
+
+
+class Emitter:
+    """Collects the findings for one text; knows where each offset is.
+
+    `line_numbers` maps the text's lines to the caller's numbering (notebook lines handed to
+    `scan_text_lines`); by default line i of the text is line i.
+    """
+
+    def __init__(self, path: str, text: str, registry: Registry, fix: bool,
+                 line_numbers: Sequence[int] | None = None, can_edit: bool = True) -> None:
+        self.path = path
+        self.text = text
+        self.registry = registry
+        self.fix = fix
+        self.can_edit = can_edit
+        self.line_numbers = line_numbers
+        self.starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.findings: list[Finding] = []
+        self.edits: list[Edit] = []
+
+    def position(self, offset: int) -> tuple[int, int]:
+        index = bisect.bisect_right(self.starts, offset) - 1
+        line = index + 1 if self.line_numbers is None else self.line_numbers[index]
+        return line, offset - self.starts[index] + 1
+
+    def report(self, rule_id: str, offset: int, message: str,
+               edits: Sequence[Edit | None] = (), suggestion: str | None = None) -> None:
+        if not rule_enabled(self.registry, rule_id):
+            return
+        usable = self.can_edit and bool(edits) and all(e is not None for e in edits)
+        kind = ids.KINDS[rule_id] if usable else Kind.REVIEW
+        applied = usable and self._accept(kind, [e for e in edits if e is not None])
+        line, column = self.position(offset)
+        if kind is Kind.UNSAFE_FIX and not applied and suggestion is None:
+            suggestion = "; ".join(e.new.strip() for e in edits if e is not None and e.new.strip())
+        self.findings.append(Finding(self.path, line, column, rule_id, kind, message,
+                                     applied=applied, suggestion=suggestion))
+
+    def _accept(self, kind: Kind, edits: list[Edit]) -> bool:
+        wanted = kind is Kind.FIX or (kind is Kind.UNSAFE_FIX
+                                      and self.registry.options.unsafe_fixes)
+        if not (self.fix and wanted):
+            return False
+        new = [e for e in edits if e not in self.edits]  # one ARG default serves many pins
+        if any(_overlaps(e, other) for e in new for other in self.edits):
+            return False
+        self.edits.extend(new)
+        return True
+
+    def new_text(self) -> str | None:
+        if not self.edits:
+            return None
+        return apply_edits(self.text, self.edits)
+
+
+def _overlaps(a: Edit, b: Edit) -> bool:
+    if a == b:
+        return True
+    if a.start == a.end or b.start == b.end:  # insertions clash only inside a replaced span
+        point, span = (a, b) if a.start == a.end else (b, a)
+        return span.start < point.start < span.end
+    return a.start < b.end and b.start < a.end
+
+
+def apply_edits(text: str, edits: Sequence[Edit]) -> str:
+    """Splice the edits in; insertions at one point keep the order they were made in."""
+    ordered = sorted(enumerate(edits),
+                     key=lambda pair: (pair[1].start, pair[1].end != pair[1].start, pair[0]))
+    out: list[str] = []
+    cursor = 0
+    for _, edit in ordered:
+        out.append(text[cursor:edit.start])
+        out.append(edit.new)
+        cursor = max(cursor, edit.end)
+    out.append(text[cursor:])
+    return "".join(out)

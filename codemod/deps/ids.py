@@ -1,0 +1,44 @@
+"""The NM8xx rule ids and how far each one's fixes can be trusted.
+
+The scanner (engine side) and `rules/dependencies.py` (documentation side) both read these, so
+an id is spelt once.
+"""
+
+from __future__ import annotations
+
+from codemod.model import Kind
+
+XLA_LINEAGE = "NM801"
+UNPINNED = "NM802"
+BETA = "NM803"
+TORCH_FAMILY = "NM804"
+COMPILER_PACKAGES = "NM805"
+XLA_RUNTIME_PACKAGE = "NM806"
+NXD_PACKAGE = "NM807"
+INF1_PACKAGE = "NM808"
+OPTIMUM_NEURON = "NM809"
+CPU_INDEX = "NM810"
+XLA_IMAGE = "NM811"
+XLA_ENV_VAR = "NM812"
+PARALLEL_COMPILE = "NM813"
+OLD_INSTANCE = "NM814"
+LOCKFILE = "NM815"
+
+KINDS: dict[str, Kind] = {
+    XLA_LINEAGE: Kind.FIX,
+    UNPINNED: Kind.FIX,
+    BETA: Kind.UNSAFE_FIX,
+    TORCH_FAMILY: Kind.FIX,
+    COMPILER_PACKAGES: Kind.FIX,
+    XLA_RUNTIME_PACKAGE: Kind.FIX,
+    NXD_PACKAGE: Kind.REVIEW,
+    INF1_PACKAGE: Kind.REVIEW,
+    OPTIMUM_NEURON: Kind.REVIEW,
+    CPU_INDEX: Kind.FIX,
+    XLA_IMAGE: Kind.REVIEW,
+    XLA_ENV_VAR: Kind.REVIEW,
+    PARALLEL_COMPILE: Kind.REVIEW,
+    OLD_INSTANCE: Kind.REVIEW,
+    LOCKFILE: Kind.REVIEW,
+}
+"""The kind of a finding whose edit can be made; a finding without an edit is `review`."""

@@ -1,0 +1,85 @@
+"""Physical and logical lines with their offsets in the file, so every edit is a span.
+
+Requirements files, Dockerfiles and shell scripts all continue a line with a trailing
+backslash. Joining the pieces loses where each character came from, so a `LogicalLine` keeps
+the map back to file offsets and says whether a span of it is contiguous in the file (a span
+across a continuation is never edited).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Physical:
+    start: int
+    content_end: int
+    """Where the line's text ends, before its newline."""
+    end: int
+
+
+def physical_lines(text: str) -> list[Physical]:
+    lines: list[Physical] = []
+    start = 0
+    for chunk in text.splitlines(keepends=True):
+        body = chunk.rstrip("\r\n")
+        lines.append(Physical(start, start + len(body), start + len(chunk)))
+        start += len(chunk)
+    return lines
+
+
+def newline_of(text: str) -> str:
+    """The file's own line ending, for the lines an edit adds."""
+    index = text.find("\n")
+    return "\r\n" if index > 0 and text[index - 1] == "\r" else "\n"
+
+
+@dataclass(frozen=True)
+class LogicalLine:
+    text: str
+    pieces: tuple[tuple[int, int], ...]
+    """(offset in `text`, offset in the file) where each physical piece starts."""
+    first: Physical
+    last: Physical
+    unterminated: bool = False
+
+    def offset(self, position: int) -> int:
+        index = bisect.bisect_right([p[0] for p in self.pieces], position) - 1
+        logical, physical = self.pieces[index]
+        return physical + position - logical
+
+    def contiguous(self, start: int, end: int) -> bool:
+        return end <= start or self.offset(end - 1) - self.offset(start) == end - 1 - start
+
+
+def logical_lines(text: str, skip: Callable[[str], bool] = lambda line: False,
+                  escape: str = "\\") -> Iterator[LogicalLine]:
+    """Join lines ending in `escape`; lines for which `skip` is true inside a continuation
+    (Dockerfile comments) are dropped, as the builder drops them."""
+    pending: list[tuple[Physical, str]] = []
+    for line in physical_lines(text):
+        body = text[line.start:line.content_end]
+        if pending and skip(body):
+            continue
+        if body.endswith(escape):
+            pending.append((line, body[:-len(escape)]))
+            continue
+        pending.append((line, body))
+        yield _join(pending)
+        pending = []
+    if pending:
+        yield _join(pending, unterminated=True)
+
+
+def _join(parts: list[tuple[Physical, str]], unterminated: bool = False) -> LogicalLine:
+    pieces: list[tuple[int, int]] = []
+    texts: list[str] = []
+    length = 0
+    for line, body in parts:
+        pieces.append((length, line.start))
+        texts.append(body)
+        length += len(body)
+    return LogicalLine("".join(texts), tuple(pieces), parts[0][0], parts[-1][0], unterminated)

@@ -1,0 +1,79 @@
+"""Shell scripts (and notebook `!`/`%` lines): pip installs, exported XLA variables,
+neuron_parallel_compile launches."""
+
+from __future__ import annotations
+
+from codemod.deps import check, ids
+from codemod.deps.commands import (
+    Variable, Word, assignment, expand, pip_arguments, simple_commands, split_words,
+)
+from codemod.deps.emit import Emitter
+from codemod.deps.entries import Index, Manifest
+from codemod.deps.lines import logical_lines
+from codemod.deps.pip_words import read_pip_install
+from codemod.deps.signals import check_variable, scan_text_signals
+
+DECLARE = frozenset({"export", "declare", "readonly", "local", "typeset"})
+INDEX_SETTINGS = frozenset({"global.extra-index-url", "global.index-url",
+                            "install.extra-index-url", "install.index-url"})
+PIP_INDEX_VARIABLES = frozenset({"PIP_EXTRA_INDEX_URL", "PIP_INDEX_URL"})
+PARALLEL_COMPILE_MESSAGE = (
+    "`neuron_parallel_compile` pre-compiled XLA graphs; TorchNeuron runs eagerly and "
+    "compiles only under `torch.compile(backend=\"neuron\")`: drop the pre-compilation run "
+    "and launch the training command directly")
+
+
+def value_span(word: Word, name: str) -> tuple[int, int] | None:
+    """Where an assignment word's value is written, when it is plain or wholly quoted."""
+    raw = word.raw[len(name) + 1:]
+    start = word.start + len(name) + 1
+    if not word.contiguous or not raw:
+        return None
+    if len(raw) >= 2 and raw[0] in "'\"" and raw[-1] == raw[0] and raw.count(raw[0]) == 2:
+        return start + 1, start + len(raw) - 1
+    return (start, start + len(raw)) if not any(c in raw for c in "'\"$\\") else None
+
+
+def record_assignment(word: Word, variables: dict[str, Variable], manifest: Manifest,
+                      emitter: Emitter, group: str = "") -> bool:
+    """Note a `NAME=value` word; report XLA variables. False when the word is not one."""
+    pair = assignment(word)
+    if pair is None:
+        return False
+    name, value = pair
+    variables[name] = Variable(expand(value, variables) or value, value_span(word, name))
+    check_variable(name, value, word.start, emitter)
+    if name in PIP_INDEX_VARIABLES:
+        for url in value.split():
+            manifest.indexes.append(Index(url, word.start, group))
+    return True
+
+
+def read_command(command: list[Word], text: str, variables: dict[str, Variable],
+                 manifest: Manifest, emitter: Emitter, group: str = "") -> None:
+    words = command[1:] if command[0].value in DECLARE else command
+    while words and record_assignment(words[0], variables, manifest, emitter, group):
+        words = words[1:]
+    if not words:
+        return
+    for word in words:
+        if word.value.rsplit("/", 1)[-1] == "neuron_parallel_compile":
+            emitter.report(ids.PARALLEL_COMPILE, word.start, PARALLEL_COMPILE_MESSAGE)
+    arguments = pip_arguments(words)
+    if arguments is not None:
+        read_pip_install(arguments, text, variables, group, manifest)
+        return
+    values = [w.value for w in words]
+    if values[1:3] == ["config", "set"] and len(words) > 4 and values[3] in INDEX_SETTINGS:
+        for url in values[4].split():
+            manifest.indexes.append(Index(url, words[4].start, group))
+
+
+def scan(text: str, emitter: Emitter, path: str = "") -> None:
+    manifest = Manifest()
+    variables: dict[str, Variable] = {}
+    for line in logical_lines(text):
+        for command in simple_commands(split_words(line)):
+            read_command(command, text, variables, manifest, emitter)
+    check.emit(manifest, emitter)
+    scan_text_signals(text, emitter)

@@ -1,0 +1,129 @@
+"""What a version or a version range of the Neuron packages means (native-api.md 5.2-5.4).
+
+Every version question goes through packaging's `Version` and `SpecifierSet`: a range is
+judged by which *published* versions it admits, so `~=2.9.0`, `<2.13` and `>=2.1,<2.10` need
+no hand-written interpretation.
+"""
+
+from __future__ import annotations
+
+import enum
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+NATIVE_TORCH = "torch==2.14.0"
+NATIVE_NEURONX = "torch-neuronx==2.14.*"
+NATIVE_COMPILER = "neuronx-cc==2.*"
+NATIVE_NKI = "nki"
+NATIVE_SET = (NATIVE_TORCH, NATIVE_NEURONX, NATIVE_COMPILER, NATIVE_NKI)
+NATIVE_TORCH_VERSION = Version("2.14.0")
+CURRENT_COMPILER = Version("2.28.7631.0")  # neuronx-cc shipped with Neuron 2.33
+NATIVE_TARGET = Version("2.14.3.0")
+
+RELEVANT = frozenset({
+    "torch", "torch-neuronx", "neuronx-cc", "nki", "torch-xla", "libneuronxla", "torch-neuron",
+    "optimum-neuron", "neuronx-distributed", "neuronx-distributed-training",
+    "neuronx-distributed-inference", "transformers-neuronx",
+})
+"""The packages any dependency decision looks at; other requirements are never parsed."""
+
+NEURON_INDEX_HOST = "pip.repos.neuron.amazonaws.com"
+CPU_INDEX = "https://download.pytorch.org/whl/cpu"
+
+# Every XLA-lineage torch-neuronx published from Neuron 2.3 to 2.31 (GH-sdk manifest, 5.3),
+# ranges (`a` ... `b`) represented by their ends. A range admitting one of these can resolve
+# to the XLA library.
+_XLA_PUBLISHED = (
+    "1.11.0.1.1.1", "1.11.0.1.2.0", "1.12.0.1.4.0", "1.13.0.1.4.0", "1.13.0.1.6.1",
+    "1.13.1.1.7.0", "1.13.1.1.17.0", "2.0.0.2.0.0b0", "2.0.0.2.0.1b0", "2.1.1.2.0.0b0",
+    "2.1.1.2.0.1b0", "2.1.2.2.1.0", "2.1.2.2.4.0", "2.5.1.2.4.0", "2.5.1.2.8.6734",
+    "2.6.0.2.7.5413", "2.6.0.2.10.16998", "2.7.0.2.8.6734", "2.7.0.2.12.22436",
+    "2.8.0.2.10.13553", "2.8.0.2.12.22436", "2.9.0.2.11.19912", "2.9.0.2.13.26312",
+    "2.9.0.2.15.32035",
+)
+XLA_PUBLISHED = tuple(Version(v) for v in _XLA_PUBLISHED)
+# Private-beta native builds for PyTorch 2.10-2.12 have no public version strings; these
+# stand-ins share their torch part, which is all a range can say about them.
+NATIVE_ERA_TORCH = tuple(Version(f"2.{minor}.0") for minor in range(10, 15))
+"""torch releases a native torch-neuronx exists (or existed in beta) for."""
+BETA_PROBES = tuple(Version(v) for v in ("2.10.0", "2.11.0", "2.12.0", "2.13.3.0"))
+
+
+class Lineage(str, enum.Enum):
+    XLA = "XLA lineage"
+    BETA = "native beta (2.10-2.13)"
+    NATIVE = "native"
+    UNPINNED = "unpinned"
+    AMBIGUOUS = "a range that admits XLA-lineage versions"
+
+
+def name_of(text: str) -> str:
+    """PEP 503 normal form: `Torch_NeuronX` and `torch-neuronx` are one package."""
+    return canonicalize_name(text)
+
+
+def torch_minor(version: Version) -> tuple[int, int]:
+    release = (*version.release, 0)
+    return release[0], release[1]
+
+
+def lineage_of_version(version: Version) -> Lineage:
+    """native-api.md 5.4.1: the torch part decides, cross-checked by the plugin generation."""
+    release = version.release
+    if len(release) >= 5 and release[3] in (1, 2):
+        return Lineage.XLA
+    major, minor = torch_minor(version)
+    if major < 2 or (major == 2 and minor <= 9):
+        return Lineage.XLA
+    if major == 2 and minor <= 13:
+        return Lineage.BETA
+    return Lineage.NATIVE
+
+
+def exact_version(spec: SpecifierSet) -> Version | None:
+    """The one version an `==X` / `===X` pin names (no wildcard), else None."""
+    specifiers = list(spec)
+    if len(specifiers) != 1 or specifiers[0].operator not in ("==", "===") \
+            or specifiers[0].version.endswith(".*"):
+        return None
+    try:
+        return Version(specifiers[0].version)
+    except InvalidVersion:
+        return None
+
+
+def lineage_of_spec(spec: SpecifierSet) -> Lineage:
+    """native-api.md 5.4.2: intersect the admitted set with the XLA and native lineages."""
+    if not str(spec):
+        return Lineage.UNPINNED
+    exact = exact_version(spec)
+    if exact is not None:
+        return lineage_of_version(exact)
+    admits_xla = any(spec.contains(v, prereleases=True) for v in XLA_PUBLISHED)
+    admits_target = spec.contains(NATIVE_TARGET, prereleases=True)
+    if admits_xla:
+        return Lineage.AMBIGUOUS if admits_target else Lineage.XLA
+    if not admits_target and any(spec.contains(v, prereleases=True) for v in BETA_PROBES):
+        return Lineage.BETA
+    return Lineage.NATIVE
+
+
+def parse_spec(text: str) -> SpecifierSet | None:
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        return None
+
+
+def admits(spec: SpecifierSet, version: Version) -> bool:
+    return not str(spec) or spec.contains(version, prereleases=True)
+
+
+def is_neuron_index(url: str) -> bool:
+    return NEURON_INDEX_HOST in url
+
+
+def is_cpu_index(url: str) -> bool:
+    return "download.pytorch.org/whl/cpu" in url

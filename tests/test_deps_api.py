@@ -1,0 +1,154 @@
+"""The scanner's public API: which files it takes, byte-for-byte preservation, --select /
+--ignore, notebook lines, and never raising on bad input."""
+
+from __future__ import annotations
+
+import random
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomlkit
+import yaml
+from packaging.requirements import Requirement
+
+from codemod.deps import SCANNERS, is_dependency_file, kind_of, scan_source, scan_text_lines
+from codemod.model import Kind, Options
+from codemod.registry import Registry
+from rules.dependencies import RULES
+from tests.conftest import FIXTURES
+
+BOM = b"\xef\xbb\xbf"
+XLA_REQUIREMENTS = (FIXTURES / "deps/requirements_xla_stack/before/requirements.txt")
+FIXED_CASES = sorted(p for p in (FIXTURES / "deps").glob("*/after/*"))
+
+
+def registry(**options: object) -> Registry:
+    return Registry([rule() for rule in RULES], Options(**options))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("name", "kind"), [
+    ("requirements.txt", "requirements"), ("requirements-dev.txt", "requirements"),
+    ("dev-requirements.txt", "requirements"), ("requirements/base.txt", "requirements"),
+    ("requirements.in", "requirements"), ("constraints.txt", "requirements"),
+    ("pyproject.toml", "pyproject"), ("setup.py", "setup.py"), ("setup.cfg", "setup.cfg"),
+    ("Pipfile", "pipfile"), ("Pipfile.lock", "lockfile"), ("poetry.lock", "lockfile"),
+    ("uv.lock", "lockfile"), ("pdm.lock", "lockfile"), ("environment.yml", "conda"),
+    ("environment.yaml", "conda"), ("Dockerfile", "dockerfile"),
+    ("Dockerfile.neuron", "dockerfile"), ("train.Dockerfile", "dockerfile"),
+    ("Containerfile", "dockerfile"), ("run.sh", "shell"), ("env.bash", "shell"),
+    ("k8s/job.yaml", "yaml"), (".github/workflows/ci.yml", "yaml"),
+])
+def test_files_are_recognised_by_name(name: str, kind: str) -> None:
+    assert kind_of(Path(name)) == kind and is_dependency_file(Path(name))
+    assert kind in SCANNERS
+
+
+@pytest.mark.parametrize("name", ["train.py", "README.md", "notes.txt", "setup.toml",
+                                  "Makefile", "docker-compose.json"])
+def test_other_files_are_not_taken(name: str) -> None:
+    assert not is_dependency_file(Path(name))
+
+
+@pytest.mark.parametrize("after", FIXED_CASES, ids=lambda p: p.parent.parent.name)
+def test_crlf_and_bom_survive_a_fix(after: Path) -> None:
+    before = after.parent.parent / "before" / after.name
+    convert = lambda data: BOM + data.replace(b"\n", b"\r\n")  # noqa: E731
+    unsafe = (after.parent.parent / "findings.txt").read_text().startswith("# unsafe-fixes")
+    result = scan_source(after.name, convert(before.read_bytes()), registry(unsafe_fixes=unsafe),
+                         fix=True)
+    assert result.new_source == convert(after.read_bytes())
+
+
+def test_a_clean_file_is_returned_unchanged() -> None:
+    data = b"requests==2.32.3\n# torch-neuronx is installed by the image\n"
+    result = scan_source("requirements.txt", data, registry(), fix=True)
+    assert result.new_source is None and not result.findings and result.error is None
+
+
+def test_ignore_and_select_are_respected() -> None:
+    data = XLA_REQUIREMENTS.read_bytes()
+    ignored = scan_source("requirements.txt", data, registry(ignore=frozenset({"NM801"})), True)
+    assert "NM801" not in {f.rule_id for f in ignored.findings}
+    assert b"Torch_NeuronX==2.1.2.2.3.0" in (ignored.new_source or b"")
+    selected = scan_source("requirements.txt", data, registry(select=frozenset({"NM806"})), True)
+    assert {f.rule_id for f in selected.findings} == {"NM806"}
+    assert b"torch-xla" not in (selected.new_source or b"") and b"2.1.2.2.3.0" in \
+        (selected.new_source or b"")
+
+
+def test_unsafe_fix_is_suggested_not_applied_by_default() -> None:
+    data = b"torch-neuronx==2.13.3.0\nneuronx-cc==2.*\nnki\n"
+    (finding,) = scan_source("requirements.txt", data, registry(), fix=True).findings
+    assert finding.kind is Kind.UNSAFE_FIX and not finding.applied
+    assert finding.suggestion == "torch-neuronx==2.14.*"
+
+
+def test_notebook_lines_are_reported_at_their_own_line_numbers() -> None:
+    lines = [(3, "!pip install torch-neuronx neuronx-cc "
+                 "--extra-index-url=https://pip.repos.neuron.amazonaws.com"),
+             (4, "%pip install -q nki"), (7, "%env XLA_USE_BF16=1"),
+             (8, "%env PJRT_DEVICE NEURON"), (9, "!neuron_parallel_compile python train.py"),
+             (12, "model = model.to(device)  # python, not shell")]
+    found = [(f.line, f.column, f.rule_id) for f in scan_text_lines("nb.ipynb", lines, registry())]
+    assert found == [(3, 14, "NM802"), (3, 39, "NM810"), (7, 6, "NM812"), (8, 6, "NM812"),
+                     (9, 2, "NM813")]
+    assert all(f.kind is Kind.REVIEW and not f.applied
+               for f in scan_text_lines("nb.ipynb", lines, registry()))
+    assert scan_text_lines("nb.ipynb", lines, registry(ignore=frozenset({"NM8"}))) == []
+
+
+@pytest.mark.parametrize("name", ["requirements.txt", "pyproject.toml", "setup.py", "setup.cfg",
+                                  "Pipfile", "Pipfile.lock", "uv.lock", "environment.yml",
+                                  "Dockerfile", "run.sh", "ci.yaml"])
+def test_garbage_never_raises(name: str) -> None:
+    rng = random.Random(name)
+    alphabet = b"torch-neuronx==2.9.* [{\"'\\\n\r\t#;=:$%!-]}\xff\x00ARG FROM RUN pip install"
+    for _ in range(60):
+        data = bytes(rng.choice(alphabet) for _ in range(rng.randint(0, 120)))
+        result = scan_source(name, data, registry(), fix=True)
+        assert result.error is None or result.error.startswith(name)
+        assert "internal error" not in (result.error or "")
+
+
+@pytest.mark.parametrize("after", FIXED_CASES, ids=lambda p: p.parent.parent.name)
+def test_fixed_files_parse_with_their_own_tools(after: Path) -> None:
+    """Invariant 3, checked with the real parsers where there is one on this machine."""
+    data = after.read_text()
+    kind = kind_of(after)
+    if kind == "pyproject":
+        tomlkit.parse(data)
+    elif kind == "conda":
+        yaml.safe_load(data)
+    elif kind == "shell":
+        subprocess.run(["bash", "-n", str(after)], check=True)
+    elif kind == "requirements":
+        for line in data.replace("\\\n", " ").splitlines():
+            body = line.split(" #")[0].strip()
+            if body and not body.startswith(("#", "-")):
+                Requirement(body.split(" --")[0])
+
+
+def test_a_fix_that_would_break_the_file_is_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    from codemod.deps import emit
+
+    monkeypatch.setattr(emit, "apply_edits", lambda text, edits: text + "\n[[[broken\n")
+    result = scan_source("pyproject.toml", b'[project]\ndependencies = ["torch-neuronx"]\n',
+                         registry(), fix=True)
+    assert result.new_source is None and result.error is not None
+    assert "NM802" in result.error and "nothing written" in result.error
+
+
+def test_a_file_without_neuron_words_is_not_parsed() -> None:
+    broken = b"matrix: [unclosed\nimage: ubuntu:24.04\n"
+    assert scan_source("ci.yml", broken, registry(), fix=True).error is None
+    assert scan_source("ci.yml", broken + b"# trn1\n", registry(), fix=True).error is not None
+
+
+def test_shell_inside_yaml_strings_is_reported_at_its_file_column() -> None:
+    data = (b"jobs:\n  train:\n    run: |\n      echo start\n"
+            b"      pip install torch-neuronx==2.9.* neuronx-cc==2.* nki\n"
+            b"    post: 'neuron_parallel_compile python t.py'\n")
+    found = [(f.line, f.column, f.rule_id)
+             for f in scan_source("ci.yml", data, registry(), fix=True).findings]
+    assert found == [(5, 19, "NM801"), (6, 12, "NM813")]

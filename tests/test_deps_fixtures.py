@@ -1,0 +1,87 @@
+"""Every dependency fixture through the scanner: the findings (rule and line), the fixed file,
+and a second pass that changes nothing.
+
+A case is a folder under fixtures/deps/: `before/<file>` (named as the real file kind is),
+`findings.txt` (one `LINE RULE` per expected finding; a first line `# unsafe-fixes` turns
+unsafe fixes on), and `after/<file>` for the kinds that are fixed. A case without `after/`
+must come back unchanged; a case with `error.txt` must fail with that text in its error.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codemod.deps import scan_source
+from codemod.model import FileResult, Kind, Options
+from codemod.registry import Registry
+from rules.dependencies import RULES
+from tests.conftest import FIXTURES
+
+CASES = sorted(p for p in (FIXTURES / "deps").iterdir() if p.is_dir())
+
+
+def _case(case: Path) -> tuple[Path, list[tuple[int, str]], bool]:
+    (before,) = (case / "before").iterdir()
+    lines = (case / "findings.txt").read_text().splitlines()
+    unsafe = bool(lines) and lines[0].strip() == "# unsafe-fixes"
+    expected = [(int(n), rule) for n, rule in (line.split() for line in lines
+                                                if line.strip() and not line.startswith("#"))]
+    return before, expected, unsafe
+
+
+def _registry(unsafe: bool) -> Registry:
+    return Registry([rule() for rule in RULES], Options(unsafe_fixes=unsafe))
+
+
+def _scan(case: Path, fix: bool = True) -> tuple[FileResult, Path, list[tuple[int, str]], bool]:
+    before, expected, unsafe = _case(case)
+    result = scan_source(before.name, before.read_bytes(), _registry(unsafe), fix=fix)
+    return result, before, expected, unsafe
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_findings_are_the_expected_rules_and_lines(case: Path) -> None:
+    result, before, expected, unsafe = _scan(case)
+    assert sorted((f.line, f.rule_id) for f in result.findings) == sorted(expected)
+    lines = before.read_bytes().count(b"\n") + 1
+    for finding in result.findings:
+        assert 1 <= finding.line <= lines and finding.column >= 1
+        assert finding.message and finding.path == before.name
+        assert finding.applied == (finding.kind is not Kind.REVIEW and
+                                   (finding.kind is Kind.FIX or unsafe))
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_fixed_output_is_the_after_file(case: Path) -> None:
+    result, before, _, _ = _scan(case)
+    error = case / "error.txt"
+    if error.exists():
+        assert result.error is not None and error.read_text().strip() in result.error
+        assert result.new_source is None
+        return
+    assert result.error is None
+    after = case / "after" / before.name
+    if after.exists():
+        assert result.new_source == after.read_bytes()
+    else:
+        assert result.new_source is None
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if (c / "after").exists()],
+                         ids=lambda p: p.name)
+def test_fixing_twice_changes_nothing(case: Path) -> None:
+    before, _, unsafe = _case(case)
+    after = case / "after" / before.name
+    again = scan_source(before.name, after.read_bytes(), _registry(unsafe), fix=True)
+    assert again.new_source is None
+    assert not any(f.applied for f in again.findings)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
+def test_without_fix_nothing_is_rewritten(case: Path) -> None:
+    result, _, expected, _ = _scan(case, fix=False)
+    assert result.new_source is None
+    assert not any(f.applied for f in result.findings)
+    assert sorted((f.line, f.rule_id) for f in result.findings) == sorted(expected)
