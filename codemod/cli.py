@@ -14,7 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 from rich.text import Text
 
-from codemod import __version__
+from codemod import __version__, gitstate
 from codemod.config import Config, ConfigError, check_rule_code, load_config
 from codemod.diff import split_lines
 from codemod.discover import Excludes
@@ -22,7 +22,8 @@ from codemod.model import Options
 from codemod.registry import Registry
 from codemod.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
                             render_text, summary_rows)
-from codemod.runner import RunResult, default_jobs, run
+from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
+from codemod.smoke import smoke
 from rules import all_rules
 
 app = typer.Typer(
@@ -59,6 +60,11 @@ Annotate = Annotated[Optional[bool], typer.Option(
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, help="Worker processes (default: all cores).", show_default=False)]
+Force = Annotated[bool, typer.Option(
+    "--force", help="Write files that have uncommitted changes in git too.")]
+ChangedSince = Annotated[Optional[str], typer.Option(
+    "--changed-since", metavar="REV", help="Only files changed since this git revision "
+                                           "(and new untracked files).", show_default=False)]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
                                      "status; reports still go to --output.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
@@ -96,6 +102,8 @@ class _Request:
     quiet: bool
     verbose: bool
     show_diff: bool
+    force: bool = False
+    changed_since: str | None = None
 
 
 def _options(request: _Request, config: Config) -> Options:
@@ -131,12 +139,26 @@ def _execute(request: _Request) -> None:
     registry = Registry(all_rules(), options)
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
+    writes = request.mode in ("apply", "scan --fix")
+    try:
+        roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
+        protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
+        only = gitstate.changed_since(roots, request.changed_since) \
+            if request.changed_since else None
+    except gitstate.GitError as error:
+        errors.print(Text(f"error: {error}", style="bold red"))
+        raise typer.Exit(2) from None
+    if request.changed_since and not roots:
+        errors.print(Text("error: --changed-since needs paths inside a git work tree",
+                          style="bold red"))
+        raise typer.Exit(2)
     with _progress(request.quiet) as advance:
-        result = run(request.paths, registry, write=request.mode in ("apply", "scan --fix"),
+        result = run(request.paths, registry, write=writes,
                      excludes=_excludes(config, request),
                      jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance,
                      python=not scan_only, fix_pins=request.mode != "scan",
-                     strict=scan_only)
+                     strict=scan_only, per_file_ignores=_per_file(config),
+                     protected=protected, only=only)
     _report(result, registry, request)
     raise typer.Exit(result.exit_code())
 
@@ -146,6 +168,12 @@ def _excludes(config: Config, request: _Request) -> Excludes:
     if config.path is not None:
         groups.append((config.path.parent, list(config.exclude)))
     return Excludes.of(*groups)
+
+
+def _per_file(config: Config) -> PerFileIgnores | None:
+    if config.path is None or not config.per_file_ignores:
+        return None
+    return PerFileIgnores(config.path.parent.resolve(), config.per_file_ignores)
 
 
 class _progress:
@@ -262,17 +290,21 @@ def apply(
     compile_models: Compile = None,
     annotate: Annotate = None,
     jobs: Jobs = None,
+    force: Force = False,
+    changed_since: ChangedSince = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
+
+    Inside a git work tree, files with uncommitted changes are not written unless --force.
 
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
     _execute(_Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
                       ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
-                      show_diff=dry_run))
+                      show_diff=dry_run, force=force, changed_since=changed_since))
 
 
 @app.command()
@@ -286,6 +318,7 @@ def check(
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
     compile_models: Compile = None,
     jobs: Jobs = None,
+    changed_since: ChangedSince = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -294,7 +327,8 @@ def check(
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
     _execute(_Request(paths, "check", fmt, output, exclude, select, ignore, False,
-                      compile_models, False, jobs, quiet, verbose, show_diff=diff))
+                      compile_models, False, jobs, quiet, verbose, show_diff=diff,
+                      changed_since=changed_since))
 
 
 @app.command()
@@ -310,6 +344,7 @@ def scan(
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
     jobs: Jobs = None,
+    force: Force = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -321,7 +356,10 @@ def scan(
     """
     _execute(_Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
                       ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
-                      show_diff=fix))
+                      show_diff=fix, force=force))
+
+
+app.command()(smoke)
 
 
 @app.command("rules")

@@ -33,6 +33,7 @@ class Config:
     compile: bool | None = None
     unsafe_fixes: bool | None = None
     annotate: bool | None = None
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
 
 
@@ -78,17 +79,32 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be a list of strings")
             values[key] = tuple(value)
+        elif key == "per-file-ignores":
+            values["per_file_ignores"] = _per_file_ignores(pyproject, value, rule_ids)
         elif key in _BOOLS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
-            known = ", ".join(sorted(_LISTS | _BOOLS))
+            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores"}))
             raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
                               f"(known: {known})")
     for code in (*values.get("select", ()), *values.get("ignore", ())):  # type: ignore[misc]
         check_rule_code(code, rule_ids, where=f"{pyproject}: [tool.{TABLE}]")
     return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
+
+
+def _per_file_ignores(pyproject: Path, value: object,
+                      rule_ids: frozenset[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    where = f"{pyproject}: [tool.{TABLE}] per-file-ignores"
+    if not isinstance(value, dict) or not all(
+            isinstance(codes, list) and all(isinstance(c, str) for c in codes)
+            for codes in value.values()):
+        raise ConfigError(f"{where} must map globs to lists of rule ids")
+    for codes in value.values():
+        for code in codes:
+            check_rule_code(code, rule_ids, where=where)
+    return tuple((glob, tuple(c.upper() for c in codes)) for glob, codes in value.items())
 
 
 def check_rule_code(code: str, rule_ids: frozenset[str], where: str) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
@@ -22,8 +22,9 @@ class ImportNote:
     applied: bool
 
 
-def plan_removals(imports: Sequence[Binding], used: set[int],
-                  registry: Registry) -> tuple[dict[int, set[int]], list[ImportNote]]:
+def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry,
+                  silenced: Callable[[str, ast.stmt], bool] = lambda rule_id, unit: False,
+                  ) -> tuple[dict[int, set[int]], list[ImportNote]]:
     """Which aliases of which import statements go, keyed by id of the `ast` statement.
 
     An XLA import stays while any remaining reference resolves to it. Side-effect imports
@@ -36,6 +37,8 @@ def plan_removals(imports: Sequence[Binding], used: set[int],
         statement = binding.statement
         assert statement is not None
         if binding.star:
+            if silenced(STAR_IMPORT, statement):
+                continue
             notes.append(ImportNote(STAR_IMPORT, f"`from {binding.module} import *`: remove it "
                                     "by hand once nothing from it is used", statement, False))
             continue
@@ -47,8 +50,10 @@ def plan_removals(imports: Sequence[Binding], used: set[int],
             continue
         if side_effect is None and not registry.enabled(registry.by_id[UNUSED_IMPORT]):
             continue
-        removals.setdefault(id(statement), set()).add(binding.alias_index)
         rule_id = side_effect.id if side_effect else UNUSED_IMPORT
+        if silenced(rule_id, statement):
+            continue
+        removals.setdefault(id(statement), set()).add(binding.alias_index)
         what = _import_text(binding)
         reason = ("its only effect was registering the XLA backend" if side_effect
                   else "nothing uses it after the migration")

@@ -12,7 +12,8 @@ from codemod.diff import carry_over
 from codemod.imports import ImportNote
 from codemod.locate import Locator
 from codemod.model import FileResult, Finding, Kind, Options
-from codemod.registry import Registry
+from codemod.registry import UNUSED_SUPPRESSION, Registry
+from codemod.suppress import Suppressions, read_suppressions
 from codemod.rewrite import ModuleRewriter, Pending
 from codemod.transform import FileContext
 
@@ -34,6 +35,9 @@ def migrate_source(path: str, data: bytes, registry: Registry,
 def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> FileResult:
     if not registry.prefilter(data):
         return FileResult(path, original=data)
+    suppressions = read_suppressions(data)
+    if suppressions.whole_file:
+        return FileResult(path, original=data)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences are the user's business
@@ -45,7 +49,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls)
     if not analysis.needs_rewrite:
-        return FileResult(path, original=data)
+        return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     try:
         module = cst.parse_module(data)
     except cst.ParserSyntaxError as error:
@@ -53,7 +57,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
                           error=f"{path}:{error.raw_line}: LibCST cannot parse this file: "
                                 f"{error.message}")
     text = data.removeprefix(b"\xef\xbb\xbf").decode(module.encoding, errors="replace")
-    rewriter = ModuleRewriter(analysis, registry, FileContext(path, text, options))
+    rewriter = ModuleRewriter(analysis, registry, FileContext(path, text, options, suppressions))
     new_module = rewriter.run(module)
     new = new_module.bytes
     if new != data:
@@ -65,7 +69,9 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
                                   error=f"{path}: LibCST cannot reproduce this file exactly; "
                                         "not rewritten (please report this)")
             new = replayed
-    findings = _findings(path, rewriter, Locator(text))
+    findings = tuple(sorted((*_findings(path, rewriter, Locator(text)),
+                             *_unused(path, suppressions, registry)),
+                            key=lambda f: (f.line, f.column, f.rule_id)))
     if new == data:
         return FileResult(path, findings=findings, original=data, encoding=module.encoding)
     problem = _guard(path, data, new)
@@ -126,6 +132,15 @@ def _findings(path: str, rewriter: ModuleRewriter, locator: Locator) -> tuple[Fi
         findings.append(_import_finding(path, note, locator))
     findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
     return tuple(findings)
+
+
+def _unused(path: str, suppressions: Suppressions, registry: Registry) -> tuple[Finding, ...]:
+    rule = registry.by_id.get(UNUSED_SUPPRESSION)
+    if rule is None or not registry.enabled(rule):
+        return ()
+    return tuple(Finding(path, line, 1, UNUSED_SUPPRESSION, Kind.REVIEW,
+                         "this `# neuron-migrate: ignore` comment silences nothing here; "
+                         "remove it") for line in suppressions.unused())
 
 
 def _import_finding(path: str, note: ImportNote, locator: Locator) -> Finding:

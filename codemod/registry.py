@@ -11,6 +11,7 @@ BASE_TOKENS = (b"xla", b"pjrt")
 """A file containing none of these (or of the rules' own tokens) is never parsed."""
 
 UNUSED_IMPORT = "NM001"
+UNUSED_SUPPRESSION = "NM002"
 UNMAPPED = "NM701"
 AMBIGUOUS = "NM702"
 STAR_IMPORT = "NM703"

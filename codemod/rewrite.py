@@ -18,6 +18,7 @@ from codemod.analyse import Analysis, catches_import_error, imported_names
 from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
 from codemod.model import Kind
 from codemod.registry import Registry
+from codemod.suppress import span
 from codemod.transform import FileContext, Pending, ResidualScanner, UnitRewriter
 
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
@@ -59,8 +60,9 @@ class ModuleRewriter:
     def run(self, module: cst.Module) -> cst.Module:
         tree = self.analysis.tree
         self._visit(module.body, tree.body)
-        self.removals, self.import_notes = plan_removals(self.analysis.xla_imports, self.used,
-                                                         self.registry)
+        self.removals, self.import_notes = plan_removals(
+            self.analysis.xla_imports, self.used, self.registry,
+            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
         self.annotations = self._annotations() if self.context.options.annotate else {}
         body, carry = self._rebuild(module.body, tree.body, top_level=True)
         body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
@@ -113,6 +115,8 @@ class ModuleRewriter:
                                   rewriter.quiet)
         new.visit(scanner)
         for rule_id, message, anchor in scanner.findings:
+            if self.context.suppressions.silences(rule_id, *span(unit)):
+                continue
             sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
 

@@ -4,11 +4,14 @@ mode, collect results in a stable order."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+
+import pathspec
 
 from codemod import deps
 from codemod.discover import Excludes, discover
@@ -66,6 +69,39 @@ class Job:
     keep_sources: bool
     python: bool = True  # migrate Python files (and notebooks); `scan` only reads pins
     fix_pins: bool = True  # rewrite pins in dependency files and Dockerfiles
+    per_file_ignores: PerFileIgnores | None = None
+    protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
+
+    def registry_for(self, path: Path) -> Registry:
+        if self.per_file_ignores is None:
+            return self.registry
+        codes = self.per_file_ignores.codes(path)
+        if not codes:
+            return self.registry
+        return _registry_ignoring(self.registry, codes)
+
+
+@dataclass(frozen=True)
+class PerFileIgnores:
+    """`per-file-ignores` globs, anchored at the configuration file's folder."""
+
+    base: Path
+    entries: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def codes(self, path: Path) -> frozenset[str]:
+        try:
+            relative = path.resolve().relative_to(self.base).as_posix()
+        except ValueError:
+            return frozenset()
+        return frozenset(code for glob, codes in self.entries
+                         if pathspec.GitIgnoreSpec.from_lines([glob]).match_file(relative)
+                         for code in codes)
+
+
+@functools.lru_cache(maxsize=64)
+def _registry_ignoring(registry: Registry, codes: frozenset[str]) -> Registry:
+    options = dataclasses.replace(registry.options, ignore=registry.options.ignore | codes)
+    return Registry(registry.all_rules, options)
 
 
 _JOB: Job | None = None
@@ -80,8 +116,13 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     """Migrate one file and, in apply mode, write it. Runs in a worker process."""
     job = job or _JOB
     assert job is not None
-    result = migrate_path(path, job.registry, job.fix_pins)
-    if job.write:
+    result = migrate_path(path, job.registry_for(path), job.fix_pins)
+    if job.write and result.changed and path.resolve() in job.protected:
+        result = dataclasses.replace(
+            result, error=f"{path}: has uncommitted changes, so it was not written (commit or "
+                          "stash them first so the migration's diff stays separate from your "
+                          "work, or pass --force)")
+    elif job.write:
         result = _write(result)
     if not job.keep_sources and result.original is not None:
         result = dataclasses.replace(result, original=None, new_source=None,
@@ -89,9 +130,19 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     return result
 
 
+MAX_BYTES = 5 * 1024 * 1024
+"""Larger files are generated or data, not code a person wrote: skipped, with a message."""
+
+
 def migrate_path(path: Path, registry: Registry, fix_pins: bool = True) -> FileResult:
     """One file, by kind: Python code, a notebook, or a dependency/container file."""
     name = str(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return FileResult(name, skipped=f"{name}: larger than {MAX_BYTES // 2**20} MiB, "
+                                            "not migrated")
+    except OSError:
+        pass  # reading it reports the problem
     try:
         data = read_bytes(path)
     except WriteError as error:
@@ -132,10 +183,18 @@ def default_jobs() -> int:
 def run(paths: Iterable[Path], registry: Registry, write: bool,
         excludes: Iterable[str] | Excludes = (), jobs: int = 1, keep_sources: bool = True,
         progress: Progress | None = None, python: bool = True,
-        fix_pins: bool = True, strict: bool = False) -> RunResult:
-    """Migrate every file under `paths`. The result does not depend on `jobs`."""
+        fix_pins: bool = True, strict: bool = False,
+        per_file_ignores: PerFileIgnores | None = None,
+        protected: frozenset[Path] = frozenset(),
+        only: frozenset[Path] | None = None) -> RunResult:
+    """Migrate every file under `paths`. The result does not depend on `jobs`.
+
+    `protected` files are migrated but not written; with `only`, files outside it are skipped.
+    """
     found = discover(paths, excludes, accepts(python))
-    job = Job(registry, write, keep_sources, python, fix_pins)
+    if only is not None:
+        found.files = [f for f in found.files if f.resolve() in only]
+    job = Job(registry, write, keep_sources, python, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
     for done, result in enumerate(_map(found.files, job, jobs), start=1):
         results.append(result)

@@ -20,6 +20,7 @@ from codemod.model import Kind, Options
 from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
 from codemod.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from codemod.scopes import Resolution, Scope
+from codemod.suppress import Suppressions, span
 
 _EMPTY_MODULE = cst.Module(body=[])
 _ONE_LINE = re.compile(r"\s*\n\s*")
@@ -37,6 +38,7 @@ class FileContext:
     path: str
     text: str
     options: Options
+    suppressions: Suppressions = field(default_factory=Suppressions)
     needs: set[str] = field(default_factory=set)
     helpers: list[str] = field(default_factory=list)
 
@@ -205,6 +207,7 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
         self.statements: tuple[cst.BaseStatement, ...] | None = None
         self.after: list[cst.BaseStatement] = []
         self.parents: list[cst.CSTNode] = []
+        self.span = span(ast_unit)
 
     # ----------------------------------------------------------------- traversal
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -302,6 +305,10 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
     def _apply(self, rule: Rule, outcome: Outcome, original: cst.CSTNode,
                updated: cst.CSTNode, role: Role,
                saved: tuple[frozenset[str], int, int]) -> cst.CSTNode:
+        if self.context.suppressions.silences(rule.id, *self.span):
+            self._restore(saved)
+            self._report(updated.func if isinstance(updated, cst.Call) else updated, updated)
+            return updated
         new = self._outcome(rule, outcome, original, updated, role)
         if new is updated and id(updated) not in self.remove and \
                 not (isinstance(outcome, ReplaceStatement) and self.statements is not None):

@@ -7,7 +7,7 @@ run); their documentation lives here like every other rule's.
 from __future__ import annotations
 
 from codemod.model import Kind
-from codemod.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT
+from codemod.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, UNUSED_SUPPRESSION
 from codemod.rule import Example, Rule
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -32,6 +32,31 @@ kept only to register the XLA device is removed too: the `neuron` device registe
         before="import torch\nimport torch_xla\nimport torch_xla.core.xla_model as xm\n\n"
                "device = xm.xla_device()\n",
         after="import torch\n\ndevice = torch.device(\"neuron\")\n",
+    )
+
+
+class UnusedSuppression(Rule):
+    id = UNUSED_SUPPRESSION
+    name = "unused-suppression"
+    kind = Kind.REVIEW
+    summary = "a `# neuron-migrate: ignore` comment that silences nothing is reported"
+    explanation = """\
+What it does: reports `# neuron-migrate: ignore` and `# neuron-migrate: ignore[NMxxx]`
+comments on statements where no finding of those rules would be made.
+
+Why: suppressions outlive the code they were written for. Once the line they silenced has been
+migrated by hand, a left-over comment would silently hide a future problem on that line.
+
+How suppressions work: the comment silences the listed rules (or every rule, without a list)
+on the lines of the statement it is on; `# neuron-migrate: ignore-file` among the comments
+before the first statement silences the whole file; `per-file-ignores` in
+`[tool.neuron-migrate]` silences rules for files matching a glob."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch\n\nx = torch.ones(2)  # neuron-migrate: ignore[NM110]\n"
+               "y = \"xla\"\n",
+        after="import torch\n\nx = torch.ones(2)  # neuron-migrate: ignore[NM110]\n"
+              "y = \"xla\"\n",
     )
 
 
@@ -101,4 +126,5 @@ What to do: once the file no longer uses any torch_xla name, delete the star imp
     )
 
 
-RULES: tuple[type[Rule], ...] = (UnusedXlaImport, UnmappedXlaApi, AmbiguousXlaName, XlaStarImport)
+RULES: tuple[type[Rule], ...] = (UnusedXlaImport, UnusedSuppression, UnmappedXlaApi,
+                                 AmbiguousXlaName, XlaStarImport)

@@ -17,6 +17,8 @@ def render_text(result: RunResult, registry: Registry, show_diff: bool,
     for file in result.files:
         if file.error:
             yield f"error: {file.error}", "error"
+        if file.skipped:
+            yield f"skipped: {file.skipped}", "plain"
         if not file.findings:
             if verbose and not file.error:
                 yield f"{file.path}: nothing to migrate", "dim"

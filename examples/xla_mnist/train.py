@@ -1,8 +1,8 @@
 """A small MNIST-style data-parallel training script, written for the XLA-era Neuron stack.
 
 This is the "before" side of a migration: it uses torch_xla the way Trainium training
-scripts did before TorchNeuron. The data is synthetic (no download): 28x28 images whose label
-is a fixed function of the pixels, so the loss falls within a few steps.
+scripts did before TorchNeuron. The data is synthetic (no download): noisy copies of ten
+fixed 28x28 templates, so the loss falls within a few steps.
 
 Run it (on the old stack) with:  python train.py --epochs 1
 """
@@ -25,14 +25,14 @@ os.environ["PJRT_DEVICE"] = "NEURON"
 
 
 class SyntheticDigits(Dataset):
-    """Random images labelled by which of ten fixed templates they resemble most."""
+    """Ten fixed random templates ("digits"); each image is one of them plus noise."""
 
     def __init__(self, size: int, seed: int = 0) -> None:
         generator = torch.Generator().manual_seed(seed)
-        self.templates = torch.randn(10, 28 * 28, generator=generator)
-        self.images = torch.randn(size, 1, 28, 28, generator=generator)
-        scores = self.images.flatten(1) @ self.templates.T
-        self.labels = scores.argmax(dim=1)
+        templates = torch.randn(10, 1, 28, 28, generator=generator)
+        self.labels = torch.randint(0, 10, (size,), generator=generator)
+        noise = torch.randn(size, 1, 28, 28, generator=generator)
+        self.images = templates[self.labels] + 2.0 * noise
 
     def __len__(self) -> int:
         return len(self.labels)

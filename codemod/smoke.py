@@ -1,0 +1,383 @@
+"""`neuron-migrate smoke`: run a migrated script on an emulated `neuron` device on this CPU.
+
+The script runs unchanged, in a child process per worker, with the emulator package
+(`emulator/`) installed at interpreter start-up through a sitecustomize folder on PYTHONPATH;
+the user's code never imports neuron-migrate. The run shows that the script *runs on the
+device API on CPU*: device placement, API and backend names, compile rules, distributed
+wiring, checkpoints. It says nothing about which ops Trainium supports, its numerics, its
+compiler or its speed: every op runs on the CPU.
+
+Exit status: 0 when the script ran, 1 when it failed (or timed out, or the replicas
+diverged), 2 on usage errors and when the emulator cannot be installed in the interpreter.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.text import Text
+
+import emulator
+from emulator.diagnosis import diagnose_text, pick_frame
+
+# the folder whose sitecustomize.py installs the emulator in each worker
+BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
+INSTALL_FAILED = 3  # emulator/bootstrap/sitecustomize.py exits with this when it cannot install
+GRACE_SECONDS = 5.0  # how long the other workers may take to fail on their own, as torchrun waits
+POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
+               "supports, its numerics, its compiler or its speed.")
+FORMATS = ("text", "json")
+
+
+@dataclass(frozen=True)
+class SmokeOptions:
+    script: Path
+    script_args: tuple[str, ...] = ()
+    nproc: int | None = None  # None: a plain `python SCRIPT`; N: N workers, as torchrun
+    steps: int | None = None
+    check_replicas: bool = False
+    timeout: float = 300.0
+    python: str = sys.executable
+    logs: Path | None = None
+
+
+@dataclass
+class Worker:
+    """One process: its exit, what its session reported, and the end of its stderr."""
+
+    rank: int
+    script: str = ""
+    returncode: int | None = None
+    ended_at: float | None = None
+    killed: bool = False
+    outcome: dict[str, Any] | None = None
+    stderr_tail: str = ""
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        if self.outcome and self.outcome.get("error"):
+            return self.outcome["error"]
+        if self.returncode not in (0, None) and not self.killed:
+            return _error_from_stderr(self.stderr_tail, self.script)
+        return None
+
+
+@dataclass
+class SmokeResult:
+    script: str
+    nproc: int
+    passed: bool
+    timed_out: bool = False
+    install_failed: str | None = None
+    failing_rank: int | None = None
+    error: dict[str, Any] | None = None
+    optimizer_steps: int = 0
+    graphs_compiled: int = 0
+    ops: dict[str, int] = field(default_factory=dict)
+    stopped_after_steps: int | None = None
+    steps_requested: int | None = None
+    seconds: float = 0.0
+    workers: list[Worker] = field(default_factory=list)
+
+    def exit_code(self) -> int:
+        if self.install_failed is not None:
+            return 2
+        return 0 if self.passed else 1
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker_environment(options: SmokeOptions, rank: int, report: Path,
+                       ports: tuple[int, int]) -> dict[str, str]:
+    """The worker's environment: the bootstrap on PYTHONPATH, the session's settings, and
+    for --nproc the variables torchrun sets (single node, loopback rendezvous)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOOTSTRAP), env.get("PYTHONPATH")]))
+    env.update(NEURON_EMU="1", NEURON_EMU_REPORT=str(report),
+               NEURON_EMU_SCRIPT=str(options.script.resolve()), PYTHONUNBUFFERED="1")
+    env.pop("NEURON_EMU_REPORT_OWNER", None)
+    if options.steps:
+        env["NEURON_EMU_STEPS"] = str(options.steps)
+    if options.nproc is not None:
+        world = str(options.nproc)
+        env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=world,
+                   LOCAL_WORLD_SIZE=world, GROUP_RANK="0", ROLE_RANK=str(rank),
+                   ROLE_WORLD_SIZE=world, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(ports[0]))
+    if options.check_replicas:
+        env["NEURON_EMU_CHECK_PORT"] = str(ports[1])
+    return env
+
+
+def run_smoke(options: SmokeOptions) -> SmokeResult:
+    """Launch the workers, wait (bounded by the timeout), collect and summarise."""
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="neuron-smoke-") as scratch:
+        logs = options.logs or Path(scratch)
+        logs.mkdir(parents=True, exist_ok=True)
+        ports = (free_port(), free_port())
+        workers, processes = [], []
+        for rank in range(options.nproc or 1):
+            report = Path(scratch) / f"rank{rank}.json"
+            with open(logs / f"rank{rank}.out", "wb") as out, open(logs / f"rank{rank}.err", "wb") as err:
+                processes.append(subprocess.Popen(
+                    [options.python, str(options.script), *options.script_args],
+                    env=worker_environment(options, rank, report, ports), stdout=out,
+                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True))
+            workers.append(Worker(rank, str(options.script)))
+        try:
+            timed_out = _wait(processes, workers, started + options.timeout)
+        finally:  # also on Ctrl-C: the workers are in sessions of their own and would live on
+            for process in processes:
+                _kill_group(process)
+        for worker in workers:
+            worker.stderr_tail = _tail(logs / f"rank{worker.rank}.err")
+            report = Path(scratch) / f"rank{worker.rank}.json"
+            if report.exists():
+                worker.outcome = json.loads(report.read_text(encoding="utf-8"))
+    return summarise(options, workers, timed_out, time.monotonic() - started)
+
+
+def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadline: float) -> bool:
+    """Poll until every worker ends. After the first failure the others get GRACE_SECONDS,
+    then are killed (a rank blocked in a collective would otherwise hang until the deadline).
+    Returns True when the deadline passed."""
+    first_failure: float | None = None
+    while True:
+        now = time.monotonic()
+        for process, worker in zip(processes, workers):
+            if worker.returncode is None and process.poll() is not None:
+                worker.returncode, worker.ended_at = process.returncode, now
+                if process.returncode != 0 and first_failure is None:
+                    first_failure = now
+        running = [(p, w) for p, w in zip(processes, workers) if w.returncode is None]
+        if not running:
+            return False
+        late = first_failure is not None and now - first_failure > GRACE_SECONDS
+        if now > deadline or late:
+            for process, worker in running:
+                _kill_group(process)
+                worker.returncode, worker.ended_at, worker.killed = process.returncode, now, True
+            return now > deadline
+        time.sleep(0.05)
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the worker's process group (its DataLoader workers and any other children),
+    then SIGKILL; for a worker that already ended, what it left behind."""
+    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
+    return "\n".join(text.splitlines()[-lines:])
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
+
+
+def _error_from_stderr(stderr: str, script: str) -> dict[str, Any] | None:
+    """For a worker that died without a session report (a crash in C++, os._exit, sys.exit
+    after printing a traceback): the last traceback in its stderr."""
+    found = diagnose_text(stderr)
+    if found is None:
+        return None
+    name, message, cause = found
+    frames = [{"file": f, "line": int(n), "function": fn or ""} for f, n, fn in _FRAME.findall(stderr)]
+    return {"type": name, "message": message, "location": pick_frame(frames, script),
+            "frames": frames, "cause": None if cause is None else asdict(cause), "step": None}
+
+
+def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
+              seconds: float) -> SmokeResult:
+    result = SmokeResult(script=str(options.script), nproc=options.nproc or 1, passed=False,
+                         timed_out=timed_out, seconds=round(seconds, 2), workers=workers,
+                         steps_requested=options.steps)
+    outcomes = [w.outcome for w in workers if w.outcome]
+    result.optimizer_steps = max((o["optimizer_steps"] for o in outcomes), default=0)
+    result.graphs_compiled = max((o["graphs_compiled"] for o in outcomes), default=0)
+    ops: dict[str, int] = {}
+    for outcome in outcomes:
+        for name, count in outcome["ops"].items():
+            ops[name] = ops.get(name, 0) + count
+    result.ops = dict(sorted(ops.items()))
+    result.stopped_after_steps = next((o["stopped_after_steps"] for o in outcomes
+                                       if o.get("stopped_after_steps")), None)
+    install = [w for w in workers if w.returncode == INSTALL_FAILED and "could not install" in w.stderr_tail]
+    if install:
+        result.install_failed = install[0].stderr_tail.splitlines()[-1]
+        return result
+    failed = sorted((w for w in workers if w.returncode != 0 and not w.killed),
+                    key=lambda w: (w.error is None, (w.error or {}).get("time") or w.ended_at or 0.0))
+    if failed:
+        first = failed[0]
+        # ranks that hit the same error at about the same time: name the lowest, as torchrun does
+        same = [w for w in failed if w.error and first.error
+                and (w.error["type"], w.error["message"]) == (first.error["type"], first.error["message"])]
+        first = min(same, key=lambda w: w.rank) if same else first
+        result.failing_rank, result.error = first.rank, first.error
+    result.passed = not timed_out and not failed and all(w.returncode == 0 for w in workers)
+    return result
+
+
+# ---------------------------------------------------------------------------- reports
+def render_json(result: SmokeResult) -> str:
+    data = asdict(result)
+    data["workers"] = [{"rank": w.rank, "returncode": w.returncode, "killed": w.killed,
+                        "optimizer_steps": (w.outcome or {}).get("optimizer_steps")}
+                       for w in result.workers]
+    data["exit_code"] = result.exit_code()
+    data["distinct_ops"] = len(result.ops)
+    data["positioning"] = POSITIONING
+    return json.dumps(data, indent=2)
+
+
+def render_text(result: SmokeResult) -> list[tuple[str, str]]:
+    """(line, style) pairs; styles: heading, error, dim, plain."""
+    workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
+    verdict = "PASSED" if result.passed else "FAILED"
+    lines = [(f"smoke {verdict}: {result.script} ({workers}, emulated neuron device on CPU, "
+              f"{result.seconds:.1f}s)", "heading" if result.passed else "error")]
+    if result.install_failed:
+        lines.append((f"  the emulator could not be installed: {result.install_failed}", "error"))
+    elif result.timed_out:
+        lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
+                      "different collectives, or for a process group that never forms)", "error"))
+    if result.error:
+        lines.extend(_error_lines(result))
+    elif not result.passed and not result.timed_out and not result.install_failed:
+        failing = next((w for w in result.workers if w.returncode != 0 and not w.killed), None)
+        if failing is not None:
+            lines.append((f"  rank {failing.rank} exited with status {failing.returncode}", "error"))
+            lines.extend((f"    {line}", "dim") for line in failing.stderr_tail.splitlines()[-10:])
+    stop = f" (stopped after {result.stopped_after_steps} as asked)" if result.stopped_after_steps else ""
+    if result.steps_requested and not result.stopped_after_steps and result.passed:
+        stop = f" (the script ended before the {result.steps_requested} asked)"
+    lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
+    lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
+    lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
+                  f"{len(result.ops)}", "plain"))
+    if result.ops:
+        lines.append(("    " + ", ".join(result.ops), "dim"))
+    lines.append((f"  {POSITIONING}", "dim"))
+    return lines
+
+
+def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
+    error = result.error or {}
+    rank = f" (rank {result.failing_rank})" if result.nproc > 1 else ""
+    message = [line for line in error.get("message", "").splitlines() if line.strip()] or [""]
+    lines = [(f"  error{rank}: {error.get('type')}: {message[0]}", "error")]
+    lines.extend((f"    {line.strip()}", "error") for line in message[1:2])
+    location = error.get("location")
+    if location:
+        lines.append((f"    at {_relative(location['file'])}:{location['line']}"
+                      f" in {location.get('function') or '?'}", "plain"))
+    cause = error.get("cause")
+    lines.append((f"  likely cause: {cause['text']}" if cause
+                  else "  likely cause: not recognised; read the error above", "plain"))
+    return lines
+
+
+def _relative(path: str) -> str:
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd()))
+    except ValueError:
+        return path
+
+
+# ---------------------------------------------------------------------------- command
+def smoke(
+    script: Annotated[Path, typer.Argument(help="The migrated training script to run.",
+                                           show_default=False, metavar="SCRIPT")],
+    script_args: Annotated[Optional[list[str]], typer.Argument(
+        help="Arguments for the script, after `--` (e.g. `smoke train.py -- --epochs 1`).",
+        show_default=False, metavar="SCRIPT_ARGS")] = None,
+    nproc: Annotated[Optional[int], typer.Option(
+        "--nproc", min=1, help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
+        "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT).")] = None,
+    steps: Annotated[Optional[int], typer.Option(
+        "--steps", min=1, help="Stop the run cleanly after K optimizer steps.")] = None,
+    check_replicas: Annotated[bool, typer.Option(
+        "--check-replicas", help="After every optimizer step, compare parameter checksums "
+        "across the data-parallel replicas and fail, naming the step, when they diverge "
+        "(catches xm.optimizer_step turned into a bare optimizer.step() without DDP). "
+        "Needs --nproc 2 or more; wrong for FSDP, tensor or pipeline parallelism.")] = False,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1, help="Kill the run (every worker's process group) after S "
+        "seconds.")] = 300.0,
+    fmt: Annotated[str, typer.Option("--format", help="Report format: text or json.")] = "text",
+    python: Annotated[Optional[str], typer.Option(
+        "--python", help="The interpreter to run the script with (it needs torch 2.13 or "
+        "2.14); default: the one running neuron-migrate.")] = None,
+    logs: Annotated[Optional[Path], typer.Option(
+        "--logs", help="Keep each worker's stdout and stderr in this folder "
+        "(rankN.out, rankN.err).")] = None,
+) -> None:
+    """Run a migrated script on an emulated `neuron` device on this CPU, unchanged.
+
+    Runs on the device API on CPU: it checks device placement, API and backend names, compile
+    rules, distributed wiring and checkpoints. It says nothing about which ops Trainium
+    supports, its numerics, its compiler or its speed. The report gives the first error and
+    its likely migration cause, the optimizer steps run, the graphs compiled and the distinct
+    aten ops executed (to compare with AWS's operator support table).
+
+    Exit status: 0 when the script ran, 1 when it failed, 2 on usage errors or when the
+    emulator cannot be installed in the interpreter.
+    """
+    options = _options(script, script_args, nproc, steps, check_replicas, timeout, fmt, python, logs)
+    result = run_smoke(options)
+    if fmt == "json":
+        sys.stdout.write(render_json(result) + "\n")
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        styles = {"heading": "bold green", "error": "bold red", "dim": "dim", "plain": ""}
+        for line, style in render_text(result):
+            console.print(Text(line, style=styles[style]))
+    raise typer.Exit(result.exit_code())
+
+
+def _options(script: Path, script_args: list[str] | None, nproc: int | None, steps: int | None,
+             check_replicas: bool, timeout: float, fmt: str, python: str | None,
+             logs: Path | None) -> SmokeOptions:
+    """Validate what click cannot; every problem here is a usage error (exit 2)."""
+    if fmt not in FORMATS:
+        raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}",
+                                 param_hint="--format")
+    if not script.is_file():
+        raise typer.BadParameter(f"no such file: {script}", param_hint="SCRIPT")
+    if check_replicas and (nproc or 1) < 2:
+        raise typer.BadParameter("needs data-parallel replicas: add --nproc 2 (or more)",
+                                 param_hint="--check-replicas")
+    interpreter = python or sys.executable
+    if shutil.which(interpreter) is None:
+        raise typer.BadParameter(f"no such interpreter: {interpreter}", param_hint="--python")
+    return SmokeOptions(script=script, script_args=tuple(script_args or ()), nproc=nproc,
+                        steps=steps, check_replicas=check_replicas, timeout=timeout,
+                        python=interpreter, logs=logs)

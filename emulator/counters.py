@@ -1,0 +1,35 @@
+"""What the emulated run did: the aten op inventory, optimizer steps, graphs compiled.
+
+The op inventory is the list a user compares with AWS's operator support table; the emulator
+itself cannot say which of these ops Trainium supports (every op runs on the CPU here).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Counters:
+    # keyed by the OpOverload object: hashing it is cheaper than formatting a name per call
+    executed: Counter[Any] = field(default_factory=Counter)
+    optimizer_steps: int = 0
+    graphs_compiled: int = 0
+
+    def ops(self) -> dict[str, int]:
+        """Executions per op packet (``aten::addmm``), overloads folded together."""
+        by_name: Counter[str] = Counter()
+        for op, count in self.executed.items():
+            schema = getattr(op, "_schema", None)
+            by_name[schema.name if schema is not None else str(op)] += count
+        return dict(sorted(by_name.items()))
+
+    def snapshot(self) -> dict[str, Any]:
+        return {"optimizer_steps": self.optimizer_steps,
+                "graphs_compiled": self.graphs_compiled,
+                "ops": self.ops()}
+
+
+COUNTERS = Counters()

@@ -1,0 +1,132 @@
+"""What a failure under the emulator most likely means for the migration, in plain words.
+
+Pure Python (no torch import): the smoke runner also uses it on errors it only has as text.
+Each cause is recognised from the exception's type name and message as PyTorch 2.13/2.14 and
+the emulator word them; the first match wins, so the specific ones come first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Cause:
+    key: str  # stable, for --format json and tests
+    text: str  # what the user should read
+
+
+@dataclass(frozen=True)
+class _Pattern:
+    cause: Cause
+    types: tuple[str, ...]  # exception class names; empty means any
+    message: re.Pattern[str]
+
+
+def _p(key: str, text: str, types: tuple[str, ...], message: str) -> _Pattern:
+    return _Pattern(Cause(key, text), types, re.compile(message, re.IGNORECASE | re.DOTALL))
+
+
+_PATTERNS = (
+    _p("replicas-diverged",
+       "the data-parallel replicas diverged: gradients are not averaged across ranks. "
+       "xm.optimizer_step all-reduced them; a bare optimizer.step() does not. Wrap the model "
+       "in DistributedDataParallel (or all-reduce the gradients before stepping).",
+       ("ReplicasDiverged",), r"replicas diverged"),
+    _p("torch-xla-import",
+       "a leftover torch_xla import: native TorchNeuron does not use torch_xla. Remove it and "
+       "use the neuron device API instead (neuron-migrate apply rewrites the APIs it knows).",
+       ("ModuleNotFoundError", "ImportError"), r"torch_xla"),
+    _p("xla-compile-backend",
+       'torch.compile still names an XLA backend ("openxla" or "xla"); use backend="neuron" '
+       "with dynamic=False.",
+       (), r"backend='(open)?xla'|Invalid backend: '(open)?xla'|torch_xla.*openxla"),
+    _p("xla-process-group",
+       'the process group still uses the "xla" backend (and xla:// init); use '
+       'torch.distributed.init_process_group("neuron") under torchrun.',
+       (), r"Unknown backend type (xla|openxla)|Invalid backend: \"?xla|xla://"),
+    _p("dynamic-shapes",
+       "torch.compile(..., dynamic=True) or a symbolic shape: the neuron backend compiles "
+       "static shapes only. Use dynamic=False; a new input shape recompiles.",
+       ("DynamicShapesRejected",), r"dynamic=True|static shapes"),
+    _p("xla-era-neuronx-api",
+       "an XLA-era torch_neuronx API (such as torch_neuronx.trace or xla_impl) that native "
+       "TorchNeuron does not have; use eager mode or torch.compile(backend=\"neuron\").",
+       ("AttributeError",), r"torch_neuronx\.\w+ is not part of the native TorchNeuron API"),
+    _p("no-process-group",
+       "no process group: call torch.distributed.init_process_group(\"neuron\") before DDP "
+       "or any collective (xmp.spawn and the xla:// init method used to set this up).",
+       (), r"Default process group has not been initialized"),
+    _p("tensor-on-cpu",
+       "a tensor was left on the CPU: move it to the neuron device with .to(device). "
+       "XLA-era loaders (MpDeviceLoader) used to place batches; a plain DataLoader does not.",
+       (), r"Expected all tensors to be on the same device.*\bcpu\b"),
+    _p("xla-device",
+       'code still targets the "xla" device (xm.xla_device() or "xla" strings); use '
+       'torch.device("neuron").',
+       (), r"support for xla devices|from the 'XLA' backend|device type.*\bxla\b"),
+    _p("cuda-leftover",
+       "a leftover CUDA call (torch.cuda.*); use torch.neuron.* or torch.accelerator.*.",
+       (), r"not compiled with CUDA|no NVIDIA driver"),
+    _p("device-ordinal",
+       "a device ordinal beyond the NeuronCores of this worker: use LOCAL_RANK for "
+       "torch.neuron.set_device, not RANK.",
+       (), r"invalid device ordinal"),
+    _p("numpy-on-device",
+       "a device tensor was converted to NumPy: call .cpu() first (on XLA this went through "
+       "an implicit transfer).",
+       ("TypeError",), r"can't convert neuron.* to numpy"),
+)
+
+
+def diagnose(type_name: str, message: str) -> Cause | None:
+    """The likely migration cause of an exception, or None when nothing is recognised."""
+    short = type_name.rsplit(".", 1)[-1]
+    for pattern in _PATTERNS:
+        if pattern.types and short not in pattern.types:
+            continue
+        if pattern.message.search(message):
+            return pattern.cause
+    return None
+
+
+def diagnose_text(text: str) -> tuple[str, str, Cause | None] | None:
+    """For an error only seen as text (a worker's stderr): the last ``Type: message`` line
+    of the last traceback, with its cause."""
+    lines = text.splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Traceback (most recent")]
+    if not starts:
+        return None
+    for line in lines[starts[-1] + 1:]:
+        match = re.match(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Failed|Backend|Diverged|"
+                         r"Rejected|Interrupt|Warning)): ?(.*)$", line)
+        if match:
+            name, message = match.groups()
+            return name, message, diagnose(name, message)
+    return None
+
+
+_LIBRARY_MARKERS = ("site-packages", "dist-packages", os.sep + "emulator" + os.sep)
+
+
+def pick_frame(frames: list[dict[str, Any]], script: str) -> dict[str, Any] | None:
+    """The traceback frame worth naming: the innermost one beside the user's script, else the
+    innermost outside installed packages, the standard library and the emulator, else the
+    innermost of all."""
+    if not frames:
+        return None
+    if script:
+        project = str(Path(script).resolve().parent) + os.sep
+        for frame in reversed(frames):
+            if str(Path(frame["file"]).resolve()).startswith(project):
+                return frame
+    stdlib = os.path.dirname(os.__file__) + os.sep
+    for frame in reversed(frames):
+        name = frame["file"]
+        if not (name.startswith(("<", stdlib)) or any(m in name for m in _LIBRARY_MARKERS)):
+            return frame
+    return frames[-1]

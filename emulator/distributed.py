@@ -1,0 +1,98 @@
+"""The ``neuron`` torch.distributed backend (gloo on the CPU payloads) and the replica check.
+
+Collectives reach ``__torch_dispatch__`` as ``c10d::*`` ops on NeuronTensors, are unwrapped,
+and gloo runs them on the CPU payloads; DDP's C++ reducer works unchanged on top. The backend
+therefore also accepts plain CPU tensors, which the real one may not.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from typing import Any
+
+import torch
+
+from emulator import NAME
+from emulator.tensor import payload
+
+
+def register_backend() -> None:
+    import torch.distributed as dist
+
+    if not dist.is_available() or NAME in dist.Backend.backend_list:
+        return
+
+    def create(*args: Any) -> Any:
+        # called as (store, rank, size, timeout), or with one _DistributedBackendOptions
+        if len(args) == 1:
+            o = args[0]
+            store, rank, size, timeout = o.store, o.group_rank, o.group_size, o.timeout
+        else:
+            store, rank, size, timeout = args[:4]
+        return dist.ProcessGroupGloo(store, rank, size, timeout)
+
+    dist.Backend.register_backend(NAME, create, devices=["cpu", NAME])
+
+
+class ReplicasDiverged(RuntimeError):
+    """Data-parallel replicas hold different parameters after an optimizer step."""
+
+    def __init__(self, step: int, checksums: list[float]) -> None:
+        self.step = step
+        self.checksums = checksums
+        super().__init__(
+            f"data-parallel replicas diverged after optimizer step {step} (parameter checksum "
+            f"per rank: {checksums}). Gradients are not being averaged across ranks: wrap the "
+            f"model in DistributedDataParallel or all-reduce the gradients before "
+            f"optimizer.step() (xm.optimizer_step used to do this)")
+
+
+class ReplicaCheck:
+    """Compares a parameter checksum across ranks after every optimizer step.
+
+    It uses a gloo group of its own, on a store of its own (``NEURON_EMU_CHECK_PORT``), so it
+    works whether or not the script builds a process group, and never interleaves with the
+    script's collectives. Wrong for jobs whose ranks legitimately hold different parameters
+    (FSDP shards, tensor or pipeline parallelism).
+    """
+
+    def __init__(self, rank: int, world_size: int, address: str, port: int) -> None:
+        self.rank, self.world_size = rank, world_size
+        self.address, self.port = address, port
+        self._group: Any = None
+
+    @classmethod
+    def from_environment(cls) -> "ReplicaCheck | None":
+        port = os.environ.get("NEURON_EMU_CHECK_PORT")
+        world = int(os.environ.get("WORLD_SIZE", "1"))
+        if not port or world < 2:
+            return None
+        return cls(int(os.environ.get("RANK", "0")), world,
+                   os.environ.get("MASTER_ADDR", "127.0.0.1"), int(port))
+
+    def _gloo(self) -> Any:
+        if self._group is None:
+            import torch.distributed as dist
+
+            timeout = datetime.timedelta(seconds=120)
+            store = dist.TCPStore(self.address, self.port, self.world_size,
+                                  is_master=self.rank == 0, timeout=timeout)
+            self._group = dist.ProcessGroupGloo(store, self.rank, self.world_size, timeout)
+        return self._group
+
+    def __call__(self, optimizer: torch.optim.Optimizer, step: int) -> None:
+        with torch.no_grad():
+            params = [payload(p).double() for g in optimizer.param_groups for p in g["params"]]
+            local = torch.tensor([sum(float(p.sum()) for p in params),
+                                  sum(float((p * p).sum()) for p in params)], dtype=torch.float64)
+        gathered = [torch.empty_like(local) for _ in range(self.world_size)]
+        self._gloo().allgather([gathered], [local]).wait()
+        sums = [float(t[0]) for t in gathered]
+        squares = [float(t[1]) for t in gathered]
+        if not (_close(sums) and _close(squares)):
+            raise ReplicasDiverged(step, sums)
+
+
+def _close(values: list[float]) -> bool:
+    return max(values) - min(values) <= 1e-6 * max(1.0, max(abs(v) for v in values))

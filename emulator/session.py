@@ -1,0 +1,103 @@
+"""The smoke run inside one worker: count steps, stop after K, check replicas, report.
+
+Configured by the smoke runner through the environment (the user's script is not touched):
+- ``NEURON_EMU_REPORT``: where this worker writes its JSON outcome when it exits;
+- ``NEURON_EMU_STEPS``: stop cleanly (exit 0) after this many optimizer steps;
+- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port;
+- ``NEURON_EMU_SCRIPT``: the user's script, to pick the traceback frame worth naming.
+
+Only the worker process itself reports: ``NEURON_EMU_REPORT_OWNER`` is set to its pid and
+inherited, so DataLoader workers and other children stay silent.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import torch
+from torch.optim.optimizer import register_optimizer_step_post_hook
+
+from emulator.counters import COUNTERS
+from emulator.diagnosis import diagnose, pick_frame
+from emulator.distributed import ReplicaCheck
+
+_FRAMES_KEPT = 40  # innermost; a deep recursion would otherwise bloat the report
+_outcome: dict[str, Any] = {"status": "ok", "error": None, "stopped_after_steps": None}
+
+
+class StepLimitReached(SystemExit):
+    """Raised from the optimizer hook after the last requested step: a clean exit (code 0)."""
+
+
+def start() -> None:
+    """Install the hooks for this worker; a no-op in processes the worker spawns."""
+    report = os.environ.get("NEURON_EMU_REPORT")
+    owner = os.environ.setdefault("NEURON_EMU_REPORT_OWNER", str(os.getpid()))
+    if not report or owner != str(os.getpid()):
+        return
+    steps = int(os.environ.get("NEURON_EMU_STEPS", "0"))
+    check = ReplicaCheck.from_environment()
+    register_optimizer_step_post_hook(_after_step(steps, check))
+    previous_hook = sys.excepthook
+
+    def excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
+        record_error(error)
+        previous_hook(kind, error, tb)
+
+    sys.excepthook = excepthook
+    atexit.register(_write, Path(report))
+
+
+def _after_step(limit: int, check: ReplicaCheck | None) -> Any:
+    def hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        COUNTERS.optimizer_steps += 1
+        if check is not None:
+            check(optimizer, COUNTERS.optimizer_steps)
+        if limit and COUNTERS.optimizer_steps >= limit:
+            _outcome["stopped_after_steps"] = limit
+            sys.stdout.flush()
+            raise StepLimitReached(0)
+
+    return hook
+
+
+def record_error(error: BaseException) -> None:
+    """Keep the first uncaught error with its frames, the frame to name and its cause."""
+    if _outcome["error"] is not None:
+        return
+    frames = [{"file": f.filename, "line": f.lineno, "function": f.name}
+              for f in traceback.extract_tb(error.__traceback__)][-_FRAMES_KEPT:]
+    kind = type(error)
+    cause = diagnose(kind.__name__, str(error))
+    _outcome["status"] = "error"
+    _outcome["error"] = {
+        "type": _type_name(kind),
+        "message": str(error),
+        "location": pick_frame(frames, os.environ.get("NEURON_EMU_SCRIPT", "")),
+        "frames": frames,
+        "cause": None if cause is None else {"key": cause.key, "text": cause.text},
+        "step": getattr(error, "step", None),
+        "time": time.time(),  # the runner names the earliest error across workers
+    }
+
+
+def _type_name(kind: type) -> str:
+    """Builtins and the emulator's own errors by name, others qualified (torch._dynamo.exc...)."""
+    if kind.__module__ == "builtins" or kind.__module__.startswith("emulator."):
+        return kind.__qualname__
+    return f"{kind.__module__}.{kind.__qualname__}"
+
+
+def _write(path: Path) -> None:
+    outcome = dict(_outcome, rank=int(os.environ.get("RANK", "0")), **COUNTERS.snapshot())
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(outcome), encoding="utf-8")
+    os.replace(tmp, path)

@@ -1,0 +1,233 @@
+"""The emulated neuron device, exercised in a child process.
+
+Installing the emulator renames PrivateUse1 and patches torch.compile/save/load for the whole
+process, so it never happens inside pytest: one child runs every probe below (one torch
+import, not one per test) and reports each probe's value or error as JSON.
+
+SMOKE_PYTHON=/path/to/python runs the child on another interpreter (another torch minor).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests.conftest import ROOT
+
+PROBES = {
+    "factories": """
+        x = torch.randn(2, 3, device="neuron")
+        t = torch.tensor([1.0, 2.0], device="neuron")
+        back = torch.arange(4.0).to("neuron").cpu()
+        result = [type(x).__name__, str(x.device), t.tolist(), type(back).__name__, back.tolist()]
+    """,
+    "views_alias_their_base": """
+        x = torch.zeros(4, device="neuron")
+        x.view(2, 2).add_(1)
+        result = x.tolist()
+    """,
+    "cpu_operand_is_rejected": """
+        model = torch.nn.Linear(4, 2).to("neuron")
+        model(torch.randn(3, 4))
+    """,
+    "training_loss_falls_and_compile_counts_graphs": """
+        torch.manual_seed(0)
+        def train(compiled):
+            torch.manual_seed(0)
+            model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(),
+                                        torch.nn.Linear(16, 1)).to("neuron")
+            step = torch.compile(model, backend="neuron", dynamic=False) if compiled else model
+            opt = torch.optim.SGD(model.parameters(), lr=0.05)
+            x = torch.randn(32, 8).to("neuron")
+            y = x.sum(dim=1, keepdim=True)
+            losses = []
+            for _ in range(6):
+                loss = torch.nn.functional.mse_loss(step(x), y)
+                opt.zero_grad(); loss.backward(); opt.step()
+                losses.append(loss.item())
+            return losses, str(next(model.parameters()).device)
+        eager, device = train(False)
+        compiled, _ = train(True)
+        result = [eager[0], eager[-1], device, compiled == eager,
+                  torch.neuron.get_dynamo_metrics()["graphs_compiled"]]
+    """,
+    "dynamic_true_is_rejected": """
+        torch.compile(torch.nn.Linear(2, 2), backend="neuron", dynamic=True)
+    """,
+    "autocast_lowers_matmuls": """
+        model = torch.nn.Linear(4, 4).to("neuron")
+        with torch.autocast("neuron", dtype=torch.bfloat16):
+            out = model(torch.randn(2, 4, device="neuron"))
+            kept = torch.exp(out)
+        result = [str(out.dtype), str(kept.dtype)]
+    """,
+    "device_module": """
+        n = torch.neuron
+        n.set_device(1)
+        inside = n.current_device()
+        with n.device(0):
+            nested = n.current_device()
+        n.synchronize(); torch.accelerator.synchronize()
+        after = n.current_device()
+        n.set_device(0)
+        torch.manual_seed(3); a = torch.randn(3, device="neuron").tolist()
+        torch.manual_seed(3); b = torch.randn(3, device="neuron").tolist()
+        result = [n.device_count(), inside, nested, after, a == b,
+                  torch.accelerator.current_accelerator().type, n.memory_allocated()]
+    """,
+    "invalid_ordinal": """
+        torch.zeros(1, device="neuron:7")
+    """,
+    "checkpoints_are_tagged_neuron": """
+        import io, zipfile
+        buf = io.BytesIO()
+        torch.save({"w": torch.ones(3, device="neuron")}, buf)
+        pickled = b"".join(zipfile.ZipFile(io.BytesIO(buf.getvalue())).read(name)
+                           for name in zipfile.ZipFile(io.BytesIO(buf.getvalue())).namelist()
+                           if name.endswith("data.pkl"))
+        buf.seek(0); on_device = torch.load(buf)["w"]
+        buf.seek(0); on_cpu = torch.load.__wrapped__(buf, map_location="cpu")["w"]
+        result = [b"neuron:0" in pickled, str(on_device.device), on_device.tolist(),
+                  type(on_cpu).__name__, str(on_cpu.device)]
+    """,
+    "op_inventory": """
+        from emulator.counters import COUNTERS
+        from emulator.tensor import payload
+        COUNTERS.executed.clear()
+        a = torch.ones(2, 2, device="neuron")
+        (a @ a).sum()
+        before = COUNTERS.ops()
+        payload(a).sum()  # the payload is a plain CPU tensor: not an emulated op
+        import torch_neuronx
+        result = [before, COUNTERS.ops() == before, torch_neuronx.get_executed_ops() == before]
+    """,
+    "missing_hook_names_itself": """
+        from emulator.setup import UnsupportedTorch, _require
+        try:
+            _require("torch.utils", "no_such_hook")
+        except UnsupportedTorch as error:
+            result = [str(error), _require("torch", "Tensor._make_wrapper_subclass") is not None]
+    """,
+    "xla_era_neuronx_api": """
+        import torch_neuronx
+        torch_neuronx.trace
+    """,
+    "process_group_backend": """
+        import torch.distributed as dist
+        dist.init_process_group("neuron", init_method="tcp://127.0.0.1:" + str(PORT),
+                                rank=0, world_size=1)
+        t = torch.ones(2, device="neuron")
+        dist.all_reduce(t)
+        result = [dist.get_backend(), str(t.device), t.tolist()]
+        dist.destroy_process_group()
+    """,
+}
+
+RUNNER = """
+import json, sys, traceback, warnings
+warnings.simplefilter("ignore")
+import emulator
+emulator.install()
+import torch
+PORT = int(sys.argv[1])
+out = {}
+for name, code in json.loads(sys.stdin.read()).items():
+    scope = {"torch": torch, "PORT": PORT}
+    try:
+        exec(code, scope)
+        out[name] = {"result": scope.get("result")}
+    except BaseException as error:
+        out[name] = {"error": type(error).__name__, "message": str(error)}
+print("PROBES " + json.dumps(out, default=str))
+"""
+
+
+@pytest.fixture(scope="module")
+def probes() -> dict[str, dict]:
+    from codemod.smoke import free_port
+
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    code = json.dumps({k: textwrap.dedent(v) for k, v in PROBES.items()})
+    python = os.environ.get("SMOKE_PYTHON", sys.executable)
+    done = subprocess.run([python, "-c", RUNNER, str(free_port())], input=code,
+                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    line = next((l for l in done.stdout.splitlines() if l.startswith("PROBES ")), None)
+    assert line, done.stderr[-3000:]
+    return json.loads(line.removeprefix("PROBES "))
+
+
+def test_factories_and_transfers_give_neuron_tensors(probes: dict) -> None:
+    kind, device, values, back_kind, back = probes["factories"]["result"]
+    assert (kind, device, values) == ("NeuronTensor", "neuron:0", [1.0, 2.0])
+    assert (back_kind, back) == ("Tensor", [0.0, 1.0, 2.0, 3.0])
+
+
+def test_in_place_through_a_view_changes_the_base(probes: dict) -> None:
+    assert probes["views_alias_their_base"]["result"] == [1.0] * 4
+
+
+def test_a_cpu_operand_raises_pytorchs_device_error(probes: dict) -> None:
+    probe = probes["cpu_operand_is_rejected"]
+    assert probe["error"] == "RuntimeError"
+    assert "Expected all tensors to be on the same device" in probe["message"]
+    assert "neuron:0 and cpu" in probe["message"] and "(3, 4) was left on the CPU" in probe["message"]
+
+
+def test_training_converges_and_compile_matches_eager(probes: dict) -> None:
+    first, last, device, same, graphs = probes["training_loss_falls_and_compile_counts_graphs"]["result"]
+    assert last < first * 0.75
+    assert device == "neuron:0"
+    assert same, "compiled losses differ from eager"
+    assert graphs == 1
+
+
+def test_dynamic_true_is_rejected_as_torchneuron_documents(probes: dict) -> None:
+    probe = probes["dynamic_true_is_rejected"]
+    assert probe["error"] == "DynamicShapesRejected" and "dynamic=False" in probe["message"]
+
+
+def test_autocast_runs_matmuls_in_bf16_and_exp_in_fp32(probes: dict) -> None:
+    assert probes["autocast_lowers_matmuls"]["result"] == ["torch.bfloat16", "torch.float32"]
+
+
+def test_device_module(probes: dict) -> None:
+    count, inside, nested, after, seeded, accelerator, memory = probes["device_module"]["result"]
+    assert count == 2 and inside == 1 and nested == 0 and after == 1
+    assert seeded and accelerator == "neuron" and memory == 0
+
+
+def test_invalid_ordinal(probes: dict) -> None:
+    assert "invalid device ordinal neuron:7" in probes["invalid_ordinal"]["message"]
+
+
+def test_checkpoints_carry_neuron_tags_and_load_on_either_side(probes: dict) -> None:
+    tagged, device, values, cpu_kind, cpu_device = probes["checkpoints_are_tagged_neuron"]["result"]
+    assert tagged and device == "neuron:0" and values == [1.0] * 3
+    assert (cpu_kind, cpu_device) == ("Tensor", "cpu")
+
+
+def test_op_inventory_counts_device_ops_only(probes: dict) -> None:
+    ops, unchanged, same_in_stub = probes["op_inventory"]["result"]
+    assert "aten::mm" in ops and "aten::sum" in ops
+    assert unchanged and same_in_stub
+
+
+def test_xla_era_torch_neuronx_names_are_refused(probes: dict) -> None:
+    probe = probes["xla_era_neuronx_api"]
+    assert probe["error"] == "AttributeError"
+    assert "torch_neuronx.trace is not part of the native TorchNeuron API" in probe["message"]
+
+
+def test_neuron_process_group_runs_collectives(probes: dict) -> None:
+    assert probes["process_group_backend"]["result"] == ["neuron", "neuron:0", [1.0, 1.0]]
+
+
+def test_a_missing_private_hook_is_named_at_install(probes: dict) -> None:
+    message, found = probes["missing_hook_names_itself"]["result"]
+    assert "torch.utils.no_such_hook" in message and "tested on torch 2.13, 2.14" in message
+    assert found

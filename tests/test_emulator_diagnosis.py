@@ -1,0 +1,77 @@
+"""Failures under the emulator, named as migration causes (pure Python, no torch needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from emulator.diagnosis import diagnose, diagnose_text, pick_frame
+
+# (exception type, message as PyTorch 2.13 or the emulator words it, expected cause)
+CASES = [
+    ("ModuleNotFoundError", "No module named 'torch_xla'", "torch-xla-import"),
+    ("ImportError", "cannot import name 'xla_model' from 'torch_xla.core'", "torch-xla-import"),
+    ("torch._dynamo.exc.BackendCompilerFailed",
+     "backend='openxla' raised:\nImportError: Please follow the instruction in "
+     "https://github.com/pytorch/xla#pytorchxla to install torch_xla", "xla-compile-backend"),
+    ("torch._dynamo.exc.InvalidBackend", "Invalid backend: 'xla', see "
+     "`torch._dynamo.list_backends()` for available backends.", "xla-compile-backend"),
+    ("AssertionError", "Unknown backend type xla", "xla-process-group"),
+    ("DynamicShapesRejected", "torch.compile(backend='neuron', dynamic=True) is rejected",
+     "dynamic-shapes"),
+    ("AttributeError", "torch_neuronx.trace is not part of the native TorchNeuron API",
+     "xla-era-neuronx-api"),
+    ("ValueError", "Default process group has not been initialized, please make sure to call "
+     "init_process_group.", "no-process-group"),
+    ("RuntimeError", "Expected all tensors to be on the same device, but found at least two "
+     "devices, neuron:0 and cpu! (when checking argument for aten.addmm.default)",
+     "tensor-on-cpu"),
+    ("ReplicasDiverged", "data-parallel replicas diverged after optimizer step 3",
+     "replicas-diverged"),
+    ("RuntimeError", "PyTorch is not linked with support for xla devices", "xla-device"),
+    ("AssertionError", "Torch not compiled with CUDA enabled", "cuda-leftover"),
+    ("RuntimeError", "invalid device ordinal neuron:3 (device_count()=2)", "device-ordinal"),
+    ("TypeError", "can't convert neuron:0 device type tensor to numpy.", "numpy-on-device"),
+]
+
+
+@pytest.mark.parametrize(("kind", "message", "key"), CASES, ids=[c[2] + "-" + c[0] for c in CASES])
+def test_known_failures_name_their_cause(kind: str, message: str, key: str) -> None:
+    cause = diagnose(kind, message)
+    assert cause is not None and cause.key == key
+    assert len(cause.text) > 40  # plain words, not a code
+
+
+def test_unrelated_errors_are_not_guessed() -> None:
+    assert diagnose("KeyError", "'learning_rate'") is None
+    # an AttributeError about some other module is not an XLA-era torch_neuronx API
+    assert diagnose("AttributeError", "module 'numpy' has no attribute 'float'") is None
+
+
+def test_a_traceback_seen_only_as_text() -> None:
+    stderr = (
+        "some warning\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/train.py", line 4, in <module>\n'
+        "    import torch_xla.core.xla_model as xm\n"
+        "ModuleNotFoundError: No module named 'torch_xla'\n"
+    )
+    name, message, cause = diagnose_text(stderr)
+    assert (name, message) == ("ModuleNotFoundError", "No module named 'torch_xla'")
+    assert cause is not None and cause.key == "torch-xla-import"
+    assert diagnose_text("no traceback here") is None
+
+
+def _frame(file: str, line: int) -> dict:
+    return {"file": file, "line": line, "function": "f"}
+
+
+def test_the_named_frame_is_the_users_not_torchs(tmp_path) -> None:
+    script = tmp_path / "train.py"
+    helper = tmp_path / "models.py"
+    torch_frame = _frame("/venv/lib/python3.11/site-packages/torch/nn/modules/module.py", 1789)
+    frames = [_frame(str(script), 40), _frame(str(helper), 12), torch_frame]
+    assert pick_frame(frames, str(script))["line"] == 12  # innermost in the project
+    elsewhere = [_frame("/opt/lib/mylib.py", 7), torch_frame]
+    assert pick_frame(elsewhere, str(script))["file"] == "/opt/lib/mylib.py"
+    assert pick_frame([torch_frame], str(script)) == torch_frame
+    assert pick_frame([], str(script)) is None

@@ -1,0 +1,252 @@
+"""`neuron-migrate smoke` on the fixtures in fixtures/smoke/, end to end.
+
+Every scenario launches real worker processes with the emulator injected. They start together
+on first use (three at a time on CI's two cores: one of them mostly sleeps), so the module
+costs about the sum of its runs divided by two; each test then reads its own result.
+SMOKE_PYTHON=/path/to/python runs the workers on another interpreter (another torch minor).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from codemod.smoke import (SmokeOptions, SmokeResult, _error_from_stderr, render_json, render_text,
+                           run_smoke, smoke)
+import codemod.smoke
+from tests.conftest import FIXTURES
+
+SMOKE = FIXTURES / "smoke"
+
+
+def _line_of(script: str, text: str) -> int:
+    lines = (SMOKE / script).read_text().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+PYTHON = os.environ.get("SMOKE_PYTHON", sys.executable)
+
+
+def _options(script: str, *args: str, **kw: object) -> SmokeOptions:
+    return SmokeOptions(script=SMOKE / script, script_args=args, timeout=90, python=PYTHON, **kw)
+
+
+SCENARIOS = {
+    "train": _options("train_single.py", "--compile", steps=8),
+    "ddp": _options("ddp_train.py", nproc=2, steps=4, check_replicas=True),
+    "bare_step": _options("ddp_train_bare_step.py", nproc=2, steps=4, check_replicas=True),
+    "torch_xla": _options("leftover_torch_xla.py"),
+    "openxla": _options("compile_openxla.py"),
+    "cpu_tensor": _options("tensor_left_on_cpu.py"),
+}
+
+
+HANG = """\
+import subprocess, sys, time
+child = subprocess.Popen(["sleep", "60"])
+open(sys.argv[1], "w").write(str(child.pid))
+time.sleep(60)
+"""
+
+
+class Runs:
+    """Every subprocess run of this module, started together on first use (three at a time:
+    the timeout run mostly sleeps); each worker's output is kept under `logs`."""
+
+    def __init__(self, logs: Path) -> None:
+        self.logs = logs
+        (logs / "hang.py").write_text(HANG)
+        self.pool = ThreadPoolExecutor(max_workers=3)
+        # the timeout run first: it mostly sleeps, so it costs little while the others run
+        self.futures: dict[str, Future] = {"timeout": self.pool.submit(run_smoke, SmokeOptions(
+            script=logs / "hang.py", script_args=(str(logs / "child.pid"),), timeout=15, python=PYTHON))}
+        self.futures.update({
+            name: self.pool.submit(run_smoke, dataclasses.replace(options, logs=logs / name))
+            for name, options in SCENARIOS.items()})
+
+    def __getitem__(self, name: str) -> Any:
+        return self.futures[name].result()
+
+    def stdout(self, name: str, rank: int = 0) -> str:
+        self[name]
+        return (self.logs / name / f"rank{rank}.out").read_text()
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Runs]:
+    started = Runs(tmp_path_factory.mktemp("smoke-logs"))
+    yield started
+    started.pool.shutdown(wait=True)
+
+
+def _text(result: SmokeResult) -> str:
+    return "\n".join(line for line, _ in render_text(result))
+
+
+def test_single_process_training_passes_and_stops_after_the_steps_asked(runs: Runs) -> None:
+    result = runs["train"]
+    assert result.passed and result.exit_code() == 0, _text(result)
+    assert result.optimizer_steps == 8 and result.stopped_after_steps == 8
+    assert result.graphs_compiled == 1
+    assert {"aten::addmm", "aten::relu", "aten::nll_loss_forward"} <= set(result.ops)
+
+
+def test_single_process_loss_decreases(runs: Runs) -> None:
+    losses = [float(line.split()[-1]) for line in runs.stdout("train").splitlines()
+              if line.startswith("step ")]
+    assert len(losses) == 8  # the script asks for 30: --steps 8 stopped it
+    assert losses[-1] < losses[0]
+
+
+def test_correct_ddp_migration_passes_the_replica_check(runs: Runs) -> None:
+    result = runs["ddp"]
+    assert result.passed, _text(result)
+    assert result.optimizer_steps == 4
+    assert {"c10d::allreduce_", "c10d::broadcast_"} <= set(result.ops)  # DDP's own collectives
+    assert [w.returncode for w in result.workers] == [0, 0]
+
+
+def test_bare_optimizer_step_without_ddp_fails_the_replica_check_naming_the_step(runs: Runs) -> None:
+    result = runs["bare_step"]
+    assert not result.passed and result.exit_code() == 1
+    assert result.error is not None and result.error["cause"]["key"] == "replicas-diverged"
+    assert result.error["step"] == 1 and result.optimizer_steps == 1
+    location = result.error["location"]
+    assert Path(location["file"]).name == "ddp_train_bare_step.py"
+    assert location["line"] == _line_of("ddp_train_bare_step.py", "optimizer.step()  # was")
+    text = _text(result)
+    assert "after optimizer step 1" in text and "DistributedDataParallel" in text
+
+
+@pytest.mark.parametrize(("scenario", "script", "key", "marker"), [
+    ("torch_xla", "leftover_torch_xla.py", "torch-xla-import", "import torch_xla"),
+    ("openxla", "compile_openxla.py", "xla-compile-backend", "compiled("),
+    ("cpu_tensor", "tensor_left_on_cpu.py", "tensor-on-cpu", "model(batch)"),
+])
+def test_half_migrated_scripts_fail_with_cause_file_and_line(runs: Runs, scenario: str,
+                                                             script: str, key: str, marker: str) -> None:
+    result = runs[scenario]
+    assert not result.passed and result.exit_code() == 1
+    error = result.error
+    assert error is not None and error["cause"] is not None, _text(result)
+    assert error["cause"]["key"] == key
+    assert Path(error["location"]["file"]).name == script
+    assert error["location"]["line"] == _line_of(script, marker)
+    assert f"{script}:{error['location']['line']}" in _text(result)
+    assert "likely cause: " + error["cause"]["text"] in _text(result)
+
+
+def test_every_report_says_what_the_run_cannot_tell(runs: Runs) -> None:
+    result = runs["torch_xla"]
+    data = json.loads(render_json(result))
+    assert data["passed"] is False and data["exit_code"] == 1
+    for text in (data["positioning"], _text(result)):
+        assert "runs on the device api on cpu" in text.lower()
+        assert "says nothing about which ops Trainium supports" in text
+
+
+def test_timeout_kills_the_process_group(runs: Runs) -> None:
+    result = runs["timeout"]
+    assert result.timed_out and not result.passed and result.exit_code() == 1
+    assert "timed out" in _text(result)
+    assert not _alive(int((runs.logs / "child.pid").read_text())), "the script's child survived"
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a container's init to reap it."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_a_worker_that_died_without_a_report_is_read_from_its_stderr(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    stderr = ("Traceback (most recent call last):\n"
+              f'  File "{script}", line 9, in <module>\n'
+              '  File "/venv/lib/python3.11/site-packages/torch/distributed/c10d.py", line 3, in f\n'
+              "ValueError: Default process group has not been initialized, please make sure\n")
+    error = _error_from_stderr(stderr, str(script))
+    assert error is not None and error["cause"]["key"] == "no-process-group"
+    assert error["location"]["line"] == 9
+
+
+# ------------------------------------------------------------------------- the command
+def _app() -> typer.Typer:
+    app = typer.Typer(add_completion=False, rich_markup_mode=None)
+    app.command()(smoke)
+
+    @app.callback()
+    def main() -> None:
+        """Test harness."""
+
+    return app
+
+
+def _invoke(*args: str | Path) -> tuple[int, str, str]:
+    result = CliRunner().invoke(_app(), ["smoke", *map(str, args)], catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_command_passes_script_args_after_double_dash_and_prints_json(
+        runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[SmokeOptions] = []
+
+    def fake_run(options: SmokeOptions) -> SmokeResult:
+        seen.append(options)
+        return runs["torch_xla"]
+
+    monkeypatch.setattr(codemod.smoke, "run_smoke", fake_run)
+    code, out, _ = _invoke("--format", "json", "--nproc", "1", "--steps", "3",
+                           SMOKE / "train_single.py", "--", "--lr", "0.5", "x")
+    assert seen[0].script_args == ("--lr", "0.5", "x")
+    assert (seen[0].nproc, seen[0].steps, seen[0].check_replicas) == (1, 3, False)
+    data = json.loads(out)
+    assert code == 1 and data["passed"] is False and data["error"]["cause"]["key"] == "torch-xla-import"
+
+
+def test_command_prints_the_text_report(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(codemod.smoke, "run_smoke", lambda options: runs["train"])
+    code, out, _ = _invoke(SMOKE / "train_single.py")
+    assert code == 0 and out.startswith("smoke PASSED") and "graphs compiled: 1" in out
+
+
+@pytest.mark.parametrize("args", [
+    ["missing.py"],
+    [SMOKE / "ddp_train.py", "--check-replicas"],
+    [SMOKE / "train_single.py", "--format", "xml"],
+    [SMOKE / "train_single.py", "--nproc", "0"],
+    [SMOKE / "train_single.py", "--unknown-flag"],
+])
+def test_usage_errors_exit_2(args: list) -> None:
+    assert _invoke(*args)[0] == 2
+
+
+def test_an_interpreter_without_torch_is_a_setup_error() -> None:
+    bare = "/usr/bin/python3"
+    if not os.path.exists(bare) or os.path.realpath(bare) == os.path.realpath(sys.executable):
+        pytest.skip("no second interpreter")
+    result = run_smoke(SmokeOptions(script=SMOKE / "train_single.py", python=bare, timeout=30))
+    if result.install_failed is None and result.passed:
+        pytest.skip(f"{bare} has torch")
+    assert result.exit_code() == 2 and "could not install" in (result.install_failed or "")
+
+
+def test_help_is_honest_about_what_it_proves() -> None:
+    code, out, _ = _invoke("--help")
+    flat = " ".join(out.split())
+    assert code == 0
+    assert "Runs on the device API on CPU" in flat
+    assert "says nothing about which ops Trainium supports" in flat
+    assert "--nproc" in flat and "--check-replicas" in flat and "SCRIPT_ARGS" in flat
