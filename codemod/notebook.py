@@ -1,0 +1,236 @@
+"""Jupyter notebooks: the code cells migrated as one module, the rest of the file untouched.
+
+A notebook's cells share one namespace: an import in cell 1 governs its use in cell 5. So the
+Python cells are joined in order into one module, with a marker comment before each, and
+`migrate_source` runs once over it with one alias table. The result is split back at the
+markers. The engine keeps comments in order (a deleted statement hands its comments to the next
+one), so the markers come back in order; when they do not, the notebook fails with an error
+rather than a guess. `import torch` and helper functions land after the leading imports, hence
+in the cell that holds them.
+
+Findings keep their line and column inside the cell and carry `cell` (the index in the
+notebook's `cells` list, markdown and raw cells included) and `cell_id`.
+"""
+
+from __future__ import annotations
+
+import ast
+import bisect
+import dataclasses
+import hashlib
+import itertools
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from codemod.diff import split_lines
+from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
+from codemod.migrate import migrate_source
+from codemod.model import FileResult, Finding, Kind
+from codemod.notebook_json import Cell, Notebook, NotebookError, read_notebook, write_sources
+from codemod.registry import Registry
+
+MARKER = "# neuron-migrate-cell"
+_LEADING_BLANKS = re.compile(r"\A(?:[ \t\f]*\r?\n)*")
+_TRAILING_BLANKS = re.compile(r"(?:\r?\n[ \t\f]*)*\Z")
+
+TextScanner = Callable[[str, list[tuple[int, str]], Registry], list[Finding]]
+
+
+@dataclass(frozen=True)
+class Part:
+    """One Python cell inside the joined module."""
+
+    cell: Cell
+    masked: MaskedCell
+    region: str
+    """The cell's text as it stands in the module (masked, ending in a newline)."""
+    first_line: int
+    """The module line of the cell's line 1."""
+
+
+def migrate_notebook(path: str, data: bytes, registry: Registry) -> FileResult:
+    """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`."""
+    try:
+        return _migrate(path, data, registry)
+    except NotebookError as error:
+        return FileResult(path, original=data, error=str(error))
+    except RecursionError:
+        return FileResult(path, original=data,
+                          error=f"{path}: nested too deeply to analyse; file skipped")
+    except Exception as error:  # a bug must cost one file, never the run
+        return FileResult(path, original=data,
+                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
+                                "file left untouched, please report this")
+
+
+def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
+    notebook = read_notebook(path, data)
+    if notebook.language is not None and not notebook.language.lower().startswith(
+            ("python", "ipython")):
+        return FileResult(path, original=data,
+                          skipped=f"a {notebook.language} notebook, not Python")
+    numbers = itertools.count()
+    code = [(cell, mask_cell(cell.text, numbers)) for cell in notebook.cells
+            if cell.cell_type == "code" and cell.python]
+    imported = _imported_names(m for _, m in code)
+    code = [(cell, reference_names(masked, imported)) for cell, masked in code]
+    findings = _shell_findings(path, code, registry)
+    tag = hashlib.sha256(data).hexdigest()[:12]
+    header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
+    parts = _layout([(c, m) for c, m in code if m.python], header)
+    if not parts or not registry.prefilter("".join(p.cell.text for p in parts).encode()):
+        return FileResult(path, tuple(findings), original=data)
+    module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
+    result = migrate_source(path, module.encode("utf-8"), registry)
+    if result.error is not None:
+        return FileResult(path, tuple(findings), original=data,
+                          error=_cell_error(path, result.error, parts))
+    findings += [_escape_review(_in_cell(f, parts), parts) for f in result.findings]
+    findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
+    if result.new_source is None:
+        return FileResult(path, tuple(findings), original=data)
+    new_texts = _new_cell_texts(path, result.new_source.decode("utf-8"), header, tag, parts)
+    if not new_texts:
+        return FileResult(path, tuple(findings), original=data)
+    return FileResult(path, tuple(findings), original=data,
+                      new_source=write_sources(notebook, new_texts))
+
+
+def _layout(code: Sequence[tuple[Cell, MaskedCell]], header: str) -> list[Part]:
+    parts: list[Part] = []
+    line = header.count("\n") + 1
+    for cell, masked in code:
+        region = masked.text if masked.text.endswith("\n") or not masked.text \
+            else masked.text + "\n"
+        parts.append(Part(cell, masked, region, line + 1))  # + 1: the marker line
+        line += 1 + region.count("\n")
+    return parts
+
+
+def _in_cell(finding: Finding, parts: Sequence[Part]) -> Finding:
+    """A finding of the joined module, placed in its cell."""
+    part, line = _locate(finding.line, parts)
+    return dataclasses.replace(finding, line=line, cell=part.cell.index,
+                               cell_id=part.cell.cell_id)
+
+
+def _escape_review(finding: Finding, parts: Sequence[Part]) -> Finding:
+    """What the engine says about a placeholder is said of an IPython line it never rewrites:
+    a review item, never an applied fix."""
+    part = next(p for p in parts if p.cell.index == finding.cell)
+    escape = next((e for e in part.masked.escapes if e.line == finding.line), None)
+    if escape is None:
+        return finding
+    column = len(escape.lines[0]) - len(escape.lines[0].lstrip()) + 1  # not the placeholder's
+    return dataclasses.replace(finding, column=column, kind=Kind.REVIEW, applied=False,
+                               suggestion=None,
+                               message="in an IPython line, which neuron-migrate does not "
+                                       f"rewrite: {finding.message}")
+
+
+def _imported_names(cells: Iterable[MaskedCell]) -> set[str]:
+    """Names any import statement of the notebook binds (cells that do not parse aside)."""
+    names: set[str] = set()
+    for masked in cells:
+        if not masked.python or "import" not in masked.text:
+            continue
+        try:
+            tree = ast.parse(masked.text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _locate(line: int, parts: Sequence[Part]) -> tuple[Part, int]:
+    """The cell holding a line of the joined module, and the line inside it."""
+    index = max(bisect.bisect_right([p.first_line for p in parts], line) - 1, 0)
+    return parts[index], max(line - parts[index].first_line + 1, 1)
+
+
+def _cell_error(path: str, error: str, parts: Sequence[Part]) -> str:
+    """`path:LINE: ...` of the joined module, said of the cell and its line."""
+    match = re.match(rf"{re.escape(path)}:(\d+):", error)
+    if match is None:
+        return error
+    part, line = _locate(int(match.group(1)), parts)
+    return f"{path}: cell {part.cell.index}, line {line}:{error[match.end():]}"
+
+
+def _new_cell_texts(path: str, module: str, header: str, tag: str,
+                    parts: Sequence[Part]) -> dict[int, str]:
+    """Split the rewritten module at the markers; the cells whose source changed."""
+    regions = _split(module, header, tag)
+    if regions is None or [index for index, _ in regions] != [p.cell.index for p in parts]:
+        raise NotebookError(f"{path}: the cell markers did not survive the rewrite; "
+                            "notebook not written (please report this)")
+    changed: dict[int, str] = {}
+    for part, (_, region) in zip(parts, regions):
+        if region == part.region:
+            continue
+        restored = restore_cell(region, part.masked.escapes)
+        if restored is None:
+            raise NotebookError(f"{path}: cell {part.cell.index}: an IPython line did not "
+                                "survive the rewrite; notebook not written (please report this)")
+        text = _same_edges(restored, part.cell.text)
+        if text != part.cell.text:
+            changed[part.cell.index] = text
+    return changed
+
+
+def _split(module: str, header: str, tag: str) -> list[tuple[int, str]] | None:
+    """(cell index, text) between the markers; what the rewrite put before the first marker
+    (an import) belongs to the first cell."""
+    if not module.startswith(header):
+        return None
+    marker = re.compile(rf"[ \t]*{re.escape(MARKER)} (\d+) {tag}\r?\n?\Z")
+    regions: list[tuple[int, list[str]]] = []
+    before: list[str] = []
+    for line in split_lines(module[len(header):]):
+        found = marker.match(line)
+        if found is not None:
+            regions.append((int(found.group(1)), []))
+        else:
+            (regions[-1][1] if regions else before).append(line)
+    if not regions:
+        return None
+    regions[0] = (regions[0][0], before + regions[0][1])
+    return [(index, "".join(lines)) for index, lines in regions]
+
+
+def _same_edges(new: str, original: str) -> str:
+    """The cell's own leading and trailing blank lines and final newline, whatever blank
+    lines the rewrite left at the cell's edges (two before a helper, none after an import)."""
+    core = new[_LEADING_BLANKS.match(new).end():]  # type: ignore[union-attr]
+    core = core[:_TRAILING_BLANKS.search(core).start()]  # type: ignore[union-attr]
+    if not core.strip():
+        return ""
+    lead = _LEADING_BLANKS.match(original).group()  # type: ignore[union-attr]
+    trail = _TRAILING_BLANKS.search(original).group()  # type: ignore[union-attr]
+    return lead + core + trail
+
+
+def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
+                    registry: Registry) -> list[Finding]:
+    """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines."""
+    scan = _text_scanner()
+    if scan is None:
+        return []
+    findings: list[Finding] = []
+    for cell, masked in code:
+        if masked.shell_lines:
+            findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
+                         for f in scan(path, list(masked.shell_lines), registry)]
+    return findings
+
+
+def _text_scanner() -> TextScanner | None:
+    """`codemod.deps.scan_text_lines`, when the dependency scanner is installed."""
+    try:
+        from codemod.deps import scan_text_lines
+    except ImportError:
+        return None
+    return scan_text_lines

@@ -1,0 +1,235 @@
+"""Reading a notebook's cells and writing back only the `source` values that changed.
+
+Re-serialising the whole notebook, even with the detected indentation and `ensure_ascii`, can
+reformat what was not ours to touch (number spellings, escapes other writers chose, duplicate
+keys, a hand-edited layout). So the notebook text is kept and only the span of each changed
+cell's `source` value is replaced, written in that value's own layout (list or string, item
+indentation, separators); lines of a cell that did not change keep their original JSON
+spelling. Everything else stays byte for byte, so the git diff shows changed source lines only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from codemod.diff import split_lines
+
+_DECODER = json.JSONDecoder()
+_SPACE = re.compile(r"[ \t\r\n]*")
+_NON_ASCII_ESCAPE = re.compile(r"\\u(?!00[0-7])[0-9a-fA-F]{4}")
+
+
+class NotebookError(Exception):
+    """The file is not a notebook we can read; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    index: int
+    """Position in the notebook's `cells` list (markdown and raw cells count)."""
+    cell_type: str
+    cell_id: str | None
+    text: str
+    """The source joined into one string."""
+    as_list: bool
+    """Whether `source` was a list of lines (Jupyter's form) rather than one string."""
+    python: bool = True
+    """False for a code cell another language's kernel runs (VS Code's cell languageId)."""
+
+
+@dataclass(frozen=True)
+class Notebook:
+    path: str
+    text: str
+    bom: bool
+    cells: tuple[Cell, ...]
+    language: str | None
+    """The kernel's language, when the metadata names one."""
+
+
+def read_notebook(path: str, data: bytes) -> Notebook:
+    """Parse and check the notebook; raises `NotebookError` with a message for the report."""
+    bom = data.startswith(b"\xef\xbb\xbf")
+    try:
+        text = data[3 if bom else 0:].decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise NotebookError(f"{path}: not a notebook (not UTF-8 text at byte {error.start}); "
+                            "file skipped") from error
+    try:
+        root = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise NotebookError(f"{path}:{error.lineno}: not a valid notebook (invalid JSON: "
+                            f"{error.msg} at line {error.lineno} column {error.colno}); "
+                            "file skipped") from error
+    cells = _cells(path, root)
+    return Notebook(path, text, bom, tuple(_cell(path, i, c) for i, c in enumerate(cells)),
+                    _language(root))
+
+
+def write_sources(notebook: Notebook, new_texts: dict[int, str]) -> bytes:
+    """The notebook with the given cells' sources replaced and nothing else changed.
+
+    The sources are located only here: a notebook with nothing to change is never scanned."""
+    text = notebook.text
+    spans = _source_spans(text)
+    if len(spans) != len(notebook.cells):
+        raise NotebookError(f"{notebook.path}: cannot locate the cells' sources; "
+                            "notebook not written (please report this)")
+    ascii_only = _ensure_ascii(text)
+    pieces: list[str] = []
+    position = 0
+    for cell in notebook.cells:
+        if cell.index not in new_texts:
+            continue
+        span = spans[cell.index]
+        if span is None:
+            raise NotebookError(f"{notebook.path}: cell {cell.index} has no source to write; "
+                                "notebook not written (please report this)")
+        start, end = span
+        pieces += [text[position:start],
+                   _encode(text, cell, span, new_texts[cell.index], ascii_only)]
+        position = end
+    pieces.append(text[position:])
+    return (b"\xef\xbb\xbf" if notebook.bom else b"") + "".join(pieces).encode("utf-8")
+
+
+def _cells(path: str, root: Any) -> list[Any]:
+    if not isinstance(root, dict):
+        raise NotebookError(f"{path}: not a notebook (the JSON is not an object); file skipped")
+    version = root.get("nbformat")
+    if isinstance(version, int) and version < 4:
+        raise NotebookError(f"{path}: nbformat {version} notebooks are not supported; convert "
+                            "it with `jupyter nbconvert --to notebook`; file skipped")
+    cells = root.get("cells")
+    if not isinstance(cells, list):
+        raise NotebookError(f'{path}: not an nbformat 4 notebook (no "cells" list); '
+                            "file skipped")
+    return cells
+
+
+def _cell(path: str, index: int, raw: Any) -> Cell:
+    if not isinstance(raw, dict):
+        raise NotebookError(f"{path}: cell {index} is not a JSON object; file skipped")
+    source = raw.get("source", "")
+    as_list = isinstance(source, list)
+    if not (isinstance(source, str) or as_list and all(isinstance(s, str) for s in source)):
+        raise NotebookError(f"{path}: cell {index}: source is not text; file skipped")
+    cell_id = raw.get("id")
+    metadata = raw.get("metadata")
+    vscode = metadata.get("vscode") if isinstance(metadata, dict) else None
+    language = vscode.get("languageId") if isinstance(vscode, dict) else None
+    return Cell(index, str(raw.get("cell_type")), cell_id if isinstance(cell_id, str) else None,
+                "".join(source) if as_list else source, as_list,
+                python=language in (None, "python"))
+
+
+def _language(root: dict[str, Any]) -> str | None:
+    metadata = root.get("metadata")
+    if not isinstance(metadata, dict):
+        return None
+    for key, field in (("kernelspec", "language"), ("language_info", "name")):
+        section = metadata.get(key)
+        if isinstance(section, dict) and isinstance(section.get(field), str):
+            return section[field]
+    return None
+
+
+# ------------------------------------------------------------------ locating the sources
+def _source_spans(text: str) -> list[tuple[int, int] | None]:
+    """For each cell, the span of its `source` value (None when it has none). The text is
+    valid JSON already; where a key repeats, the last one wins, as in `json.loads`."""
+    cells: tuple[int, int] | None = None
+    for key, start, end in _members(text, _skip_space(text, 0)):
+        if key == "cells":
+            cells = (start, end)
+    if cells is None:
+        return []
+    spans: list[tuple[int, int] | None] = []
+    for start, _ in _elements(text, cells[0]):
+        source = None
+        if text[start] == "{":
+            for key, value_start, value_end in _members(text, start):
+                if key == "source":
+                    source = (value_start, value_end)
+        spans.append(source)
+    return spans
+
+
+def _members(text: str, start: int) -> list[tuple[str, int, int]]:
+    """(key, value start, value end) of the object at `start`."""
+    members: list[tuple[str, int, int]] = []
+    i = _skip_space(text, start + 1)
+    while text[i] != "}":
+        key, key_end = _DECODER.raw_decode(text, i)
+        value = _skip_space(text, _skip_space(text, key_end) + 1)  # past the colon
+        end = _skip(text, value)
+        members.append((key, value, end))
+        i = _skip_space(text, end)
+        if text[i] == ",":
+            i = _skip_space(text, i + 1)
+    return members
+
+
+def _elements(text: str, start: int) -> list[tuple[int, int]]:
+    elements: list[tuple[int, int]] = []
+    i = _skip_space(text, start + 1)
+    while text[i] != "]":
+        end = _skip(text, i)
+        elements.append((i, end))
+        i = _skip_space(text, end)
+        if text[i] == ",":
+            i = _skip_space(text, i + 1)
+    return elements
+
+
+def _skip(text: str, i: int) -> int:
+    """The end of the JSON value starting at `i` (json's C scanner: outputs can be large)."""
+    return _DECODER.raw_decode(text, i)[1]
+
+
+def _skip_space(text: str, i: int) -> int:
+    return _SPACE.match(text, i).end()  # type: ignore[union-attr]
+
+
+# ------------------------------------------------------------------ writing a source
+def _ensure_ascii(text: str) -> bool:
+    """Whether the notebook's writer escaped non-ASCII characters (Python's json default)
+    rather than writing them as they are (Jupyter's choice)."""
+    return text.isascii() and _NON_ASCII_ESCAPE.search(text) is not None
+
+
+def _encode(text: str, cell: Cell, span: tuple[int, int], new: str, ascii_only: bool) -> str:
+    start, end = span
+    if not cell.as_list:
+        return json.dumps(new, ensure_ascii=ascii_only)
+    lines = split_lines(new)
+    if not lines:
+        return "[]"
+    items = _elements(text, start)
+    spelled = {json.loads(text[s:e]): text[s:e] for s, e in items}
+    encoded = [spelled.get(line) or json.dumps(line, ensure_ascii=ascii_only) for line in lines]
+    opening, separator, closing = _list_layout(text, start, end, items)
+    return "[" + opening + separator.join(encoded) + closing + "]"
+
+
+def _list_layout(text: str, start: int, end: int,
+                 items: list[tuple[int, int]]) -> tuple[str, str, str]:
+    """The whitespace after `[`, between items and before `]`, as the original list has it."""
+    if items:
+        opening = text[start + 1:items[0][0]]
+        closing = text[items[-1][1]:end - 1]
+        separator = text[items[0][1]:items[1][0]] if len(items) > 1 else \
+            ("," + opening if opening else ", ")
+        return opening, separator, closing
+    # an empty list: indent one level deeper than the line holding "source"
+    line_start = text.rfind("\n", 0, start) + 1
+    if line_start == 0:
+        return "", ", ", ""
+    indent = text[line_start:len(text) - len(text[line_start:].lstrip(" \t"))]
+    unit = re.match(r"\{\r?\n([ \t]+)", text)
+    newline = "\r\n" if text[line_start - 2:line_start] == "\r\n" else "\n"
+    inner = indent + (unit.group(1) if unit else " ")
+    return newline + inner, "," + newline + inner, newline + indent
