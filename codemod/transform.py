@@ -57,6 +57,17 @@ class Pending:
     suggestion: str | None = None
 
 
+def string_literal(node: cst.SimpleString) -> str | None:
+    """The value of a str literal. The common case (no prefix, no escapes) is sliced out;
+    `evaluated_value` compiles the literal, which costs more than the whole rest of a visit."""
+    raw = node.value
+    quote = raw[-3:] if raw[-3:] in ('"""', "'''") and len(raw) >= 6 else raw[-1:]
+    if raw[:1] in ("'", '"') and "\\" not in raw:
+        return raw[len(quote):-len(quote)]
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
@@ -76,8 +87,8 @@ def signature(node: cst.CSTNode) -> tuple[str, str | None] | None:
         name = dotted(node)
         return ("name", name) if name else None
     if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return ("str", value) if isinstance(value, str) else None
+        value = string_literal(node)
+        return ("str", value) if value is not None else None
     if isinstance(node, cst.FormattedString):
         return ("fstr", None)
     if isinstance(node, cst.Comparison):
@@ -540,8 +551,8 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
         if isinstance(node, (cst.Name, cst.Attribute)):
             return self._reference(node)
         if isinstance(node, cst.SimpleString):
-            value = node.evaluated_value
-            if isinstance(value, str):
+            value = string_literal(node)
+            if value is not None:
                 self._string(node, value)
         elif isinstance(node, cst.FormattedString) and node.parts and \
                 isinstance(node.parts[0], cst.FormattedStringText):

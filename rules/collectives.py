@@ -7,13 +7,12 @@ import re
 from typing import ClassVar
 
 import libcst as cst
-from libcst.helpers import parse_template_expression
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
 from codemod.transform import code, dotted
 from rules.review_base import ReviewRule
-from rules.support import argument, has_star_args, string_value
+from rules.support import argument, has_star_args, string_value, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"
@@ -73,9 +72,9 @@ reported for review: create a group with `dist.new_group(ranks)` instead."""
             if dist is None:
                 return Review(f"`{code(node)}`: `torch` means something else here")
             barrier = cst.If(
-                test=parse_template_expression("{d}.is_initialized()", d=dist),
+                test=template("{d}.is_initialized()", d=dist),
                 body=cst.IndentedBlock(body=[cst.SimpleStatementLine(body=[cst.Expr(
-                    parse_template_expression("{d}.barrier()", d=dist))])]))
+                    template("{d}.barrier()", d=dist))])]))
             return ReplaceStatement((barrier,), f"`{code(node)}` → a barrier across all "
                                     "processes (skipped when there is no process group)")
         value = payload.value if payload is not None else cst.SimpleString('b""')

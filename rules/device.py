@@ -6,14 +6,14 @@ import ast
 import re
 
 import libcst as cst
-from libcst.helpers import parse_template_expression
 
 from codemod.analyse import Use
 from codemod.locate import ast_dotted
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.transform import code
-from rules.support import argument, call, has_star_args, string, string_value, with_string
+from rules.support import (argument, call, has_star_args, string, string_value, template,
+                           with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"
@@ -271,7 +271,7 @@ argument of get_xla_supported_devices (`devkind=`) has no equivalent and is repo
         torch_ = site.ref("torch")
         if node.args or torch_ is None:
             return Review(f"`{code(node)}`: list the devices with torch.neuron.device_count()")
-        new = parse_template_expression(
+        new = template(
             '[{t}.device("neuron", i) for i in range({t}.neuron.device_count())]', t=torch_)
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 

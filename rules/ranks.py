@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import libcst as cst
-from libcst.helpers import parse_template_expression
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
 from codemod.transform import code
-from rules.support import argument, bool_value, has_star_args, keyword
+from rules.support import argument, bool_value, has_star_args, keyword, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 
@@ -25,14 +24,14 @@ def global_rank(site: Site) -> cst.BaseExpression | None:
     dist = site.ref("torch.distributed")
     if dist is None:
         return None
-    return parse_template_expression("{d}.get_rank() if {d}.is_initialized() else 0", d=dist)
+    return template("{d}.get_rank() if {d}.is_initialized() else 0", d=dist)
 
 
 def local_rank(site: Site) -> cst.BaseExpression | None:
     os_ = site.ref("os")
     if os_ is None:
         return None
-    return parse_template_expression('int({os}.environ.get("LOCAL_RANK", 0))', os=os_)
+    return template('int({os}.environ.get("LOCAL_RANK", 0))', os=os_)
 
 
 class RankAndWorldSize(Rule):
@@ -78,11 +77,11 @@ world size 1). The expression is put in parentheses where it needs them."""
             new = local_rank(site)
         elif qualname in _WORLD_SIZE:
             dist = site.ref("torch.distributed")
-            new = None if dist is None else parse_template_expression(
+            new = None if dist is None else template(
                 "{d}.get_world_size() if {d}.is_initialized() else 1", d=dist)
         else:
             os_ = site.ref("os")
-            new = None if os_ is None else parse_template_expression(
+            new = None if os_ is None else template(
                 'int({os}.environ.get("LOCAL_WORLD_SIZE", 1))', os=os_)
         if new is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
@@ -137,7 +136,7 @@ literal, is reported for review with the suggested code."""
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
         if not local:
             rank = rank.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-        new = site.parenthesized(parse_template_expression("{r} == 0", r=rank), comparison=True)
+        new = site.parenthesized(template("{r} == 0", r=rank), comparison=True)
         which = "local" if local else "global"
         return Replace(new, f"`{code(node)}` → `{code(new)}` (the {which} master, as before)")
 
@@ -161,7 +160,7 @@ literal, is reported for review with the suggested code."""
             condition = _local_master_condition(site)
         else:
             dist = site.ref("torch.distributed")
-            condition = None if dist is None else parse_template_expression(
+            condition = None if dist is None else template(
                 "not {d}.is_initialized() or {d}.get_rank() == 0", d=dist)
         if condition is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
@@ -174,7 +173,7 @@ literal, is reported for review with the suggested code."""
 
 def _local_master_condition(site: Site) -> cst.BaseExpression | None:
     rank = local_rank(site)
-    return None if rank is None else parse_template_expression("{r} == 0", r=rank)
+    return None if rank is None else template("{r} == 0", r=rank)
 
 
 RULES: tuple[type[Rule], ...] = (RankAndWorldSize, MasterOnly)

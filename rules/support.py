@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import libcst as cst
+
+from codemod.transform import string_literal
 
 
 def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:
@@ -30,9 +33,31 @@ def has_star_args(args: Sequence[cst.Arg]) -> bool:
 
 def string_value(node: cst.BaseExpression) -> str | None:
     if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
+        return string_literal(node)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _template(source: str) -> cst.BaseExpression:
+    return cst.parse_expression(source)
+
+
+class _Fill(cst.CSTTransformer):
+    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
+        super().__init__()
+        self.values = values
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self.values.get(updated.value, updated)
+
+
+def template(source: str, **values: cst.BaseExpression) -> cst.BaseExpression:
+    """`source` with each `{name}` replaced by a node; the template is parsed once.
+
+    Like libcst.helpers.parse_template_expression, without a parse per call."""
+    names = {key: f"__neuron_migrate_{key}__" for key in values}
+    parsed = _template(source.format(**names))
+    return parsed.visit(_Fill({names[k]: v for k, v in values.items()}))  # type: ignore[return-value]
 
 
 def bool_value(node: cst.BaseExpression) -> bool | None:

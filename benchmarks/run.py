@@ -1,0 +1,89 @@
+"""Speed and memory at repository scale, measured in one run (not a test: CI never fails on
+timing). Generates the synthetic repository, then times whole processes:
+
+  neuron-migrate check -j1 and -jN | a naive LibCST+QualifiedNameProvider transformer doing the
+  device and step rewrites over the XLA files | ruff check --select F over the same tree
+
+and prints wall times, peak memory (largest process) and the ratios the README records.
+
+    python benchmarks/run.py [--files 5000] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from synthetic_repo import generate  # noqa: E402
+
+_MEASURE = ("import resource, subprocess, sys, time\n"
+            "start = time.perf_counter()\n"
+            "subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)\n"
+            "print(time.perf_counter() - start, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n")
+
+
+def measure(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MiB of the command's largest process."""
+    done = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True,
+                          text=True, check=True)
+    wall, peak_kib = done.stdout.split()
+    return float(wall), int(peak_kib) / 1024
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=5000)
+    parser.add_argument("--keep", type=Path, help="generate into this folder and keep it")
+    args = parser.parse_args()
+    tool = shutil.which("neuron-migrate")
+    ruff = shutil.which("ruff")
+    if tool is None:
+        sys.exit("neuron-migrate is not installed in this environment")
+    root = args.keep or Path(tempfile.mkdtemp(prefix="neuron-migrate-bench-"))
+    counts = generate(root / "repo", args.files)
+    small = generate(root / "small", max(args.files // 5, 1))
+    xla_files = sorted(str(p) for p in (root / "repo").rglob("*.py")
+                       if b"torch_xla" in p.read_bytes())
+    cores = len(os.sched_getaffinity(0))
+    lines = sum(p.read_bytes().count(b"\n") for p in (root / "repo").rglob("*.py"))
+    print(f"repository: {counts['python']} Python files ({lines} lines), {counts['xla']} "
+          f"XLA-era, {counts['notebooks']} notebooks, {counts['requirements']} requirements "
+          f"files, {counts['dockerfiles']} Dockerfiles; {cores} cores\n")
+    results: dict[str, tuple[float, float]] = {}
+    check = [tool, "check", str(root / "repo"), "-q"]
+    results["neuron-migrate check -j1"] = measure([*check, "-j", "1"])
+    results[f"neuron-migrate check -j{cores}"] = measure([*check, "-j", str(cores)])
+    results["neuron-migrate check -j1 (1/5 of the files)"] = measure(
+        [tool, "check", str(root / "small"), "-q", "-j", "1"])
+    naive = [sys.executable, str(Path(__file__).with_name("naive_baseline.py")), *xla_files]
+    results["naive LibCST + QualifiedNameProvider (XLA files only)"] = measure(naive)
+    if ruff:
+        results["ruff check --select F"] = measure(
+            [ruff, "check", "--select", "F", "--no-cache", "--isolated", str(root / "repo")])
+    width = max(map(len, results))
+    for name, (wall, peak) in results.items():
+        print(f"{name:<{width}}  {wall:8.2f} s  {peak:8.1f} MiB")
+    one, _ = results["neuron-migrate check -j1"]
+    naive_time, _ = results["naive LibCST + QualifiedNameProvider (XLA files only)"]
+    print(f"\nnaive baseline / neuron-migrate -j1: {naive_time / one:.1f}x (goal: >= 5x)")
+    if ruff:
+        print(f"neuron-migrate -j{cores} / ruff: "
+              f"{results[f'neuron-migrate check -j{cores}'][0] / results['ruff check --select F'][0]:.1f}x "
+              "(goal: <= 10x)")
+    small_peak = results["neuron-migrate check -j1 (1/5 of the files)"][1]
+    print(f"peak memory, full tree / one fifth: {results['neuron-migrate check -j1'][1] / small_peak:.2f}x "
+          "(goal: flat)")
+    if args.keep is None:
+        shutil.rmtree(root)
+
+
+if __name__ == "__main__":
+    main()
