@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -21,12 +22,22 @@ from codemod.transform import FileContext
 def migrate_source(path: str, data: bytes, registry: Registry,
                    options: Options | None = None) -> FileResult:
     """Migrate one file's bytes. Never raises for bad input: problems become `error`."""
+    return never_raise(path, data, lambda: _migrate(path, data, registry,
+                                                    options or registry.options))
+
+
+def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
+                expected: tuple[type[Exception], ...] = ()) -> FileResult:
+    """Run one file's work so that a problem costs that file, never the run. `expected`
+    exceptions carry a message for the user; anything else is reported as a bug."""
     try:
-        return _migrate(path, data, registry, options or registry.options)
+        return work()
+    except expected as error:
+        return FileResult(path, original=data, error=str(error))
     except RecursionError:
         return FileResult(path, original=data,
                           error=f"{path}: nested too deeply to analyse; file skipped")
-    except Exception as error:  # a bug must cost one file, never the run
+    except Exception as error:
         return FileResult(path, original=data,
                           error=f"{path}: internal error ({type(error).__name__}: {error}); "
                                 "file left untouched, please report this")

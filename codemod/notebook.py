@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
-from codemod.migrate import migrate_source
+from codemod.migrate import migrate_source, never_raise
 from codemod.model import FileResult, Finding, Kind
 from codemod.notebook_json import Cell, Notebook, NotebookError, read_notebook, write_sources
 from codemod.registry import Registry
@@ -51,17 +51,7 @@ class Part:
 
 def migrate_notebook(path: str, data: bytes, registry: Registry) -> FileResult:
     """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`."""
-    try:
-        return _migrate(path, data, registry)
-    except NotebookError as error:
-        return FileResult(path, original=data, error=str(error))
-    except RecursionError:
-        return FileResult(path, original=data,
-                          error=f"{path}: nested too deeply to analyse; file skipped")
-    except Exception as error:  # a bug must cost one file, never the run
-        return FileResult(path, original=data,
-                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
-                                "file left untouched, please report this")
+    return never_raise(path, data, lambda: _migrate(path, data, registry), (NotebookError,))
 
 
 def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
