@@ -49,7 +49,7 @@ def main() -> None:
         sys.exit("neuron-migrate is not installed in this environment")
     root = args.keep or Path(tempfile.mkdtemp(prefix="neuron-migrate-bench-"))
     counts = generate(root / "repo", args.files)
-    small = generate(root / "small", max(args.files // 5, 1))
+    generate(root / "small", max(args.files // 5, 1))
     xla_files = sorted(str(p) for p in (root / "repo").rglob("*.py")
                        if b"torch_xla" in p.read_bytes())
     cores = len(os.sched_getaffinity(0))

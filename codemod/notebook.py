@@ -27,7 +27,7 @@ from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.migrate import migrate_source, never_raise
 from codemod.model import FileResult, Finding, Kind
-from codemod.notebook_json import Cell, Notebook, NotebookError, read_notebook, write_sources
+from codemod.notebook_json import Cell, NotebookError, read_notebook, write_sources
 from codemod.registry import Registry
 
 MARKER = "# neuron-migrate-cell"

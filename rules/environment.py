@@ -8,7 +8,6 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from codemod.transform import code
 from rules.support import argument, string_value
 
 D_XLA_ENV = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
