@@ -219,7 +219,8 @@ def _report(result: RunResult, registry: Registry, request: _Request) -> None:
         return
     console = Console(highlight=False, soft_wrap=True)
     if request.output is None:
-        for text, style in render_text(result, registry, request.show_diff, request.verbose):
+        for text, style in render_text(result, registry, request.show_diff, request.verbose,
+                                       interleave=sys.stdout.isatty()):
             if style == "diff":
                 _write_diff(text)
             elif style != "error":

@@ -120,3 +120,23 @@ def test_bad_configuration_is_a_clear_error(repo: Path, table: str, message: str
     run = cli("check", "src")
     assert run.exit_code == 2
     assert "pyproject.toml" in run.stderr and message in run.stderr
+
+
+def test_on_a_terminal_each_change_is_explained_under_its_hunk(in_tmp: Path) -> None:
+    from codemod.model import Options
+    from codemod.registry import Registry
+    from codemod.report import render_text
+    from codemod.runner import run
+    from rules import all_rules
+
+    filler = "".join(f"value_{i} = {i}\n" for i in range(20))
+    (in_tmp / "far.py").write_text(f"import torch_xla\n{filler}torch_xla.sync()\n")
+    registry = Registry(all_rules(), Options())
+    result = run([in_tmp / "far.py"], registry, write=False)
+    blocks = list(render_text(result, registry, show_diff=True, interleave=True))
+    hunks = [i for i, (_, style) in enumerate(blocks) if style == "diff"]
+    assert len(hunks) == 2  # the two changes are far apart
+    first = " ".join(text for text, _ in blocks[hunks[0]:hunks[1]])
+    second = " ".join(text for text, _ in blocks[hunks[1]:])
+    assert "line 1:1  NM001" in first and "NM110" not in first
+    assert "line 22:1  NM110" in second

@@ -1,7 +1,12 @@
-"""The terminal report: per file, the diff, then one explanation per change."""
+"""The terminal report: per file, the diff and one explanation per change.
+
+On a terminal each change is explained under its hunk. Piped, the diff of each file stays in
+one piece (explanations follow it), so `apply --dry-run > change.patch` is a patch git applies.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from codemod.diff import file_diff
@@ -12,7 +17,7 @@ from codemod.runner import RunResult
 
 
 def render_text(result: RunResult, registry: Registry, show_diff: bool,
-                verbose: bool = False) -> Iterator[tuple[str, str]]:
+                verbose: bool = False, interleave: bool = False) -> Iterator[tuple[str, str]]:
     """Lines of the report, each with a style ("diff", "plain", "dim", "heading", "error")."""
     for file in result.files:
         if file.error:
@@ -23,10 +28,20 @@ def render_text(result: RunResult, registry: Registry, show_diff: bool,
             if verbose and not file.error:
                 yield f"{file.path}: nothing to migrate", "dim"
             continue
-        if show_diff and file.changed:
-            yield diff_of(file), "diff"
-        yield f"{file.path}: {_count(file)}", "heading"
-        for finding in file.findings:
+        remaining = list(file.findings)
+        if show_diff and file.changed and interleave:
+            yield f"{file.path}: {_count(file)}", "heading"
+            for hunk, first, last in _hunks(diff_of(file)):
+                yield hunk, "diff"
+                inside = [f for f in remaining if f.cell is None and first <= f.line <= last]
+                for finding in inside:
+                    yield from _explain(finding, registry)
+                remaining = [f for f in remaining if f not in inside]
+        else:
+            if show_diff and file.changed:
+                yield diff_of(file), "diff"
+            yield f"{file.path}: {_count(file)}", "heading"
+        for finding in remaining:
             yield from _explain(finding, registry)
         yield "", "plain"
     for error in result.errors:
@@ -40,6 +55,23 @@ def diff_of(file: FileResult) -> str:
     assert file.original is not None and file.new_source is not None
     diff = file_diff(file.path, file.original, file.new_source, file.encoding)
     return diff[:-1] if diff.endswith("\n") else diff
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? ", re.MULTILINE)
+
+
+def _hunks(diff: str) -> Iterator[tuple[str, int, int]]:
+    """(text, first original line, last original line) of each hunk; the file header goes
+    with the first."""
+    starts = [m.start() for m in _HUNK.finditer(diff)]
+    for index, start in enumerate(starts):
+        text = diff[0 if index == 0 else start:starts[index + 1] if index + 1 < len(starts)
+                    else len(diff)]
+        match = _HUNK.match(diff, start)
+        assert match is not None
+        first = int(match.group(1))
+        length = int(match.group(2) or 1)
+        yield text.rstrip("\n"), first, first + max(length, 1) - 1
 
 
 def summary_rows(result: RunResult) -> tuple[list[tuple[str, str, str, str]], str]:
