@@ -19,7 +19,8 @@ from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals,
 from codemod.model import Kind
 from codemod.registry import Registry
 from codemod.suppress import span
-from codemod.transform import FileContext, Pending, ResidualScanner, UnitRewriter
+from codemod.residual import ResidualScanner
+from codemod.transform import FileContext, Pending, UnitRewriter
 
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
 ElifFn = Callable[[cst.If, ast.If], cst.If]

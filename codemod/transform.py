@@ -15,9 +15,10 @@ import libcst as cst
 import ast
 import re
 
-from codemod.analyse import Analysis, Use
+from codemod.analyse import Analysis
 from codemod.model import Kind, Options
-from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
+from codemod.registry import Registry
+from codemod.site import UnitSite
 from codemod.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from codemod.scopes import Resolution, Scope
 from codemod.suppress import Suppressions, span
@@ -262,7 +263,7 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
         if resolution is not None and not resolution.ambiguous:
             rule = self.registry.call_rule(resolution.qualnames)
             if rule is not None and self.registry.enabled(rule):
-                site = _Site(self, role, resolution.qualnames[0], original)
+                site = UnitSite(self, role, resolution.qualnames[0], original)
                 saved = self._save()
                 outcome = rule.on_call(updated, site)
                 if outcome is not None:
@@ -279,7 +280,7 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
         rule = self.registry.name_rule(resolution.qualnames)
         if rule is None or not self.registry.enabled(rule):
             return updated
-        site = _Site(self, Role.EXPRESSION, resolution.qualnames[0], original)
+        site = UnitSite(self, Role.EXPRESSION, resolution.qualnames[0], original)
         saved = self._save()
         outcome = rule.on_reference(updated, site)
         if outcome is None:
@@ -290,7 +291,7 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
                updated: cst.CSTNode, role: Role = Role.EXPRESSION) -> cst.CSTNode:
         if not rules:
             return updated
-        site = _Site(self, role, None, original)
+        site = UnitSite(self, role, None, original)
         for rule in rules:  # each rule sees what the previous ones made of the node
             saved = self._save()
             outcome = getattr(rule, hook)(updated, site)
@@ -389,225 +390,4 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
             return node
         items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return node.with_changes(items=items)
-
-
-class _Site:
-    """The `Site` a hook receives (see `codemod.rule.Site`)."""
-
-    def __init__(self, rewriter: UnitRewriter, role: Role, qualname: str | None,
-                 original: cst.CSTNode) -> None:
-        self._rewriter = rewriter
-        self.role = role
-        self.qualname = qualname
-        self._original = original
-
-    def qualname_of(self, expr: cst.BaseExpression) -> str | None:
-        resolution = self._rewriter.resolve(expr)
-        return resolution.qualname if resolution is not None else None
-
-    def ref(self, qualname: str) -> cst.BaseExpression | None:
-        parts = qualname.split(".")
-        scope = self._rewriter.scope
-        for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
-            name = _name_bound_to(scope, ".".join(parts[:size]))
-            if name is not None:
-                return _attribute_chain(name, parts[size:])
-        root = parts[0]
-        if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
-            return None  # `torch` means something else here
-        self._rewriter.context.needs.add(root)
-        return _attribute_chain(root, parts[1:])
-
-    def helper(self, name: str) -> cst.Name:
-        from rules.helpers import HELPERS  # the helpers are knowledge, like the rules
-
-        context = self._rewriter.context
-        for needed in (*HELPERS[name].requires, name):
-            if needed not in context.helpers:
-                context.helpers.append(needed)
-                for module in HELPERS[needed].imports:
-                    bound = self._rewriter.scope.module.resolve(module, [])
-                    if bound is None or bound.qualname != module:
-                        context.needs.add(module)
-        return cst.Name(name)
-
-    def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
-        if not self._rewriter.line_level:
-            return False
-        self._rewriter.after.extend(statements)
-        return True
-
-    def module_mentions(self, qualnames: frozenset[str]) -> bool:
-        module = self._rewriter.scope.module
-        for bindings in module.bindings.values():
-            if any(b.qualname in qualnames for b in bindings):
-                return True
-        text = self._rewriter.context.text
-        return any(q.rsplit(".", 1)[-1] + "(" in text for q in qualnames)
-
-    def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
-                      ) -> cst.BaseExpression:
-        """`node` in parentheses unless the place it goes needs none (a conditional
-        expression inside `a and ...` would otherwise change meaning)."""
-        parent = self._rewriter.parents[-1] if self._rewriter.parents else None
-        safe: tuple[type, ...] = _SAFE_PARENTS
-        if comparison:
-            safe = (*safe, cst.BooleanOperation, cst.UnaryOperation, cst.IfExp)
-        if isinstance(parent, safe) or node.lpar:
-            return node
-        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-
-    @property
-    def parent(self) -> cst.CSTNode | None:
-        """The node the matched node sits in (as it was before any rewrite)."""
-        return self._rewriter.parents[-1] if self._rewriter.parents else None
-
-    def device_binding(self, expr: cst.BaseExpression) -> bool:
-        """Whether `expr` is a name assigned an XLA device ("xla", or `xm.xla_device()`)."""
-        if not isinstance(expr, cst.Name):
-            return False
-        bindings = self._rewriter.scope.lookup(expr.value)
-        return bool(bindings) and all(b.string_value is not None or b.device_value
-                                      for b in bindings)
-
-    @property
-    def path(self) -> str:
-        return self._rewriter.context.path
-
-    @property
-    def text(self) -> str:
-        return self._rewriter.context.text
-
-    @property
-    def options(self) -> Options:
-        return self._rewriter.options
-
-    def string_uses(self) -> list[Use] | None:
-        node = self._rewriter.ast_unit
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-            return None
-        for bindings in self._rewriter.scope.bindings.values():
-            for binding in bindings:
-                if binding.statement is node and binding.string_value is not None:
-                    return self._rewriter.analysis.uses.get(id(binding), [])
-        module = self._rewriter.scope.module
-        for bindings in module.bindings.values():
-            for binding in bindings:
-                if binding.statement is node and binding.string_value is not None:
-                    return self._rewriter.analysis.uses.get(id(binding), [])
-        return None
-
-
-_SAFE_PARENTS: tuple[type, ...] = (
-    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.If, cst.While,
-    cst.Element, cst.DictElement, cst.WithItem, cst.Assert,
-)
-
-
-def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
-    expr: cst.BaseExpression = cst.Name(name)
-    for part in attrs:
-        expr = cst.Attribute(value=expr, attr=cst.Name(part))
-    return expr
-
-
-def _name_bound_to(scope: Scope, qualname: str) -> str | None:
-    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`)."""
-    if (r := scope.resolve(qualname, [])) is not None and r.qualname == qualname:
-        return qualname
-    walk: Scope | None = scope
-    while walk is not None:
-        for name, bindings in walk.bindings.items():
-            if any(b.qualname == qualname for b in bindings):
-                resolved = scope.resolve(name, [])
-                if resolved is not None and resolved.qualname == qualname:
-                    return name
-        walk = walk.parent
-    return None
-
-
-class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
-    """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
-
-    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
-                 reported: set[int], used: set[int], quiet: set[int] | None = None) -> None:
-        _ScopedVisitor.__init__(self, root, scope)
-        cst.CSTVisitor.__init__(self)
-        self.registry = registry
-        self.reported = reported
-        self.used = used
-        self.quiet = quiet or set()
-        self.quiet_depth = 0
-        self.findings: list[tuple[str, str, cst.CSTNode]] = []
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if not self.enter(node):
-            return False
-        if id(node) in self.quiet:
-            self.quiet_depth += 1
-        if id(node) in self.reported:
-            self._mark_used(node)
-            return False
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            return self._reference(node)
-        if isinstance(node, cst.SimpleString):
-            value = string_literal(node)
-            if value is not None:
-                self._string(node, value)
-        elif isinstance(node, cst.FormattedString) and node.parts and \
-                isinstance(node.parts[0], cst.FormattedStringText):
-            self._string(node, node.parts[0].value)
-        return True
-
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        self.exit(original_node)
-        if id(original_node) in self.quiet:
-            self.quiet_depth -= 1
-
-    def _mark_used(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            resolution = self.resolve(node)
-            if resolution is not None:
-                self.used.update(id(b) for b in resolution.bindings)
-
-    def _reference(self, node: cst.Name | cst.Attribute) -> bool:
-        resolution = self.resolve(node)
-        if resolution is None:
-            return dotted(node) is None  # descend into `f().attr`, not into plain names
-        self.used.update(id(b) for b in resolution.bindings)
-        if resolution.touches_xla or self.registry.prefix_rule(resolution.qualnames[0]):
-            owner = self.registry.call_rule(resolution.qualnames) or \
-                self.registry.name_rule(resolution.qualnames)
-            if owner is not None and not self.registry.enabled(owner):
-                return False
-            prefix_rule = None if resolution.ambiguous else \
-                self.registry.prefix_rule(resolution.qualnames[0])
-            if prefix_rule is not None:
-                if self.registry.enabled(prefix_rule):
-                    self.findings.append((prefix_rule.id,
-                                          prefix_rule.leftover_reference(resolution.qualnames[0]),
-                                          node))
-                return False
-            rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
-            self.findings.append((rule_id, _describe(resolution, node), node))
-        return False
-
-    def _string(self, node: cst.CSTNode, value: str) -> None:
-        rule = self.registry.string_rule(value)
-        if rule is not None and not self.quiet_depth:
-            self.findings.append((rule.id, rule.leftover_string(value), node))
-
-
-def _describe(resolution: Resolution, node: cst.CSTNode) -> str:
-    names = ", ".join(sorted(set(resolution.qualnames)))
-    module_value = isinstance(node, cst.Name) and all(
-        isinstance(b.statement, ast.Import) for b in resolution.bindings if b.is_import)
-    if resolution.ambiguous:
-        return (f"`{names}`: this name is also bound to something else in this scope, so "
-                "neuron-migrate cannot tell which one is used here; migrate it by hand")
-    if module_value:
-        return (f"the module `{names}` is used as a value here (stored, passed or returned), "
-                "so its uses cannot be followed; migrate them by hand")
-    return f"`{names}` has no automatic rewrite; migrate it by hand"
-
 

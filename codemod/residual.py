@@ -1,0 +1,99 @@
+"""Reading a rewritten unit: which imports it still uses, and which XLA references and
+strings remain (each reported, so nothing XLA-specific is left behind silently)."""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
+from codemod.scopes import Resolution, Scope
+from codemod.transform import _ScopedVisitor, dotted, string_literal
+
+
+class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
+    """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
+
+    def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
+                 reported: set[int], used: set[int], quiet: set[int] | None = None) -> None:
+        _ScopedVisitor.__init__(self, root, scope)
+        cst.CSTVisitor.__init__(self)
+        self.registry = registry
+        self.reported = reported
+        self.used = used
+        self.quiet = quiet or set()
+        self.quiet_depth = 0
+        self.findings: list[tuple[str, str, cst.CSTNode]] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self.enter(node):
+            return False
+        if id(node) in self.quiet:
+            self.quiet_depth += 1
+        if id(node) in self.reported:
+            self._mark_used(node)
+            return False
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            return self._reference(node)
+        if isinstance(node, cst.SimpleString):
+            value = string_literal(node)
+            if value is not None:
+                self._string(node, value)
+        elif isinstance(node, cst.FormattedString) and node.parts and \
+                isinstance(node.parts[0], cst.FormattedStringText):
+            self._string(node, node.parts[0].value)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self.exit(original_node)
+        if id(original_node) in self.quiet:
+            self.quiet_depth -= 1
+
+    def _mark_used(self, node: cst.CSTNode) -> None:
+        if isinstance(node, (cst.Name, cst.Attribute)):
+            resolution = self.resolve(node)
+            if resolution is not None:
+                self.used.update(id(b) for b in resolution.bindings)
+
+    def _reference(self, node: cst.Name | cst.Attribute) -> bool:
+        resolution = self.resolve(node)
+        if resolution is None:
+            return dotted(node) is None  # descend into `f().attr`, not into plain names
+        self.used.update(id(b) for b in resolution.bindings)
+        if resolution.touches_xla or self.registry.prefix_rule(resolution.qualnames[0]):
+            owner = self.registry.call_rule(resolution.qualnames) or \
+                self.registry.name_rule(resolution.qualnames)
+            if owner is not None and not self.registry.enabled(owner):
+                return False
+            prefix_rule = None if resolution.ambiguous else \
+                self.registry.prefix_rule(resolution.qualnames[0])
+            if prefix_rule is not None:
+                if self.registry.enabled(prefix_rule):
+                    self.findings.append((prefix_rule.id,
+                                          prefix_rule.leftover_reference(resolution.qualnames[0]),
+                                          node))
+                return False
+            rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
+            self.findings.append((rule_id, _describe(resolution, node), node))
+        return False
+
+    def _string(self, node: cst.CSTNode, value: str) -> None:
+        rule = self.registry.string_rule(value)
+        if rule is not None and not self.quiet_depth:
+            self.findings.append((rule.id, rule.leftover_string(value), node))
+
+
+def _describe(resolution: Resolution, node: cst.CSTNode) -> str:
+    names = ", ".join(sorted(set(resolution.qualnames)))
+    module_value = isinstance(node, cst.Name) and all(
+        isinstance(b.statement, ast.Import) for b in resolution.bindings if b.is_import)
+    if resolution.ambiguous:
+        return (f"`{names}`: this name is also bound to something else in this scope, so "
+                "neuron-migrate cannot tell which one is used here; migrate it by hand")
+    if module_value:
+        return (f"the module `{names}` is used as a value here (stored, passed or returned), "
+                "so its uses cannot be followed; migrate them by hand")
+    return f"`{names}` has no automatic rewrite; migrate it by hand"
+
+

@@ -1,0 +1,154 @@
+"""The `Site` a rule's hook receives: what the engine knows about the place, and the few
+things a rule may add to the file (an import, a helper, a statement after this one)."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from codemod.analyse import Use
+from codemod.model import Options
+from codemod.rule import Role
+from codemod.scopes import Scope
+
+if TYPE_CHECKING:
+    from codemod.transform import UnitRewriter
+
+
+class UnitSite:
+    """The engine's implementation of `codemod.rule.Site` for one unit."""
+
+    def __init__(self, rewriter: UnitRewriter, role: Role, qualname: str | None,
+                 original: cst.CSTNode) -> None:
+        self._rewriter = rewriter
+        self.role = role
+        self.qualname = qualname
+        self._original = original
+
+    def qualname_of(self, expr: cst.BaseExpression) -> str | None:
+        resolution = self._rewriter.resolve(expr)
+        return resolution.qualname if resolution is not None else None
+
+    def ref(self, qualname: str) -> cst.BaseExpression | None:
+        parts = qualname.split(".")
+        scope = self._rewriter.scope
+        for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
+            name = _name_bound_to(scope, ".".join(parts[:size]))
+            if name is not None:
+                return _attribute_chain(name, parts[size:])
+        root = parts[0]
+        if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
+            return None  # `torch` means something else here
+        self._rewriter.context.needs.add(root)
+        return _attribute_chain(root, parts[1:])
+
+    def helper(self, name: str) -> cst.Name:
+        from rules.helpers import HELPERS  # the helpers are knowledge, like the rules
+
+        context = self._rewriter.context
+        for needed in (*HELPERS[name].requires, name):
+            if needed not in context.helpers:
+                context.helpers.append(needed)
+                for module in HELPERS[needed].imports:
+                    bound = self._rewriter.scope.module.resolve(module, [])
+                    if bound is None or bound.qualname != module:
+                        context.needs.add(module)
+        return cst.Name(name)
+
+    def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
+        if not self._rewriter.line_level:
+            return False
+        self._rewriter.after.extend(statements)
+        return True
+
+    def module_mentions(self, qualnames: frozenset[str]) -> bool:
+        module = self._rewriter.scope.module
+        for bindings in module.bindings.values():
+            if any(b.qualname in qualnames for b in bindings):
+                return True
+        text = self._rewriter.context.text
+        return any(q.rsplit(".", 1)[-1] + "(" in text for q in qualnames)
+
+    def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
+                      ) -> cst.BaseExpression:
+        """`node` in parentheses unless the place it goes needs none (a conditional
+        expression inside `a and ...` would otherwise change meaning)."""
+        parent = self._rewriter.parents[-1] if self._rewriter.parents else None
+        safe: tuple[type, ...] = _SAFE_PARENTS
+        if comparison:
+            safe = (*safe, cst.BooleanOperation, cst.UnaryOperation, cst.IfExp)
+        if isinstance(parent, safe) or node.lpar:
+            return node
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    @property
+    def parent(self) -> cst.CSTNode | None:
+        """The node the matched node sits in (as it was before any rewrite)."""
+        return self._rewriter.parents[-1] if self._rewriter.parents else None
+
+    def device_binding(self, expr: cst.BaseExpression) -> bool:
+        """Whether `expr` is a name assigned an XLA device ("xla", or `xm.xla_device()`)."""
+        if not isinstance(expr, cst.Name):
+            return False
+        bindings = self._rewriter.scope.lookup(expr.value)
+        return bool(bindings) and all(b.string_value is not None or b.device_value
+                                      for b in bindings)
+
+    @property
+    def path(self) -> str:
+        return self._rewriter.context.path
+
+    @property
+    def text(self) -> str:
+        return self._rewriter.context.text
+
+    @property
+    def options(self) -> Options:
+        return self._rewriter.options
+
+    def string_uses(self) -> list[Use] | None:
+        node = self._rewriter.ast_unit
+        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+            return None
+        for bindings in self._rewriter.scope.bindings.values():
+            for binding in bindings:
+                if binding.statement is node and binding.string_value is not None:
+                    return self._rewriter.analysis.uses.get(id(binding), [])
+        module = self._rewriter.scope.module
+        for bindings in module.bindings.values():
+            for binding in bindings:
+                if binding.statement is node and binding.string_value is not None:
+                    return self._rewriter.analysis.uses.get(id(binding), [])
+        return None
+
+
+_SAFE_PARENTS: tuple[type, ...] = (
+    cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.If, cst.While,
+    cst.Element, cst.DictElement, cst.WithItem, cst.Assert,
+)
+
+
+def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
+    expr: cst.BaseExpression = cst.Name(name)
+    for part in attrs:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
+def _name_bound_to(scope: Scope, qualname: str) -> str | None:
+    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`)."""
+    if (r := scope.resolve(qualname, [])) is not None and r.qualname == qualname:
+        return qualname
+    walk: Scope | None = scope
+    while walk is not None:
+        for name, bindings in walk.bindings.items():
+            if any(b.qualname == qualname for b in bindings):
+                resolved = scope.resolve(name, [])
+                if resolved is not None and resolved.qualname == qualname:
+                    return name
+        walk = walk.parent
+    return None
+
+
