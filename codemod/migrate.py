@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
 import warnings
 from collections.abc import Callable
 
@@ -88,6 +89,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
     problem = _guard(path, data, new)
     if problem is not None:
         rules = sorted({f.rule_id for f in findings if f.applied})
+        findings = tuple(dataclasses.replace(f, applied=False) for f in findings)
         return FileResult(path, findings=findings, original=data, encoding=module.encoding,
                           error=f"{problem}; the rewrite by {', '.join(rules)} was not written "
                                 "(please report this)")

@@ -196,6 +196,20 @@ class _ScopedVisitor:
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 
+class _Requote(cst.CSTTransformer):
+    def __init__(self, avoid: str) -> None:
+        super().__init__()
+        self.avoid = avoid
+        self.other = "'" if avoid == '"' else '"'
+
+    def leave_SimpleString(self, original: cst.SimpleString,
+                           updated: cst.SimpleString) -> cst.SimpleString:
+        body = updated.value[len(updated.prefix) + 1:-1]
+        if updated.quote != self.avoid or self.other in body or "\\" in body:
+            return updated
+        return updated.with_changes(value=f"{updated.prefix}{self.other}{body}{self.other}")
+
+
 class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
     """Applies the rules' hooks to one unit; collects findings and statement-level actions."""
 
@@ -339,7 +353,7 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
                                                   code(outcome.node)))
                 return updated
             self.findings.append(self.pending(rule, kind, outcome.message, original, True))
-            return outcome.node
+            return self._fit_quotes(outcome.node)
         if isinstance(outcome, ReplaceStatement):
             kind = outcome.kind or rule.kind
             applies = kind is not Kind.UNSAFE_FIX or self.options.unsafe_fixes
@@ -374,6 +388,14 @@ class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
         self.findings.append(self.pending(rule, Kind.REVIEW, outcome.message, original, False,
                                           outcome.suggestion))
         return updated
+
+    def _fit_quotes(self, node: cst.CSTNode) -> cst.CSTNode:
+        """Inside an f-string's braces, a replacement's string literals must not reuse the
+        f-string's own quote (a syntax error before Python 3.12)."""
+        quotes = [p.end for p in self.parents if isinstance(p, cst.FormattedString)]
+        if not quotes or quotes[-1] not in ('"', "'"):
+            return node
+        return node.visit(_Requote(quotes[-1]))  # type: ignore[return-value]
 
     def _report(self, head: cst.CSTNode, node: cst.CSTNode) -> None:
         """This finding covers `head`'s XLA name and every XLA string in `node`; other XLA
