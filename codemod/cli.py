@@ -36,7 +36,7 @@ app = typer.Typer(
 )
 
 Paths = Annotated[list[Path], typer.Argument(help="Files or directories to migrate.",
-                                             show_default=False, metavar="PATH...")]
+                                             show_default=False, metavar="PATH")]
 Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
 Output = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Write the report to this file; the terminal still shows the "
