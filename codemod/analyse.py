@@ -54,18 +54,18 @@ def analyse(
 ) -> Analysis:
     """`watched_roots` are top-level packages besides torch_xla whose names some rule reports
     (torch_neuronx, neuronx_distributed, ...)."""
-    walker = _Walker(interesting_string, star_names, watched_roots)
-    walker.device_calls = device_calls
+    walker = _Walker(interesting_string, star_names, watched_roots, device_calls)
     walker.block(tree.body)
     return walker.finish(tree)
 
 
 class _Walker:
     def __init__(self, interesting_string: Callable[[str], bool],
-                 star_names: frozenset[str], watched_roots: frozenset[str]) -> None:
+                 star_names: frozenset[str], watched_roots: frozenset[str],
+                 device_calls: frozenset[str]) -> None:
         self.interesting_string = interesting_string
         self.watched_roots = watched_roots
-        self.device_calls: frozenset[str] = frozenset()
+        self.device_calls = device_calls
         self.watched_names: set[str] = set()
         self.scope = Scope("module", None, star_names)
         self.module_scope = self.scope

@@ -56,10 +56,10 @@ def find_pyproject(paths: Iterable[Path]) -> Path | None:
 
 def _has_table(pyproject: Path) -> bool:
     try:
-        return f"[tool.{TABLE}]" in pyproject.read_text(encoding="utf-8", errors="replace") \
-            or f'[tool."{TABLE}"]' in pyproject.read_text(encoding="utf-8", errors="replace")
+        text = pyproject.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
+    return f"[tool.{TABLE}]" in text or f'[tool."{TABLE}"]' in text
 
 
 def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:

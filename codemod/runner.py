@@ -67,7 +67,6 @@ class Job:
     registry: Registry
     write: bool
     keep_sources: bool
-    python: bool = True  # migrate Python files (and notebooks); `scan` only reads pins
     fix_pins: bool = True  # rewrite pins in dependency files and Dockerfiles
     per_file_ignores: PerFileIgnores | None = None
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
@@ -194,7 +193,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     found = discover(paths, excludes, accepts(python))
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
-    job = Job(registry, write, keep_sources, python, fix_pins, per_file_ignores, protected)
+    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
     for done, result in enumerate(_map(found.files, job, jobs), start=1):
         results.append(result)

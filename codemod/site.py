@@ -112,15 +112,12 @@ class UnitSite:
         node = self._rewriter.ast_unit
         if not isinstance(node, (ast.Assign, ast.AnnAssign)):
             return None
-        for bindings in self._rewriter.scope.bindings.values():
-            for binding in bindings:
-                if binding.statement is node and binding.string_value is not None:
-                    return self._rewriter.analysis.uses.get(id(binding), [])
-        module = self._rewriter.scope.module
-        for bindings in module.bindings.values():
-            for binding in bindings:
-                if binding.statement is node and binding.string_value is not None:
-                    return self._rewriter.analysis.uses.get(id(binding), [])
+        scope = self._rewriter.scope
+        for holder in (scope, scope.module):  # `global x` puts the binding in the module
+            for bindings in holder.bindings.values():
+                for binding in bindings:
+                    if binding.statement is node and binding.string_value is not None:
+                        return self._rewriter.analysis.uses.get(id(binding), [])
         return None
 
 

@@ -7,7 +7,8 @@ import libcst as cst
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.transform import code
-from rules.support import argument, bool_value, keyword, string, string_value, with_string
+from rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
+                           string_value, with_string)
 
 D_CREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
 D_COPT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"
@@ -16,21 +17,6 @@ _XLA_BACKENDS = frozenset({"openxla", "openxla_eval"})
 _CUDA_MODES = frozenset({"reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"})
 _TORCH_COMPILE = frozenset({"torch.compile"})
 _XLA_COMPILE = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
-
-
-def _keyword(name: str, value: cst.BaseExpression) -> cst.Arg:
-    return cst.Arg(value, keyword=cst.Name(name),
-                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-
-
-def _append(args: list[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
-    if not args:
-        return [new]
-    last = args[-1]
-    if isinstance(last.comma, cst.Comma):  # a trailing comma: keep the layout
-        return [*args, new.with_changes(comma=last.comma)]
-    return [*args[:-1], last.with_changes(comma=cst.Comma(
-        whitespace_after=cst.SimpleWhitespace(" "))), new]
 
 
 class CompileBackend(Rule):
@@ -88,7 +74,7 @@ bucket variable-length inputs to a few fixed shapes, then set dynamic=False. AWS
                                                                       cst.Comma):
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         if dynamic is None:
-            args = _append(args, _keyword("dynamic", cst.Name("False")))
+            args = append_arg(args, keyword_arg("dynamic", cst.Name("False")))
         new = node.with_changes(args=args)
         note = f"; {'; '.join(notes)}" if notes else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
@@ -126,11 +112,11 @@ decorator is reported for review."""
                           "dynamic=False)")
         fn = argument(node.args, 0, "f")
         args: list[cst.Arg] = [cst.Arg(fn.value)] if fn is not None else []
-        args = _append(args, _keyword("backend", string("neuron")))
-        args = _append(args, _keyword("dynamic", cst.Name("False")))
+        args = append_arg(args, keyword_arg("backend", string("neuron")))
+        args = append_arg(args, keyword_arg("dynamic", cst.Name("False")))
         full = argument(node.args, 1, "full_graph")
         if full is not None:
-            args = _append(args, _keyword("fullgraph", full.value))
+            args = append_arg(args, keyword_arg("fullgraph", full.value))
         dropped = [a.keyword.value for a in node.args
                    if a.keyword is not None and a.keyword.value in
                    ("name", "num_different_graphs_allowed")]

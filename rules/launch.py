@@ -9,7 +9,7 @@ import libcst as cst
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Review, Rule, Site
 from codemod.transform import code
-from rules.support import argument, has_star_args, string_value
+from rules.support import argument, has_star_args, keyword, string_value
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 
@@ -49,7 +49,8 @@ the native runtime refuses to be forked after it has started."""
         fn = argument(node.args, 0, "fn")
         args = argument(node.args, 1, "args")
         nprocs = argument(node.args, 2, "nprocs") if "spawn" in (site.qualname or "") else None
-        start = keyword_value(node, "start_method")
+        start_arg = keyword(node.args, "start_method")
+        start = string_value(start_arg.value) if start_arg is not None else None
         count = code(nprocs.value) if nprocs is not None else None
         if count in (None, "None"):
             count_text = "N"
@@ -72,13 +73,6 @@ the native runtime refuses to be forked after it has started."""
             "and the native runtime cannot be forked once started." if start == "fork" else ""
         return Review(f"launch with `{command}` and call the entry function directly ({note})."
                       f"{fork}", suggestion=suggestion)
-
-
-def keyword_value(node: cst.Call, name: str) -> str | None:
-    for arg in node.args:
-        if arg.keyword is not None and arg.keyword.value == name:
-            return string_value(arg.value)
-    return None
 
 
 RULES: tuple[type[Rule], ...] = (Spawn,)

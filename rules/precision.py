@@ -9,7 +9,8 @@ from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.transform import code
 from rules.device import neuron_device_string
 from rules.review_base import ReviewRule
-from rules.support import argument, has_star_args, keyword, string, string_value, with_string
+from rules.support import (append_arg, argument, has_star_args, keyword, keyword_arg, string,
+                           string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 XLA_AMP = "https://docs.pytorch.org/xla/release/r2.8/perf/amp.html"
@@ -65,12 +66,7 @@ What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` a
         if keyword(args, "dtype") is None and argument(args, 1, "dtype") is None:
             bf16 = site.ref("torch.bfloat16")
             if bf16 is not None:
-                last = args[-1].with_changes(comma=cst.Comma(
-                    whitespace_after=cst.SimpleWhitespace(" ")))
-                args = [*args[:-1], last, cst.Arg(bf16, keyword=cst.Name("dtype"),
-                                                  equal=cst.AssignEqual(
-                                                      cst.SimpleWhitespace(""),
-                                                      cst.SimpleWhitespace("")))]
+                args = append_arg(args, keyword_arg("dtype", bf16))
                 note = "; dtype=torch.bfloat16 written out (XLA's autocast default)"
         new = node.with_changes(args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")

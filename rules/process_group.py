@@ -7,7 +7,7 @@ import libcst as cst
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Rule, Site
 from codemod.transform import code
-from rules.support import drop_args, string, string_value, with_string
+from rules.support import drop_args, keyword_arg, string, string_value, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 
@@ -79,10 +79,8 @@ with `xmp.spawn` must be launched with torchrun instead (reported separately).""
                            "default)")
             later_positional = any(a.keyword is None for a in args[init_index + 1:])
             if backend_index is None:
-                args[init_index] = arg.with_changes(
-                    keyword=cst.Name("backend"), value=string("neuron"),
-                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
-                                          whitespace_after=cst.SimpleWhitespace("")))
+                args[init_index] = keyword_arg("backend", string("neuron")).with_changes(
+                    comma=arg.comma)
                 changed.append("added `backend=\"neuron\"`")
             elif later_positional:
                 args[init_index] = arg.with_changes(value=cst.Name("None"))

@@ -84,5 +84,22 @@ def drop_args(args: Sequence[cst.Arg], drop: set[int]) -> list[cst.Arg]:
     return kept
 
 
+def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
+    """`name=value`, written the way PEP 8 writes keyword arguments."""
+    return cst.Arg(value, keyword=cst.Name(name),
+                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+
+
+def append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
+    """Add an argument at the end, keeping a trailing comma (and its layout) if there was one."""
+    if not args:
+        return [new]
+    last = args[-1]
+    if isinstance(last.comma, cst.Comma):
+        return [*args, new.with_changes(comma=last.comma)]
+    return [*args[:-1], last.with_changes(comma=cst.Comma(
+        whitespace_after=cst.SimpleWhitespace(" "))), new]
+
+
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
     return cst.Call(func=func, args=[cst.Arg(a) for a in args])
