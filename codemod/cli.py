@@ -173,7 +173,7 @@ def _excludes(config: Config, request: _Request) -> Excludes:
 def _per_file(config: Config) -> PerFileIgnores | None:
     if config.path is None or not config.per_file_ignores:
         return None
-    return PerFileIgnores(config.path.parent.resolve(), config.per_file_ignores)
+    return PerFileIgnores.of(config.path.parent.resolve(), config.per_file_ignores)
 
 
 class _progress:

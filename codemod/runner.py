@@ -85,15 +85,20 @@ class PerFileIgnores:
     """`per-file-ignores` globs, anchored at the configuration file's folder."""
 
     base: Path
-    entries: tuple[tuple[str, tuple[str, ...]], ...]
+    entries: tuple[tuple[pathspec.GitIgnoreSpec, tuple[str, ...]], ...]
+
+    @classmethod
+    def of(cls, base: Path, globs: tuple[tuple[str, tuple[str, ...]], ...]) -> PerFileIgnores:
+        """Compiled once per run: `codes` is called for every file."""
+        return cls(base, tuple((pathspec.GitIgnoreSpec.from_lines([glob]), codes)
+                               for glob, codes in globs))
 
     def codes(self, path: Path) -> frozenset[str]:
         try:
             relative = path.resolve().relative_to(self.base).as_posix()
         except ValueError:
             return frozenset()
-        return frozenset(code for glob, codes in self.entries
-                         if pathspec.GitIgnoreSpec.from_lines([glob]).match_file(relative)
+        return frozenset(code for spec, codes in self.entries if spec.match_file(relative)
                          for code in codes)
 
 
