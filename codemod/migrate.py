@@ -4,15 +4,19 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import functools
+import io
+import tokenize
 import warnings
 from collections.abc import Callable
 
 import libcst as cst
 
-from codemod.analyse import analyse
+from codemod.analyse import Analysis, analyse
 from codemod.diff import carry_over
 from codemod.imports import ImportNote
 from codemod.locate import Locator
+from codemod.mask import Masked, mask
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import UNUSED_SUPPRESSION, Registry
 from codemod.suppress import Suppressions, read_suppressions
@@ -62,39 +66,75 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
                        registry.watched_roots, registry.device_calls)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
-    try:
-        module = cst.parse_module(data)
-    except cst.ParserSyntaxError as error:
-        return FileResult(path, original=data,
-                          error=f"{path}:{error.raw_line}: LibCST cannot parse this file: "
-                                f"{error.message}")
-    text = data.removeprefix(b"\xef\xbb\xbf").decode(module.encoding, errors="replace")
-    rewriter = ModuleRewriter(analysis, registry, FileContext(path, text, options, suppressions))
-    new_module = rewriter.run(module)
-    new = new_module.bytes
-    if new != data:
-        reproduced = module.bytes
-        if reproduced != data:
-            replayed = carry_over(data, reproduced, new)
-            if replayed is None:
-                return FileResult(path, original=data,
-                                  error=f"{path}: LibCST cannot reproduce this file exactly; "
-                                        "not rewritten (please report this)")
-            new = replayed
+    text = data.removeprefix(b"\xef\xbb\xbf").decode(
+        _encoding(data), errors="replace")
+    rewrite = functools.partial(_rewrite, path, analysis=analysis, registry=registry,
+                                context=lambda: FileContext(path, text, options, suppressions))
+    masked = mask(data, tree, analysis.on_path)
+    done = _rewrite_masked(masked, rewrite) if masked is not None else None
+    if done is None:  # the whole file
+        done = rewrite(data)
+    if isinstance(done, str):
+        return FileResult(path, original=data, error=done)
+    new, rewriter, encoding = done
     findings = tuple(sorted((*_findings(path, rewriter, Locator(text)),
                              *_unused(path, suppressions, registry)),
                             key=lambda f: (f.line, f.column, f.rule_id)))
     if new == data:
-        return FileResult(path, findings=findings, original=data, encoding=module.encoding)
+        return FileResult(path, findings=findings, original=data, encoding=encoding)
     problem = _guard(path, data, new)
     if problem is not None:
         rules = sorted({f.rule_id for f in findings if f.applied})
         findings = tuple(dataclasses.replace(f, applied=False) for f in findings)
-        return FileResult(path, findings=findings, original=data, encoding=module.encoding,
+        return FileResult(path, findings=findings, original=data, encoding=encoding,
                           error=f"{problem}; the rewrite by {', '.join(rules)} was not written "
                                 "(please report this)")
     return FileResult(path, findings=findings, original=data, new_source=new,
-                      encoding=module.encoding)
+                      encoding=encoding)
+
+
+def _encoding(data: bytes) -> str:
+    """The encoding LibCST will use: the coding cookie's, else UTF-8 (ast already accepted
+    the cookie)."""
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return "utf-8" if encoding == "utf-8-sig" else encoding
+
+
+Rewritten = tuple[bytes, "ModuleRewriter", str]
+
+
+def _rewrite_masked(masked: Masked, rewrite: Callable[[bytes], Rewritten | str]
+                    ) -> Rewritten | None:
+    """None sends the caller to the whole file: a parse error there is reported with the
+    file's own line numbers, and a placeholder that did not survive means the rewrite moved
+    code it was not meant to touch."""
+    done = rewrite(masked.data)
+    if isinstance(done, str):
+        return None
+    restored = masked.restore(done[0])
+    return None if restored is None else (restored, *done[1:])
+
+
+def _rewrite(path: str, source: bytes, analysis: Analysis, registry: Registry,
+             context: Callable[[], FileContext]) -> Rewritten | str:
+    """Rewrite `source` (the file, or the file with untouched statements masked): the new
+    bytes, the rewriter (for its findings) and the encoding, or an error message."""
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        return (f"{path}:{error.raw_line}: LibCST cannot parse this file: "
+                f"{error.message}")
+    rewriter = ModuleRewriter(analysis, registry, context())
+    new = rewriter.run(module).bytes
+    if new != source:
+        reproduced = module.bytes
+        if reproduced != source:
+            replayed = carry_over(source, reproduced, new)
+            if replayed is None:
+                return (f"{path}: LibCST cannot reproduce this file exactly; "
+                        "not rewritten (please report this)")
+            new = replayed
+    return new, rewriter, module.encoding
 
 
 def _syntax_message(path: str, error: SyntaxError) -> str:

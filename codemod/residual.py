@@ -12,13 +12,12 @@ from codemod.scopes import Resolution, Scope
 from codemod.transform import _ScopedVisitor, dotted, string_literal
 
 
-class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
+class ResidualScanner(_ScopedVisitor):
     """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
                  reported: set[int], used: set[int], quiet: set[int] | None = None) -> None:
-        _ScopedVisitor.__init__(self, root, scope)
-        cst.CSTVisitor.__init__(self)
+        super().__init__(root, scope)
         self.registry = registry
         self.reported = reported
         self.used = used
@@ -45,7 +44,7 @@ class ResidualScanner(_ScopedVisitor, cst.CSTVisitor):
             self._string(node, node.parts[0].value)
         return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
+    def on_leave(self, original_node: cst.CSTNode, updated: cst.CSTNode) -> None:
         self.exit(original_node)
         if id(original_node) in self.quiet:
             self.quiet_depth -= 1

@@ -16,11 +16,13 @@ import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
 from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
+from codemod.mask import is_placeholder
 from codemod.model import Kind
 from codemod.registry import Registry
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
+from codemod.walk import transform, walk
 
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
 ElifFn = Callable[[cst.If, ast.If], cst.If]
@@ -99,7 +101,7 @@ class ModuleRewriter:
         scope = self.analysis.scope_of[id(unit)]
         rewriter = UnitRewriter(node, scope, self.registry, self.analysis, unit, self.context,
                                 line_level=alone and isinstance(node, cst.BaseSmallStatement))
-        new = node.visit(rewriter)
+        new = transform(node, rewriter)
         self.findings.extend((p, unit) for p in rewriter.findings)
         after = tuple(rewriter.after)
         if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
@@ -107,14 +109,14 @@ class ModuleRewriter:
             if rewriter.statements is None:
                 return
             for statement in rewriter.statements:  # what the replacement still references
-                statement.visit(ResidualScanner(statement, scope, self.registry, set(), self.used))
+                walk(statement, ResidualScanner(statement, scope, self.registry, set(), self.used))
             return
         self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
         if rewriter.unwrap:
             return
         scanner = ResidualScanner(new, scope, self.registry, rewriter.reported, self.used,
                                   rewriter.quiet)
-        new.visit(scanner)
+        walk(new, scanner)
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
@@ -351,6 +353,8 @@ _SAME = {"Del": "Delete"}
 
 
 def _check(node: cst.CSTNode, unit: ast.stmt) -> None:
+    if is_placeholder(node):
+        return
     expected = _SAME.get(type(node).__name__, type(node).__name__)
     actual = type(unit).__name__.removeprefix("Async")
     if expected != actual:

@@ -210,14 +210,13 @@ class _Requote(cst.CSTTransformer):
         return updated.with_changes(value=f"{updated.prefix}{self.other}{body}{self.other}")
 
 
-class UnitRewriter(_ScopedVisitor, cst.CSTTransformer):
+class UnitRewriter(_ScopedVisitor):
     """Applies the rules' hooks to one unit; collects findings and statement-level actions."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
                  analysis: Analysis, ast_unit: ast.stmt, context: FileContext,
                  line_level: bool) -> None:
-        _ScopedVisitor.__init__(self, root, scope)
-        cst.CSTTransformer.__init__(self)
+        super().__init__(root, scope)
         self.registry = registry
         self.options = context.options
         self.analysis = analysis

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from codemod.transform import string_literal
+from codemod.walk import transform
 
 
 def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:
@@ -42,13 +43,17 @@ def _template(source: str) -> cst.BaseExpression:
     return cst.parse_expression(source)
 
 
-class _Fill(cst.CSTTransformer):
+class _Fill:
     def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
-        super().__init__()
         self.values = values
 
-    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        return self.values.get(updated.value, updated)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        if type(updated) is cst.Name:
+            return self.values.get(updated.value, updated)
+        return updated
 
 
 def template(source: str, **values: cst.BaseExpression) -> cst.BaseExpression:
@@ -57,7 +62,7 @@ def template(source: str, **values: cst.BaseExpression) -> cst.BaseExpression:
     Like libcst.helpers.parse_template_expression, without a parse per call."""
     names = {key: f"__neuron_migrate_{key}__" for key in values}
     parsed = _template(source.format(**names))
-    return parsed.visit(_Fill({names[k]: v for k, v in values.items()}))  # type: ignore[return-value]
+    return transform(parsed, _Fill({names[k]: v for k, v in values.items()}))
 
 
 def bool_value(node: cst.BaseExpression) -> bool | None:

@@ -1,0 +1,130 @@
+"""Parse less: statements no rule will touch are hidden from LibCST.
+
+LibCST's parse and code generation cost grows with the file, and much of an XLA-era file is
+code that no rule touches. Before the LibCST parse, each statement that is neither flagged nor
+on the path to a flagged one, and that has its lines to itself, becomes a one-line placeholder
+at its own indentation; after code generation the placeholders are swapped back for the
+original bytes. Top-level simple statements are never hidden, since import insertion reads the
+module's docstring and leading imports.
+
+Anything unexpected (a placeholder re-indented, duplicated or lost, as when a `with` block is
+unwrapped) makes `restore` return None, and the caller parses the whole file instead.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+_LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+_NAME = "__neuron_migrate_kept_"
+_MARK = _NAME.encode()
+_COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
+             ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
+             *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_MIN_LINES = 2  # a one-line statement is cheap to parse; hiding it saves little
+
+
+@dataclass(frozen=True)
+class Masked:
+    data: bytes
+    regions: dict[bytes, bytes]  # placeholder line -> the original lines it stands for
+
+    def restore(self, new: bytes) -> bytes | None:
+        """`new` with the original lines back; None unless every placeholder line appears
+        exactly once, unchanged."""
+        pending = dict(self.regions)
+        out: list[bytes] = []
+        for line in _LINES.findall(new):
+            if _MARK in line:
+                original = pending.pop(line, None)
+                if original is None:
+                    return None
+                out.append(original)
+            else:
+                out.append(line)
+        return b"".join(out) if not pending else None
+
+
+def is_placeholder(node: cst.CSTNode) -> bool:
+    """The LibCST statement a placeholder parses to, paired with the `ast` statement it hides."""
+    return isinstance(node, cst.Expr) and isinstance(node.value, cst.Name) and \
+        node.value.value.startswith(_NAME)
+
+
+def mask(data: bytes, tree: ast.Module, on_path: set[int]) -> Masked | None:
+    """`data` with untouched statements hidden; None when nothing is worth hiding or the file
+    is one whose `ast` columns do not map onto its bytes (other encodings, lone CRs, a BOM)."""
+    if _MARK in data or data.startswith(b"\xef\xbb\xbf") or \
+            data.count(b"\r") != data.count(b"\r\n") or _foreign_encoding(data):
+        return None
+    lines = _LINES.findall(data)
+    spans: list[tuple[int, int]] = []
+    for stmt in _hidden(tree.body, on_path, top=True):
+        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+        last = stmt.end_lineno or stmt.lineno
+        if last - first + 1 >= _MIN_LINES and _owns_lines(stmt, lines, first, last):
+            spans.append((first - 1, last))
+    if not spans:
+        return None
+    out: list[bytes] = []
+    regions: dict[bytes, bytes] = {}
+    position = 0
+    for number, (start, end) in enumerate(sorted(spans)):  # a try's handlers come last
+        out.extend(lines[position:start])
+        first_line, last_line = lines[start], lines[end - 1]
+        indent = first_line[:len(first_line) - len(first_line.lstrip(b" \t\f"))]
+        ending = last_line[len(last_line.rstrip(b"\r\n")):]
+        placeholder = b"%s%s%d__%s" % (indent, _MARK, number, ending)
+        out.append(placeholder)
+        regions[placeholder] = b"".join(lines[start:end])
+        position = end
+    out.extend(lines[position:])
+    return Masked(b"".join(out), regions)
+
+
+def _hidden(body: list[ast.stmt], on_path: set[int], top: bool) -> Iterator[ast.stmt]:
+    for stmt in body:
+        if id(stmt) in on_path:
+            for block in _blocks(stmt):
+                yield from _hidden(block, on_path, top=False)
+        elif not top or isinstance(stmt, _COMPOUND):
+            yield stmt
+
+
+def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(stmt, name, None)
+        if isinstance(block, list) and block and isinstance(block[0], ast.stmt):
+            yield block
+    for part in (*getattr(stmt, "handlers", ()), *getattr(stmt, "cases", ())):
+        yield part.body
+
+
+def _owns_lines(stmt: ast.stmt, lines: list[bytes], first: int, last: int) -> bool:
+    """Nothing but indentation before the statement, nothing but a comment after it."""
+    if last > len(lines):
+        return False
+    head = lines[first - 1]
+    if head.lstrip(b" \t\f").startswith(b"elif"):
+        return False  # the rest of an if/elif chain, not a statement of its own
+    if first == stmt.lineno:
+        if head[:stmt.col_offset].strip(b" \t\f") or stmt.col_offset > len(head):
+            return False
+    elif not head.lstrip(b" \t\f").startswith(b"@"):
+        return False
+    tail = lines[last - 1][stmt.end_col_offset or 0:].strip()
+    return not tail or tail.startswith(b"#")
+
+
+def _foreign_encoding(data: bytes) -> bool:
+    for line in _LINES.findall(data[:1024])[:2]:
+        found = _CODING.match(line)
+        if found:
+            return found.group(1).lower().replace(b"_", b"-") not in (b"utf-8", b"utf8")
+    return False

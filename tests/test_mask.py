@@ -1,0 +1,159 @@
+"""Hiding untouched statements from LibCST must never change a result, only its cost."""
+
+from __future__ import annotations
+
+import ast
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+import codemod.migrate as migrate
+from codemod.analyse import analyse
+from codemod.mask import mask
+from codemod.model import Options
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import PYTHON_FIXTURES, ROOT, fixture_id
+
+REGISTRY = Registry(all_rules(), Options())
+SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
+
+
+def _masked(data: bytes):
+    tree = ast.parse(data)
+    analysis = analyse(tree, REGISTRY.interesting_string, REGISTRY.star_names,
+                       REGISTRY.watched_roots, REGISTRY.device_calls)
+    return mask(data, tree, analysis.on_path)
+
+
+def _without_masking(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
+                     registry: Registry = REGISTRY):
+    with monkeypatch.context() as patch:
+        patch.setattr(migrate, "mask", lambda *args: None)
+        return migrate.migrate_source(str(path), data, registry)
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
+                         p.name.endswith(".before.py") else p.name)
+def test_masking_changes_no_result(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = source.read_bytes()
+    fast = migrate.migrate_source(str(source), data, REGISTRY)
+    slow = _without_masking(monkeypatch, source, data)
+    assert fast == slow
+
+
+def test_masking_happens_on_the_fixtures() -> None:
+    """Otherwise the test above compares the slow path with itself."""
+    hidden = [p for p in SOURCES if _masked(p.read_bytes()) is not None]
+    assert len(hidden) >= 5
+
+
+def test_restoring_the_masked_text_gives_the_file_back() -> None:
+    for source in SOURCES:
+        data = source.read_bytes()
+        masked = _masked(data)
+        if masked is not None:
+            assert b"__neuron_migrate_kept_" in masked.data
+            assert len(masked.data) < len(data)
+            assert masked.restore(masked.data) == data
+
+
+XLA = b"import torch_xla.core.xla_model as xm\n\n"
+
+
+def test_untouched_function_is_hidden_and_flagged_one_is_not() -> None:
+    data = XLA + (b"def helper(a,\n           b):\n    return a + b\n\n\n"
+                  b"def train():\n    device = xm.xla_device()\n    total = sum(\n        [1, 2]\n    )\n")
+    masked = _masked(data)
+    assert masked is not None
+    text = masked.data.decode()
+    assert "def helper" not in text and "def train():" in text
+    assert "xm.xla_device()" in text and "total = sum(" not in text
+    assert masked.restore(masked.data) == data
+
+
+@pytest.mark.parametrize("body", [
+    b"    if xm.is_master_ordinal():\n        a = 1\n    elif b:\n        c = (1,\n             2)\n",
+    b"    x = xm.xla_device(); y = (1,\n        2)\n",
+    b"    y = (1,\n        2); x = xm.xla_device()\n",
+    b"    if xm.is_master_ordinal(): y = (1,\n        2)\n",
+])
+def test_statements_that_share_lines_stay(body: bytes) -> None:
+    """An `elif`, a statement after a `;` or on a compound statement's line is not a
+    statement with lines of its own; hiding it would break the file."""
+    data = XLA + b"def train(b):\n" + body
+    masked = _masked(data)
+    assert masked is None or masked.restore(masked.data) == data
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert result.error is None
+
+
+@pytest.mark.parametrize("data", [
+    b"\xef\xbb\xbf" + XLA + b"def f():\n    xm.mark_step()\n    y = (1,\n        2)\n",
+    b"# -*- coding: latin-1 -*-\n" + XLA + b"def f():\n    xm.mark_step()\n    y = ('\xe9',\n        2)\n",
+    XLA.replace(b"\n", b"\r") + b"def f():\r    xm.mark_step()\r    y = (1,\r        2)\r",
+    XLA + b"def f():\n    xm.mark_step()\n    y = (1,\n        __neuron_migrate_kept_0__)\n",
+])
+def test_files_whose_lines_cannot_be_trusted_are_not_masked(data: bytes) -> None:
+    assert _masked(data) is None
+
+
+def test_unwrapped_block_falls_back_to_the_whole_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Removing `with torch_xla.step():` re-indents its body, placeholders included: the
+    masked rewrite is abandoned and the whole file is rewritten instead."""
+    data = (b"import torch_xla\n\n\ndef train(model, x):\n    with torch_xla.step():\n"
+            b"        loss = model(x)\n        note = '''two\n   lines'''\n")
+    masked = _masked(data)
+    assert masked is not None
+    calls: list[bytes] = []
+    real = migrate._rewrite
+
+    def spy(path, source, **kwargs):
+        calls.append(source)
+        return real(path, source, **kwargs)
+
+    monkeypatch.setattr(migrate, "_rewrite", spy)
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert calls == [masked.data, data]
+    assert result.new_source == (b"def train(model, x):\n    loss = model(x)\n"
+                                 b"    note = '''two\n   lines'''\n")
+
+
+def test_real_modules_round_trip_through_the_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `os`/`sys`/`re` standing in for torch_xla, stdlib modules give masks of every
+    shape: decorators, elif chains, nested classes, comments at odd indentation."""
+    import codemod.registry as registry_module
+    import codemod.scopes as scopes
+
+    monkeypatch.setattr(scopes, "XLA_PREFIXES", ("os", "sys", "re"))
+    monkeypatch.setattr(registry_module, "BASE_TOKENS", (b"os", b"sys", b"re"))
+    registry = Registry(all_rules())
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    hidden = 0
+    for name in ("inspect", "argparse", "tarfile", "shutil", "tempfile", "subprocess"):
+        path = stdlib / f"{name}.py"
+        data = path.read_bytes()
+        tree = ast.parse(data)
+        analysis = analyse(tree, registry.interesting_string, registry.star_names,
+                           registry.watched_roots, registry.device_calls)
+        masked = mask(data, tree, analysis.on_path)
+        if masked is None:
+            continue
+        hidden += 1
+        assert masked.restore(masked.data) == data
+        fast = migrate.migrate_source(str(path), data, registry)
+        slow = _without_masking(monkeypatch, path, data, registry)
+        assert fast == slow and fast.error is None
+    assert hidden >= 4
+
+
+def test_blocks_of_a_try_are_hidden_in_source_order() -> None:
+    data = XLA + (b"def train():\n    try:\n        xm.mark_step()\n    except ValueError:\n"
+                  b"        a = (1,\n             2)\n    else:\n        b = (3,\n             4)\n"
+                  b"    finally:\n        c = (5,\n             6)\n")
+    masked = _masked(data)
+    assert masked is not None and len(masked.regions) == 3
+    assert masked.restore(masked.data) == data
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert result.new_source == data.replace(XLA, b"").replace(b"xm.mark_step()", b"pass")
