@@ -50,6 +50,18 @@ def carry_over(original: bytes, reproduced: bytes, new: bytes) -> bytes | None:
     return b"".join(out)
 
 
+def confined(original: bytes, new: bytes, spans: list[tuple[int, int]]) -> bool:
+    """Whether every original line that `new` changes or drops lies in one of `spans`
+    (1-based, inclusive). Added lines are fine anywhere."""
+    allowed: set[int] = set()
+    for first, last in spans:
+        allowed.update(range(first - 1, last))
+    old_lines = _BYTE_LINES.findall(original)
+    matcher = difflib.SequenceMatcher(None, old_lines, _BYTE_LINES.findall(new), autojunk=False)
+    return all(tag == "insert" or allowed.issuperset(range(i1, i2))
+               for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal")
+
+
 def file_diff(path: str, original: bytes, new: bytes, encoding: str) -> str:
     """The unified diff of one migrated file, decoded the way the file is."""
     return unified_diff(path, original.decode(encoding), new.decode(encoding))

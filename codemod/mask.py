@@ -22,12 +22,11 @@ import libcst as cst
 
 _LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
-_NAME = "__neuron_migrate_kept_"
+_NAME = "__nm_kept_"
 _MARK = _NAME.encode()
 _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
              ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
-_MIN_LINES = 2  # a one-line statement is cheap to parse; hiding it saves little
 
 
 @dataclass(frozen=True)
@@ -68,22 +67,25 @@ def mask(data: bytes, tree: ast.Module, on_path: set[int]) -> Masked | None:
     for stmt in _hidden(tree.body, on_path, top=True):
         first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
         last = stmt.end_lineno or stmt.lineno
-        if last - first + 1 >= _MIN_LINES and _owns_lines(stmt, lines, first, last):
+        if _owns_lines(stmt, lines, first, last):
             spans.append((first - 1, last))
-    if not spans:
-        return None
     out: list[bytes] = []
     regions: dict[bytes, bytes] = {}
     position = 0
     for number, (start, end) in enumerate(sorted(spans)):  # a try's handlers come last
-        out.extend(lines[position:start])
         first_line, last_line = lines[start], lines[end - 1]
         indent = first_line[:len(first_line) - len(first_line.lstrip(b" \t\f"))]
         ending = last_line[len(last_line.rstrip(b"\r\n")):]
         placeholder = b"%s%s%d__%s" % (indent, _MARK, number, ending)
+        original = b"".join(lines[start:end])
+        if len(original) <= len(placeholder):
+            continue  # `x = 1` costs less to parse than its placeholder
+        out.extend(lines[position:start])
         out.append(placeholder)
-        regions[placeholder] = b"".join(lines[start:end])
+        regions[placeholder] = original
         position = end
+    if not regions:
+        return None
     out.extend(lines[position:])
     return Masked(b"".join(out), regions)
 

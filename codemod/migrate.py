@@ -13,7 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from codemod.analyse import Analysis, analyse
-from codemod.diff import carry_over
+from codemod.diff import carry_over, confined
 from codemod.imports import ImportNote
 from codemod.locate import Locator
 from codemod.mask import Masked, mask
@@ -68,12 +68,12 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(
         _encoding(data), errors="replace")
-    rewrite = functools.partial(_rewrite, path, analysis=analysis, registry=registry,
+    rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
                                 context=lambda: FileContext(path, text, options, suppressions))
     masked = mask(data, tree, analysis.on_path)
-    done = _rewrite_masked(masked, rewrite) if masked is not None else None
+    done = rewrite(masked) if masked is not None else None
     if done is None:  # the whole file
-        done = rewrite(data)
+        done = rewrite(None)
     if isinstance(done, str):
         return FileResult(path, original=data, error=done)
     new, rewriter, encoding = done
@@ -103,37 +103,38 @@ def _encoding(data: bytes) -> str:
 Rewritten = tuple[bytes, "ModuleRewriter", str]
 
 
-def _rewrite_masked(masked: Masked, rewrite: Callable[[bytes], Rewritten | str]
-                    ) -> Rewritten | None:
-    """None sends the caller to the whole file: a parse error there is reported with the
-    file's own line numbers, and a placeholder that did not survive means the rewrite moved
-    code it was not meant to touch."""
-    done = rewrite(masked.data)
-    if isinstance(done, str):
-        return None
-    restored = masked.restore(done[0])
-    return None if restored is None else (restored, *done[1:])
+def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
+             registry: Registry, context: Callable[[], FileContext]) -> Rewritten | str | None:
+    """Rewrite the file, or the file with its untouched statements masked: the new bytes, the
+    rewriter (for its findings) and the encoding, or an error message.
 
-
-def _rewrite(path: str, source: bytes, analysis: Analysis, registry: Registry,
-             context: Callable[[], FileContext]) -> Rewritten | str:
-    """Rewrite `source` (the file, or the file with untouched statements masked): the new
-    bytes, the rewriter (for its findings) and the encoding, or an error message."""
+    With a mask, None sends the caller to the whole file: a parse error there is reported
+    with the file's own line numbers, and a placeholder that did not survive means the
+    rewrite moved code it was not meant to touch."""
+    source = masked.data if masked is not None else data
+    restore = masked.restore if masked is not None else (lambda generated: generated)
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
-        return (f"{path}:{error.raw_line}: LibCST cannot parse this file: "
-                f"{error.message}")
+        return None if masked is not None else (
+            f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
     rewriter = ModuleRewriter(analysis, registry, context())
-    new = rewriter.run(module).bytes
-    if new != source:
+    generated = rewriter.run(module).bytes
+    new = restore(generated)
+    if new is None:
+        return None
+    if new != data and not confined(data, new, rewriter.touched):
+        # Lines changed outside the rewritten statements: LibCST may not reproduce this file
+        # byte for byte. Generating the untouched module tells (it costs a code generation,
+        # so only here); if so, the edits are replayed onto the original lines.
         reproduced = module.bytes
         if reproduced != source:
-            replayed = carry_over(source, reproduced, new)
-            if replayed is None:
-                return (f"{path}: LibCST cannot reproduce this file exactly; "
-                        "not rewritten (please report this)")
-            new = replayed
+            replayed = carry_over(source, reproduced, generated)
+            new = restore(replayed) if replayed is not None else None
+            if new is None:
+                return None if masked is not None else (
+                    f"{path}: LibCST cannot reproduce this file exactly; not rewritten "
+                    "(please report this)")
     return new, rewriter, module.encoding
 
 

@@ -33,15 +33,16 @@ class ResidualScanner(_ScopedVisitor):
         if id(node) in self.reported:
             self._mark_used(node)
             return False
-        if isinstance(node, (cst.Name, cst.Attribute)):
-            return self._reference(node)
-        if isinstance(node, cst.SimpleString):
-            value = string_literal(node)
+        kind = type(node)
+        if kind is cst.Name or kind is cst.Attribute:
+            return self._reference(node)  # type: ignore[arg-type]
+        if kind is cst.SimpleString:
+            value = string_literal(node)  # type: ignore[arg-type]
             if value is not None:
                 self._string(node, value)
-        elif isinstance(node, cst.FormattedString) and node.parts and \
-                isinstance(node.parts[0], cst.FormattedStringText):
-            self._string(node, node.parts[0].value)
+        elif kind is cst.FormattedString and node.parts and \
+                type(node.parts[0]) is cst.FormattedStringText:  # type: ignore[attr-defined]
+            self._string(node, node.parts[0].value)  # type: ignore[attr-defined]
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated: cst.CSTNode) -> None:

@@ -59,6 +59,9 @@ class ModuleRewriter:
         self.used: set[int] = set()
         self.removals: dict[int, set[int]] = {}
         self.annotations: dict[int, list[str]] = {}
+        # lines the rewrite may change (1-based, inclusive); a change elsewhere makes the
+        # caller check that LibCST reproduces the file
+        self.touched: list[tuple[int, int]] = []
 
     def run(self, module: cst.Module) -> cst.Module:
         tree = self.analysis.tree
@@ -67,6 +70,8 @@ class ModuleRewriter:
             self.analysis.xla_imports, self.used, self.registry,
             lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
         self.annotations = self._annotations() if self.context.options.annotate else {}
+        self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
+                            if b.statement is not None and id(b.statement) in self.removals)
         body, carry = self._rebuild(module.body, tree.body, top_level=True)
         body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
                            module.default_newline)
@@ -104,6 +109,9 @@ class ModuleRewriter:
         new = transform(node, rewriter)
         self.findings.extend((p, unit) for p in rewriter.findings)
         after = tuple(rewriter.after)
+        if new is not node or rewriter.statements is not None:
+            self.touched.append((span(unit)[0], unit.end_lineno or unit.lineno)
+                                if rewriter.unwrap else span(unit))
         if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
             self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after)
             if rewriter.statements is None:
@@ -214,6 +222,7 @@ class ModuleRewriter:
                     carry = [*lines, *inner_carry]
                 continue
             if isinstance(unit, ast.Try) and self._dead_import_guard(unit):
+                self.touched.append((unit.lineno, unit.end_lineno or unit.lineno))
                 carry = [*carry, *statement.leading_lines]
                 dropped = True
                 continue

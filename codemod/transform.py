@@ -26,6 +26,11 @@ from codemod.suppress import Suppressions, span
 _EMPTY_MODULE = cst.Module(body=[])
 _ONE_LINE = re.compile(r"\s*\n\s*")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
+# Hot paths compare exact types: LibCST's node classes are final, and an `isinstance` against
+# them goes through ABCMeta, several times slower.
+_BINDS_LOCALS = frozenset({cst.Lambda, *_COMPREHENSIONS})
+_NOT_UNIT = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.If})
+_REFERENCES = frozenset({cst.Name, cst.Attribute})
 
 
 def code(node: cst.CSTNode) -> str:
@@ -82,20 +87,21 @@ def dotted(node: cst.BaseExpression) -> str | None:
 
 def signature(node: cst.CSTNode) -> tuple[str, str | None] | None:
     """A key that the same construct has in LibCST and in `ast`, to find its position."""
-    if isinstance(node, cst.Call):
-        return ("call", dotted(node.func))
-    if isinstance(node, (cst.Name, cst.Attribute)):
-        name = dotted(node)
+    kind = type(node)
+    if kind is cst.Call:
+        return ("call", dotted(node.func))  # type: ignore[attr-defined]
+    if kind in _REFERENCES:
+        name = dotted(node)  # type: ignore[arg-type]
         return ("name", name) if name else None
-    if isinstance(node, cst.SimpleString):
-        value = string_literal(node)
+    if kind is cst.SimpleString:
+        value = string_literal(node)  # type: ignore[arg-type]
         return ("str", value) if value is not None else None
-    if isinstance(node, cst.FormattedString):
+    if kind is cst.FormattedString:
         return ("fstr", None)
-    if isinstance(node, cst.Comparison):
+    if kind is cst.Comparison:
         return ("cmp", None)
-    if isinstance(node, cst.Param):
-        return ("param", node.name.value)
+    if kind is cst.Param:
+        return ("param", node.name.value)  # type: ignore[attr-defined]
     return None
 
 
@@ -150,14 +156,14 @@ class _ScopedVisitor:
         self.inner: set[int] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
-        if node is not self.root and isinstance(node, (cst.BaseSuite, cst.If)):
+        kind = type(node)
+        if kind in _NOT_UNIT and node is not self.root:
             return False  # bodies and `elif`s are units of their own
-        names = _local_names(node)
-        if names is not None:
-            self.locals.append(names)
-        if isinstance(node, cst.Attribute) and isinstance(node.value, (cst.Name, cst.Attribute)):
-            self.inner.add(id(node.value))  # only the whole dotted chain counts
-        not_expression = _NAMES_NOT_EXPRESSIONS.get(type(node))
+        if kind in _BINDS_LOCALS:
+            self.locals.append(_local_names(node) or set())
+        elif kind is cst.Attribute and type(node.value) in _REFERENCES:  # type: ignore[attr-defined]
+            self.inner.add(id(node.value))  # type: ignore[attr-defined]  # the whole dotted chain counts
+        not_expression = _NAMES_NOT_EXPRESSIONS.get(kind)
         if not_expression is not None:
             child = getattr(node, not_expression)
             if isinstance(child, cst.AsName):
@@ -173,7 +179,7 @@ class _ScopedVisitor:
         return True
 
     def exit(self, node: cst.CSTNode) -> None:
-        if isinstance(node, (cst.Lambda, *_COMPREHENSIONS)):
+        if type(node) in _BINDS_LOCALS:
             self.locals.pop()
 
     def resolve(self, expr: cst.BaseExpression) -> Resolution | None:
@@ -239,9 +245,10 @@ class UnitRewriter(_ScopedVisitor):
         if not self.enter(node):
             return False
         self.parents.append(node)
-        if isinstance(node, cst.Expr):
-            self.roles[id(node.value)] = Role.STATEMENT
-        elif isinstance(node, cst.WithItem) and node.asname is None:
+        kind = type(node)
+        if kind is cst.Expr:
+            self.roles[id(node.value)] = Role.STATEMENT  # type: ignore[attr-defined]
+        elif kind is cst.WithItem and node.asname is None:  # type: ignore[attr-defined]
             self.roles[id(node.item)] = Role.WITH_ITEM
         return True
 
@@ -249,22 +256,25 @@ class UnitRewriter(_ScopedVisitor):
         self.exit(original)
         if self.parents and self.parents[-1] is original:
             self.parents.pop()
-        if isinstance(updated, cst.Call):
-            return self._call(original, updated)
-        if isinstance(updated, (cst.Name, cst.Attribute)) and id(original) not in self.inner:
-            return self._reference(original, updated)
-        if isinstance(updated, cst.Comparison):
+        kind = type(updated)
+        if kind is cst.Call:
+            return self._call(original, updated)  # type: ignore[arg-type]
+        if kind in _REFERENCES:
+            if id(original) in self.inner:
+                return updated
+            return self._reference(original, updated)  # type: ignore[arg-type]
+        if kind is cst.Comparison:
             return self._hooks(self.registry.comparison, "on_comparison", original, updated)
-        if isinstance(updated, (cst.Assign, cst.AugAssign)):
+        if kind is cst.Assign or kind is cst.AugAssign:
             new = self._hooks(self.registry.assign, "on_assign", original, updated,
                               Role.STATEMENT if original is self.root else Role.EXPRESSION)
             return cst.RemovalSentinel.REMOVE if id(new) in self.remove else new
-        if isinstance(updated, cst.Param):
+        if kind is cst.Param:
             return self._hooks(self.registry.param, "on_param", original, updated)
-        if isinstance(updated, cst.Expr) and id(updated.value) in self.remove:
+        if kind is cst.Expr and id(updated.value) in self.remove:  # type: ignore[attr-defined]
             return cst.RemovalSentinel.REMOVE
-        if isinstance(updated, cst.With):
-            return self._with(updated)
+        if kind is cst.With:
+            return self._with(updated)  # type: ignore[arg-type]
         return updated
 
     # --------------------------------------------------------------------- hooks
