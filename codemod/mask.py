@@ -1,11 +1,12 @@
-"""Parse less: statements no rule will touch are hidden from LibCST.
+"""Parse less: code no rule will touch is hidden from LibCST.
 
 LibCST's parse and code generation cost grows with the file, and much of an XLA-era file is
 code that no rule touches. Before the LibCST parse, each statement that is neither flagged nor
 on the path to a flagged one, and that has its lines to itself, becomes a one-line placeholder
-at its own indentation; after code generation the placeholders are swapped back for the
-original bytes. Top-level simple statements are never hidden, since import insertion reads the
-module's docstring and leading imports.
+at its own indentation; so does the one-line header of a compound statement on that path
+(`def train(model, loader, ...):` becomes `def __nm_kept_3__():`). After code generation the
+placeholders are swapped back for the original bytes. Top-level simple statements are never
+hidden, since import insertion reads the module's docstring and leading imports.
 
 Anything unexpected (a placeholder re-indented, duplicated or lost, as when a `with` block is
 unwrapped) makes `restore` return None, and the caller parses the whole file instead.
@@ -20,10 +21,23 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from codemod.locate import header_nodes
+
 _LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
 _NAME = "__nm_kept_"
 _MARK = _NAME.encode()
+_HEADERS: dict[type, tuple[bytes, ...]] = {  # keyword(s) the line starts with, placeholder
+    ast.FunctionDef: (b"def", b"def %s():"),
+    ast.AsyncFunctionDef: (b"async", b"async def %s():"),
+    ast.ClassDef: (b"class", b"class %s:"),
+    ast.For: (b"for", b"for %s in ():"),
+    ast.AsyncFor: (b"async", b"async for %s in ():"),
+    ast.While: (b"while", b"while %s:"),
+    ast.With: (b"with", b"with %s:"),
+    ast.AsyncWith: (b"async", b"async with %s:"),
+    ast.If: (b"if", b"if %s:"),
+}
 _COMPOUND = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.If, ast.For,
              ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try, ast.Match,
              *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
@@ -56,27 +70,33 @@ def is_placeholder(node: cst.CSTNode) -> bool:
         node.value.value.startswith(_NAME)
 
 
-def mask(data: bytes, tree: ast.Module, on_path: set[int]) -> Masked | None:
-    """`data` with untouched statements hidden; None when nothing is worth hiding or the file
-    is one whose `ast` columns do not map onto its bytes (other encodings, lone CRs, a BOM)."""
+def mask(data: bytes, tree: ast.Module, on_path: set[int],
+         flagged: set[int]) -> Masked | None:
+    """`data` with untouched code hidden; None when nothing is worth hiding or the file is one
+    whose `ast` columns do not map onto its bytes (other encodings, lone CRs, a BOM)."""
     if _MARK in data or data.startswith(b"\xef\xbb\xbf") or \
             data.count(b"\r") != data.count(b"\r\n") or _foreign_encoding(data):
         return None
     lines = _LINES.findall(data)
-    spans: list[tuple[int, int]] = []
-    for stmt in _hidden(tree.body, on_path, top=True):
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-        last = stmt.end_lineno or stmt.lineno
-        if _owns_lines(stmt, lines, first, last):
-            spans.append((first - 1, last))
+    spans: list[tuple[int, int, bytes]] = []  # first line, end line, placeholder form
+    for stmt, whole in _hidden(tree.body, on_path, flagged, top=True):
+        if whole:
+            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+            last = stmt.end_lineno or stmt.lineno
+            if _owns_lines(stmt, lines, first, last):
+                spans.append((first - 1, last, b"%s"))
+        else:
+            form = _header_form(stmt, lines)
+            if form is not None:
+                spans.append((stmt.lineno - 1, stmt.lineno, form))
     out: list[bytes] = []
     regions: dict[bytes, bytes] = {}
     position = 0
-    for number, (start, end) in enumerate(sorted(spans)):  # a try's handlers come last
+    for number, (start, end, form) in enumerate(sorted(spans)):  # a try's handlers come last
         first_line, last_line = lines[start], lines[end - 1]
         indent = first_line[:len(first_line) - len(first_line.lstrip(b" \t\f"))]
         ending = last_line[len(last_line.rstrip(b"\r\n")):]
-        placeholder = b"%s%s%d__%s" % (indent, _MARK, number, ending)
+        placeholder = indent + form % b"%s%d__" % (_MARK, number) + ending
         original = b"".join(lines[start:end])
         if len(original) <= len(placeholder):
             continue  # `x = 1` costs less to parse than its placeholder
@@ -90,13 +110,37 @@ def mask(data: bytes, tree: ast.Module, on_path: set[int]) -> Masked | None:
     return Masked(b"".join(out), regions)
 
 
-def _hidden(body: list[ast.stmt], on_path: set[int], top: bool) -> Iterator[ast.stmt]:
+def _hidden(body: list[ast.stmt], on_path: set[int], flagged: set[int],
+            top: bool) -> Iterator[tuple[ast.stmt, bool]]:
+    """Statements to hide whole (True) and compound statements to hide the header of."""
     for stmt in body:
         if id(stmt) in on_path:
+            if id(stmt) not in flagged and type(stmt) in _HEADERS:
+                yield stmt, False
             for block in _blocks(stmt):
-                yield from _hidden(block, on_path, top=False)
+                yield from _hidden(block, on_path, flagged, top=False)
         elif not top or isinstance(stmt, _COMPOUND):
-            yield stmt
+            yield stmt, True
+
+
+def _header_form(stmt: ast.stmt, lines: list[bytes]) -> bytes | None:
+    """The placeholder for a compound statement's header when the header is one line of its
+    own, nothing in it reaches another line, and it ends with its colon."""
+    body = getattr(stmt, "body")
+    if getattr(stmt, "decorator_list", None) or body[0].lineno <= stmt.lineno:
+        return None
+    head = lines[stmt.lineno - 1]
+    keyword, form = _HEADERS[type(stmt)]
+    text = head.lstrip(b" \t\f")
+    if isinstance(stmt, ast.If) and text.startswith(b"elif"):
+        keyword, form = b"elif", b"el" + form
+    if not text.startswith(keyword) or text[len(keyword):len(keyword) + 1] not in b" \t(" or \
+            not head.rstrip().endswith(b":"):
+        return None
+    if any(getattr(node, "end_lineno", stmt.lineno) != stmt.lineno
+           for node in header_nodes(stmt)):
+        return None
+    return form
 
 
 def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:

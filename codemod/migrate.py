@@ -70,7 +70,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
         _encoding(data), errors="replace")
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
                                 context=lambda: FileContext(path, text, options, suppressions))
-    masked = mask(data, tree, analysis.on_path)
+    masked = mask(data, tree, analysis.on_path, analysis.flagged)
     done = rewrite(masked) if masked is not None else None
     if done is None:  # the whole file
         done = rewrite(None)

@@ -17,13 +17,13 @@ import re
 
 from codemod.analyse import Analysis
 from codemod.model import Kind, Options
+from codemod.quote import code
 from codemod.registry import Registry
 from codemod.site import UnitSite
 from codemod.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from codemod.scopes import Resolution, Scope
 from codemod.suppress import Suppressions, span
 
-_EMPTY_MODULE = cst.Module(body=[])
 _ONE_LINE = re.compile(r"\s*\n\s*")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 # Hot paths compare exact types: LibCST's node classes are final, and an `isinstance` against
@@ -31,10 +31,6 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _BINDS_LOCALS = frozenset({cst.Lambda, *_COMPREHENSIONS})
 _NOT_UNIT = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.If})
 _REFERENCES = frozenset({cst.Name, cst.Attribute})
-
-
-def code(node: cst.CSTNode) -> str:
-    return _EMPTY_MODULE.code_for_node(node)
 
 
 @dataclass

@@ -10,7 +10,8 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
-from codemod.transform import code, dotted
+from codemod.quote import code
+from codemod.transform import dotted
 from rules.review_base import ReviewRule
 from rules.support import argument, has_star_args, string_value, template
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
                            string_value, with_string)
 

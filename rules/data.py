@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.helpers import HELPERS
 from rules.support import argument, has_star_args
 

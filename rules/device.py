@@ -11,7 +11,7 @@ from codemod.analyse import Use
 from codemod.locate import ast_dotted
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import (argument, call, has_star_args, string, string_value, template,
                            with_string)
 

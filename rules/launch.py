@@ -8,7 +8,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import argument, has_star_args, keyword, string_value
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

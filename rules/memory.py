@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 
 D_MEMGL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
            "guidelines-memory-management.html")

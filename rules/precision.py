@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.device import neuron_device_string
 from rules.review_base import ReviewRule
 from rules.support import (append_arg, argument, has_star_args, keyword, keyword_arg, string,

@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import drop_args, keyword_arg, string, string_value, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

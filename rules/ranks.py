@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import argument, bool_value, has_star_args, keyword, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

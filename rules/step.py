@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from codemod.transform import code
+from codemod.quote import code
 from rules.support import argument, bool_value, call
 
 D_ABOUT = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"

@@ -24,7 +24,7 @@ def _masked(data: bytes):
     tree = ast.parse(data)
     analysis = analyse(tree, REGISTRY.interesting_string, REGISTRY.star_names,
                        REGISTRY.watched_roots, REGISTRY.device_calls)
-    return mask(data, tree, analysis.on_path)
+    return mask(data, tree, analysis.on_path, analysis.flagged)
 
 
 def _without_masking(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
@@ -137,7 +137,7 @@ def test_real_modules_round_trip_through_the_mask(monkeypatch: pytest.MonkeyPatc
         tree = ast.parse(data)
         analysis = analyse(tree, registry.interesting_string, registry.star_names,
                            registry.watched_roots, registry.device_calls)
-        masked = mask(data, tree, analysis.on_path)
+        masked = mask(data, tree, analysis.on_path, analysis.flagged)
         if masked is None:
             continue
         hidden += 1

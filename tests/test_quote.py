@@ -1,0 +1,61 @@
+"""Quoted code in messages must be exactly LibCST's code for the node."""
+
+from __future__ import annotations
+
+import sysconfig
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from codemod import quote
+from codemod.walk import walk
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+_LIBCST = cst.Module(body=[])
+
+
+class _Expressions:
+    def __init__(self) -> None:
+        self.nodes: list[cst.CSTNode] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.Call, cst.Attribute, cst.Name, cst.SimpleString)):
+            self.nodes.append(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> None:
+        pass
+
+
+@pytest.mark.parametrize("module", ["argparse", "subprocess", "logging/__init__"])
+def test_quoted_code_is_libcsts_code(module: str) -> None:
+    found = _Expressions()
+    walk(cst.parse_module((STDLIB / f"{module}.py").read_bytes()), found)
+    quick = 0
+    for node in found.nodes:
+        assert quote.code(node) == _LIBCST.code_for_node(node)
+        try:
+            quote._expression(node)
+            quick += 1
+        except quote._Other:
+            pass
+    assert quick > len(found.nodes) // 2  # the quick path is the common one
+
+
+@pytest.mark.parametrize("source", [
+    "f(a, b)", "f(a,b)", "f( a , b , )", "f(*args, **kw)", "f(x = 1)", "f(x=1)", "a . b",
+    "xm.save(model.state_dict(), 'ckpt.pt')", "(a).b", "f(\n    a,\n)", "f(a)(b)",
+    "f(a[1])", "f(lambda: 1)", "f(*  a)",
+])
+def test_quoted_code_of_small_expressions(source: str) -> None:
+    node = cst.parse_expression(source)
+    assert quote.code(node) == source
+
+
+def test_nodes_built_by_rules_quote_like_libcst() -> None:
+    """Nodes made in code have default (sentinel) commas and equals signs."""
+    call = cst.Call(cst.Attribute(cst.Name("torch"), cst.Name("device")),
+                    [cst.Arg(cst.SimpleString('"neuron"')),
+                     cst.Arg(cst.Integer("0"), keyword=cst.Name("index"))])
+    assert quote.code(call) == _LIBCST.code_for_node(call) == 'torch.device("neuron", index = 0)'
