@@ -84,17 +84,16 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
         if given.is_dir():
             real = given.resolve()
             walk = _Walk(real, exclude, accept, result)
-            for path in walk.directory(given, real, _parent_ignores(real)):
-                _add(path, seen, result)
+            for path, real_path in walk.directory(given, real, _parent_ignores(real)):
+                _add(path, real_path, seen, result)
         elif exclude.match(given.resolve(), is_dir=False):
             result.skipped.append(f"{given}: excluded")
         else:
-            _add(given, seen, result)
+            _add(given, given.resolve(), seen, result)
     return result
 
 
-def _add(path: Path, seen: set[Path], result: Discovery) -> None:
-    real = path.resolve()
+def _add(path: Path, real: Path, seen: set[Path], result: Discovery) -> None:
     if real not in seen:
         seen.add(real)
         result.files.append(path)
@@ -107,7 +106,9 @@ class _Walk:
     accept: Accept
     result: Discovery
 
-    def directory(self, path: Path, real: Path, ignores: list[_Ignore]) -> Iterator[Path]:
+    def directory(self, path: Path, real: Path,
+                  ignores: list[_Ignore]) -> Iterator[tuple[Path, Path]]:
+        """Files to migrate below `path`, each with its resolved path."""
         local = _load_gitignore(path, real)
         if local is not None:
             ignores = [*ignores, local]
@@ -120,7 +121,7 @@ class _Walk:
             yield from self.entry(entry, path, real, ignores)
 
     def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path,
-              ignores: list[_Ignore]) -> Iterator[Path]:
+              ignores: list[_Ignore]) -> Iterator[tuple[Path, Path]]:
         path = parent / entry.name
         try:
             is_link = entry.is_symlink()
@@ -137,6 +138,7 @@ class _Walk:
         elif is_dir and _skipped_dir(entry):
             return
         real = parent_real / entry.name
+        resolved = target if is_link else real
         if _ignored(ignores, real, is_dir):
             return
         if self.exclude.match(real, is_dir):
@@ -144,7 +146,7 @@ class _Walk:
         if is_dir:
             yield from self.directory(path, real, ignores)
         elif self.accept(path):
-            yield path
+            yield path, resolved
 
 
 def _skipped_dir(entry: os.DirEntry[str]) -> bool:

@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.locate import header_nodes
 
 _LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
 _CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
@@ -137,10 +136,28 @@ def _header_form(stmt: ast.stmt, lines: list[bytes]) -> bytes | None:
     if not text.startswith(keyword) or text[len(keyword):len(keyword) + 1] not in b" \t(" or \
             not head.rstrip().endswith(b":"):
         return None
-    if any(getattr(node, "end_lineno", stmt.lineno) != stmt.lineno
-           for node in header_nodes(stmt)):
-        return None
-    return form
+    return form if _header_end(stmt) == stmt.lineno else None
+
+
+def _header_end(stmt: ast.stmt) -> int:
+    """The last line any part of the header reaches; the statement's own line when it has
+    no parts."""
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        arguments = stmt.args
+        parts: list[ast.AST | None] = [
+            *arguments.posonlyargs, *arguments.args, *arguments.defaults, arguments.vararg,
+            *arguments.kwonlyargs, *arguments.kw_defaults, arguments.kwarg, stmt.returns,
+            *getattr(stmt, "type_params", ())]
+    elif isinstance(stmt, ast.ClassDef):
+        parts = [*stmt.bases, *stmt.keywords, *getattr(stmt, "type_params", ())]
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        parts = [stmt.target, stmt.iter]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        parts = [part for item in stmt.items for part in (item.context_expr, item.optional_vars)]
+    else:
+        parts = [getattr(stmt, "test", None)]
+    return max((getattr(part, "end_lineno", None) or stmt.lineno for part in parts
+                if part is not None), default=stmt.lineno)
 
 
 def _blocks(stmt: ast.stmt) -> Iterator[list[ast.stmt]]:

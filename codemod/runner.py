@@ -3,8 +3,10 @@ mode, collect results in a stable order."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
+import gc
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -200,13 +202,31 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         found.files = [f for f in found.files if f.resolve() in only]
     job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
-    for done, result in enumerate(_map(found.files, job, jobs), start=1):
-        results.append(result)
-        if progress is not None:
-            progress(done, len(found.files))
+    with _fewer_collections():
+        for done, result in enumerate(_map(found.files, job, jobs), start=1):
+            results.append(result)
+            if progress is not None:
+                progress(done, len(found.files))
     results.sort(key=lambda r: r.path)
     return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write,
                      strict=strict)
+
+
+@contextlib.contextmanager
+def _fewer_collections() -> Iterator[None]:
+    """Migrating a file allocates a great many short-lived LibCST nodes and almost no cycles,
+    so the cyclic collector ran often and each full collection walked every object imported
+    at start-up: a quarter of a run's time. Objects that exist now are frozen out of
+    collections (worker processes inherit that), and young objects are collected less often.
+    Memory stays flat: files are still processed one at a time."""
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(50_000, 20, 20)
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
 
 
 def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:

@@ -182,3 +182,30 @@ def test_confined_allows_changes_only_in_the_spans(new: bytes, spans, expected: 
     from codemod.diff import confined
 
     assert confined(b"a\nb\nc\n", new, spans) is expected
+
+
+def test_one_line_headers_on_the_path_are_hidden() -> None:
+    data = XLA + (b"def train(model, loader, optimizer, epochs=10, log=print):\n"
+                  b"    for step, batch in enumerate(loader):\n"
+                  b"        if step == 0:\n            pass\n"
+                  b"        elif step % 10 == 0:\n            xm.mark_step()\n")
+    masked = _masked(data)
+    assert masked is not None
+    text = masked.data.decode()
+    assert "def __nm_kept_" in text and "    for __nm_kept_" in text and "elif __nm_kept_" in text
+    assert "optimizer" not in text and "enumerate" not in text
+    assert masked.restore(masked.data) == data
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert result.new_source == data.replace(XLA, b"").replace(b"xm.mark_step()", b"pass")
+
+
+@pytest.mark.parametrize("header", [
+    b"def train(model,\n          loader):\n",
+    b"def train(model, loader):  # the loop\n",
+    b"def train(model, loader\n          ):\n",
+    b"@decorated\ndef train(model, loader):\n",
+])
+def test_headers_that_are_not_one_clean_line_stay(header: bytes) -> None:
+    data = XLA + header + b"    xm.mark_step()\n    return model\n"
+    masked = _masked(data)
+    assert masked is None or b"train" in masked.data

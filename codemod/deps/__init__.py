@@ -10,12 +10,12 @@ Public API, used by discovery and the CLI:
 
 from __future__ import annotations
 
+import importlib
 import re
 from collections.abc import Callable
 from pathlib import Path
 
-from codemod.deps import commands, conda, dockerfile, lockfiles, pipfile, pyproject, setup_files
-from codemod.deps import requirements, shell, yaml_files
+from codemod.deps import commands, lockfiles, shell
 from codemod.deps.emit import Emitter
 from codemod.deps.entries import Unparsable
 from codemod.model import FileResult, Finding
@@ -27,18 +27,25 @@ Scanner = Callable[[str, Emitter, str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
-SCANNERS: dict[str, Scanner] = {
-    "requirements": requirements.scan,
-    "pyproject": pyproject.scan,
-    "setup.py": setup_files.scan_setup_py,
-    "setup.cfg": setup_files.scan_setup_cfg,
-    "pipfile": pipfile.scan,
-    "lockfile": lockfiles.scan,
-    "conda": conda.scan,
-    "dockerfile": dockerfile.scan,
-    "shell": shell.scan,
-    "yaml": yaml_files.scan,
+# kind -> (module, function); a module is imported when a file of its kind turns up, so a run
+# that meets no YAML or TOML file never loads their parsers
+SCANNERS: dict[str, tuple[str, str]] = {
+    "requirements": ("requirements", "scan"),
+    "pyproject": ("pyproject", "scan"),
+    "setup.py": ("setup_files", "scan_setup_py"),
+    "setup.cfg": ("setup_files", "scan_setup_cfg"),
+    "pipfile": ("pipfile", "scan"),
+    "lockfile": ("lockfiles", "scan"),
+    "conda": ("conda", "scan"),
+    "dockerfile": ("dockerfile", "scan"),
+    "shell": ("shell", "scan"),
+    "yaml": ("yaml_files", "scan"),
 }
+
+
+def scanner(kind: str) -> Scanner:
+    module, function = SCANNERS[kind]
+    return getattr(importlib.import_module(f"codemod.deps.{module}"), function)
 
 
 def kind_of(path: Path) -> str | None:
@@ -83,7 +90,7 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     text = text[len(bom):]
     emitter = Emitter(path, text, registry, fix)
     try:
-        SCANNERS[kind](text, emitter, path)
+        scanner(kind)(text, emitter, path)
     except Unparsable as problem:
         where = f"{path}:{problem.line}" if problem.line else path
         return FileResult(path, _ordered(emitter.findings), original=data,
@@ -109,7 +116,7 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
 def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:
     """The re-parse guard (DESIGN invariant 10): a fixed file must read as its kind again."""
     try:
-        SCANNERS[kind](text, Emitter(path, text, registry, fix=False), path)
+        scanner(kind)(text, Emitter(path, text, registry, fix=False), path)
     except Unparsable:
         return False
     return True
