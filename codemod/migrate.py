@@ -25,10 +25,13 @@ from codemod.transform import FileContext
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
-                   options: Options | None = None) -> FileResult:
-    """Migrate one file's bytes. Never raises for bad input: problems become `error`."""
+                   options: Options | None = None, generate: bool = True) -> FileResult:
+    """Migrate one file's bytes. Never raises for bad input: problems become `error`.
+
+    Without `generate`, only the findings are worked out (what `check` reports): the new file
+    is not generated, verified or diffed, and `modified` says whether it would change."""
     return never_raise(path, data, lambda: _migrate(path, data, registry,
-                                                    options or registry.options))
+                                                    options or registry.options, generate))
 
 
 def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
@@ -48,7 +51,8 @@ def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
                                 "file left untouched, please report this")
 
 
-def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> FileResult:
+def _migrate(path: str, data: bytes, registry: Registry, options: Options,
+             generate: bool) -> FileResult:
     if not registry.prefilter(data):
         return FileResult(path, original=data)
     suppressions = read_suppressions(data)
@@ -66,10 +70,10 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
                        registry.watched_roots, registry.device_calls)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
-    text = data.removeprefix(b"\xef\xbb\xbf").decode(
-        _encoding(data), errors="replace")
+    text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
-                                context=lambda: FileContext(path, text, options, suppressions))
+                                context=lambda: FileContext(path, text, options, suppressions),
+                                generate=generate)
     masked = mask(data, tree, analysis.on_path, analysis.flagged)
     done = rewrite(masked) if masked is not None else None
     if done is None:  # the whole file
@@ -80,6 +84,9 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options) -> Fi
     findings = tuple(sorted((*_findings(path, rewriter, Locator(text)),
                              *_unused(path, suppressions, registry)),
                             key=lambda f: (f.line, f.column, f.rule_id)))
+    if new is None:
+        return FileResult(path, findings=findings, original=data, encoding=encoding,
+                          modified=any(f.applied for f in findings))
     if new == data:
         return FileResult(path, findings=findings, original=data, encoding=encoding)
     problem = _guard(path, data, new)
@@ -100,11 +107,12 @@ def _encoding(data: bytes) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
-Rewritten = tuple[bytes, "ModuleRewriter", str]
+Rewritten = tuple["bytes | None", "ModuleRewriter", str]
 
 
 def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
-             registry: Registry, context: Callable[[], FileContext]) -> Rewritten | str | None:
+             registry: Registry, context: Callable[[], FileContext],
+             generate: bool = True) -> Rewritten | str | None:
     """Rewrite the file, or the file with its untouched statements masked: the new bytes, the
     rewriter (for its findings) and the encoding, or an error message.
 
@@ -119,6 +127,9 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
         return None if masked is not None else (
             f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
     rewriter = ModuleRewriter(analysis, registry, context())
+    if not generate:
+        rewriter.plan(module)
+        return None, rewriter, module.encoding
     generated = rewriter.run(module).bytes
     new = restore(generated)
     if new is None:

@@ -40,11 +40,8 @@ def _expression(node: cst.CSTNode) -> str:
     if kind in _ATOMS:
         return node.value  # type: ignore[attr-defined]
     if kind is cst.Attribute:
-        dot = node.dot  # type: ignore[attr-defined]
-        if type(dot) is not cst.Dot:
-            raise _Other
-        return (f"{_expression(node.value)}{_space(dot.whitespace_before)}."  # type: ignore[attr-defined]
-                f"{_space(dot.whitespace_after)}{node.attr.value}")  # type: ignore[attr-defined]
+        return (f"{_expression(node.value)}{_around(node.dot, cst.Dot, '.')}"  # type: ignore[attr-defined]
+                f"{node.attr.value}")  # type: ignore[attr-defined]
     if kind is cst.Call:
         last = len(node.args) - 1  # type: ignore[attr-defined]
         args = "".join(_arg(arg, i != last) for i, arg in enumerate(node.args))  # type: ignore[attr-defined]
@@ -57,22 +54,22 @@ def _arg(arg: cst.Arg, default_comma: bool) -> str:
     parts = [arg.star, _space(arg.whitespace_after_star)]
     if arg.keyword is not None:
         parts.append(_expression(arg.keyword))
-    equal = arg.equal
-    if equal is cst.MaybeSentinel.DEFAULT:
-        if arg.keyword is not None:
-            parts.append(" = ")
-    elif type(equal) is cst.AssignEqual:
-        parts += [_space(equal.whitespace_before), "=", _space(equal.whitespace_after)]
+    if arg.equal is cst.MaybeSentinel.DEFAULT:  # what LibCST writes for nodes built in code
+        parts.append(" = " if arg.keyword is not None else "")
     else:
-        raise _Other
+        parts.append(_around(arg.equal, cst.AssignEqual, "="))
     parts.append(_expression(arg.value))
-    comma = arg.comma
-    if comma is cst.MaybeSentinel.DEFAULT:
-        if default_comma:
-            parts.append(", ")
-    elif type(comma) is cst.Comma:
-        parts += [_space(comma.whitespace_before), ",", _space(comma.whitespace_after)]
+    if arg.comma is cst.MaybeSentinel.DEFAULT:
+        parts.append(", " if default_comma else "")
     else:
-        raise _Other
+        parts.append(_around(arg.comma, cst.Comma, ","))
     parts.append(_space(arg.whitespace_after_arg))
     return "".join(parts)
+
+
+def _around(token: object, kind: type, text: str) -> str:
+    """A punctuation token with the whitespace on either side of it."""
+    if type(token) is not kind:
+        raise _Other
+    return (f"{_space(token.whitespace_before)}{text}"  # type: ignore[attr-defined]
+            f"{_space(token.whitespace_after)}")  # type: ignore[attr-defined]

@@ -34,6 +34,7 @@ class Registry:
                 self.by_name[qualname] = rule
             self._prefixes.extend((prefix, rule) for prefix in rule.prefixes)
         self._prefixes.sort(key=lambda item: -len(item[0]))
+        self._prefix_map = {prefix: rule for prefix, rule in reversed(self._prefixes)}
         self.any_call = self._with_hook("on_any_call")
         self.comparison = self._with_hook("on_comparison")
         self.assign = self._with_hook("on_assign")
@@ -72,11 +73,17 @@ class Registry:
         return next(iter(owners.values())) if len(owners) == 1 else None
 
     def prefix_rule(self, qualname: str) -> Rule | None:
-        """The review rule whose prefix covers this name most specifically, if any."""
-        for prefix, rule in self._prefixes:
-            if qualname == prefix or qualname.startswith(prefix + "."):
+        """The review rule whose prefix covers this name most specifically, if any: the name
+        itself, then each shorter dotted prefix of it, looked up."""
+        prefixes = self._prefix_map
+        name = qualname
+        while True:
+            rule = prefixes.get(name)
+            if rule is not None:
                 return rule
-        return None
+            name, dot, _ = name.rpartition(".")
+            if not dot:
+                return None
 
     def string_rule(self, value: str) -> Rule | None:
         for rule in self._string_rules:

@@ -64,15 +64,11 @@ class ModuleRewriter:
         self.touched: list[tuple[int, int]] = []
 
     def run(self, module: cst.Module) -> cst.Module:
-        tree = self.analysis.tree
-        self._visit(module.body, tree.body)
-        self.removals, self.import_notes = plan_removals(
-            self.analysis.xla_imports, self.used, self.registry,
-            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
+        self.plan(module)
         self.annotations = self._annotations() if self.context.options.annotate else {}
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
                             if b.statement is not None and id(b.statement) in self.removals)
-        body, carry = self._rebuild(module.body, tree.body, top_level=True)
+        body, carry = self._rebuild(module.body, self.analysis.tree.body, top_level=True)
         body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
                            module.default_newline)
         body = add_imports(body, self.context.needs)
@@ -82,6 +78,14 @@ class ModuleRewriter:
         if not body and not footer and not module.header:
             return module.with_changes(body=[], footer=[], has_trailing_newline=False)
         return module.with_changes(body=body, footer=footer)
+
+    def plan(self, module: cst.Module) -> None:
+        """Rewrite the flagged statements and decide which imports go: every finding is known
+        after this, before the module is rebuilt."""
+        self._visit(module.body, self.analysis.tree.body)
+        self.removals, self.import_notes = plan_removals(
+            self.analysis.xla_imports, self.used, self.registry,
+            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
 
     # ------------------------------------------------------------ phase 1: rewrite
     def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:

@@ -73,6 +73,12 @@ class Job:
     per_file_ignores: PerFileIgnores | None = None
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
 
+    @property
+    def generate(self) -> bool:
+        """Whether new files are generated: to write them or show them. A plain check only
+        needs the findings."""
+        return self.write or self.keep_sources
+
     def registry_for(self, path: Path) -> Registry:
         if self.per_file_ignores is None:
             return self.registry
@@ -122,7 +128,7 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     """Migrate one file and, in apply mode, write it. Runs in a worker process."""
     job = job or _JOB
     assert job is not None
-    result = migrate_path(path, job.registry_for(path), job.fix_pins)
+    result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate)
     if job.write and result.changed and path.resolve() in job.protected:
         result = dataclasses.replace(
             result, error=f"{path}: has uncommitted changes, so it was not written (commit or "
@@ -140,7 +146,8 @@ MAX_BYTES = 5 * 1024 * 1024
 """Larger files are generated or data, not code a person wrote: skipped, with a message."""
 
 
-def migrate_path(path: Path, registry: Registry, fix_pins: bool = True) -> FileResult:
+def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
+                 generate: bool = True) -> FileResult:
     """One file, by kind: Python code, a notebook, or a dependency/container file."""
     name = str(path)
     try:
@@ -158,7 +165,7 @@ def migrate_path(path: Path, registry: Registry, fix_pins: bool = True) -> FileR
         return _notebook(name, data, registry)
     if kind is not None and kind != "setup.py":
         return deps.scan_source(name, data, registry, fix=fix_pins)
-    result = migrate_source(name, data, registry)
+    result = migrate_source(name, data, registry, generate=generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
         findings = tuple(sorted((*result.findings, *pins.findings),

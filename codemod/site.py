@@ -34,8 +34,13 @@ class UnitSite:
     def ref(self, qualname: str) -> cst.BaseExpression | None:
         parts = qualname.split(".")
         scope = self._rewriter.scope
+        bound = self._rewriter.context.bound
         for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
-            name = _name_bound_to(scope, ".".join(parts[:size]))
+            module = ".".join(parts[:size])
+            key = (id(scope), module)
+            if key not in bound:
+                bound[key] = _name_bound_to(scope, module)
+            name = bound[key]
             if name is not None:
                 return _attribute_chain(name, parts[size:])
         root = parts[0]

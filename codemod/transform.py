@@ -43,6 +43,9 @@ class FileContext:
     suppressions: Suppressions = field(default_factory=Suppressions)
     needs: set[str] = field(default_factory=set)
     helpers: list[str] = field(default_factory=list)
+    # (id of scope, module) -> the name bound to that module there; bindings never change
+    # during a rewrite, and rules ask the same question for every call they rewrite
+    bound: dict[tuple[int, str], str | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -109,8 +109,8 @@ def test_file_changed_between_read_and_write_is_not_overwritten(in_tmp: Path,
     target.write_text("import torch_xla\ntorch_xla.sync()\n")
     original = codemod.runner.migrate_source
 
-    def edit_meanwhile(path, data, registry):
-        result = original(path, data, registry)
+    def edit_meanwhile(path, data, registry, **kwargs):
+        result = original(path, data, registry, **kwargs)
         target.write_text("# the user saved this meanwhile\n")
         return result
 

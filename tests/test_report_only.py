@@ -1,0 +1,38 @@
+"""A plain `check` works out the findings without generating the new files: it must report
+exactly what `apply` would do."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from codemod.migrate import migrate_source
+from codemod.model import Options
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import PYTHON_FIXTURES, ROOT, cli, copy_fixture, fixture_id
+
+REGISTRY = Registry(all_rules(), Options())
+SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
+                         p.name.endswith(".before.py") else p.name)
+def test_findings_without_generating_match_a_full_migration(source: Path) -> None:
+    data = source.read_bytes()
+    full = migrate_source(str(source), data, REGISTRY)
+    report = migrate_source(str(source), data, REGISTRY, generate=False)
+    assert report.findings == full.findings
+    assert report.error == full.error
+    assert report.new_source is None
+    assert report.changed == full.changed
+
+
+def test_check_counts_the_files_apply_changes(in_tmp: Path) -> None:
+    for before in PYTHON_FIXTURES[:12]:
+        copy_fixture(before, in_tmp)
+    checked = cli("check", ".", "--format", "json").json()
+    applied = cli("apply", ".", "--dry-run", "--format", "json").json()
+    assert checked["summary"]["changed"] == applied["summary"]["changed"] > 0
+    assert [f["status"] for f in checked["files"]] == [f["status"] for f in applied["files"]]
