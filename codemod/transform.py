@@ -31,6 +31,8 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 _BINDS_LOCALS = frozenset({cst.Lambda, *_COMPREHENSIONS})
 _NOT_UNIT = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.If})
 _REFERENCES = frozenset({cst.Name, cst.Attribute})
+_SIGNED = frozenset({cst.Call, cst.Name, cst.Attribute, cst.SimpleString, cst.FormattedString,
+                     cst.Comparison, cst.Param})  # the kinds `signature` knows
 
 
 @dataclass
@@ -169,7 +171,7 @@ class _ScopedVisitor:
                 child = child.name
             if child is not None:
                 self.inner.add(id(child))  # `ast` has no Name node here
-        if id(node) not in self.inner:
+        if kind in _SIGNED and id(node) not in self.inner:
             sig = signature(node)
             if sig is not None:
                 k = self.counts.get(sig, 0)

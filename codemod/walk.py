@@ -73,7 +73,7 @@ def code_fields(node: cst.CSTNode) -> tuple[str, ...]:
 def walk(node: cst.CSTNode, visitor: Visitor) -> None:
     """Visit `node` and what it contains, reading only."""
     if visitor.on_visit(node):
-        for name in code_fields(node):
+        for name in _FIELDS.get(type(node)) or code_fields(node):
             value = getattr(node, name)
             kind = value.__class__
             if kind is tuple or kind is list:
@@ -90,7 +90,7 @@ def transform(node: cst.CSTNode, visitor: Visitor) -> Any:
     updated = node
     if visitor.on_visit(node):
         changes: dict[str, Any] = {}
-        for name in code_fields(node):
+        for name in _FIELDS.get(type(node)) or code_fields(node):
             value = getattr(node, name)
             kind = value.__class__
             if kind is tuple or kind is list:
