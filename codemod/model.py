@@ -7,6 +7,7 @@ and merged in a stable order.
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass, field
 
 
@@ -40,6 +41,11 @@ class Finding:
     cell: int | None = None
     """For notebooks: the 0-based index of the code cell; `line` is then the line in it."""
     cell_id: str | None = None
+
+    def __post_init__(self) -> None:
+        # A repository's findings repeat a few messages thousands of times; one shared copy of
+        # each keeps a large run's results small (and pickles each once per batch from -j).
+        object.__setattr__(self, "message", sys.intern(self.message))
 
 
 @dataclass(frozen=True)

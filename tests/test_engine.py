@@ -209,3 +209,13 @@ def test_engine_round_trips_real_code(module: str, monkeypatch) -> None:
         text = line[1:].strip()
         assert text.startswith(("import ", "from ")) or text in ("", "pass") or \
             line.startswith("-") and text.endswith((",", ")")), line
+
+
+def test_findings_share_one_copy_of_each_message() -> None:
+    """Large runs hold thousands of findings with the same few messages."""
+    from codemod.model import Finding, Kind
+
+    built = ["".join(["removed `xm.mark_step()`", suffix]) for suffix in ("", "")]
+    assert built[0] is not built[1]
+    first, second = (Finding("a.py", 1, 1, "NM110", Kind.FIX, message) for message in built)
+    assert first.message is second.message
