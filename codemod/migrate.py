@@ -71,9 +71,11 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
+    # --annotate changes files that have nothing to apply (unless their notes are there
+    # already), which only the generated file tells
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
                                 context=lambda: FileContext(path, text, options, suppressions),
-                                generate=generate)
+                                generate=generate or options.annotate)
     masked = mask(data, tree, analysis.on_path, analysis.flagged)
     done = rewrite(masked) if masked is not None else None
     if done is None:  # the whole file

@@ -34,12 +34,17 @@ def _without_masking(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
         return migrate.migrate_source(str(path), data, registry)
 
 
+@pytest.mark.parametrize("options", [Options(), Options(annotate=True, unsafe_fixes=True,
+                                                         compile=False)],
+                         ids=["default", "annotate-unsafe-no-compile"])
 @pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
                          p.name.endswith(".before.py") else p.name)
-def test_masking_changes_no_result(source: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_masking_changes_no_result(source: Path, options: Options,
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
     data = source.read_bytes()
-    fast = migrate.migrate_source(str(source), data, REGISTRY)
-    slow = _without_masking(monkeypatch, source, data)
+    registry = Registry(all_rules(), options)
+    fast = migrate.migrate_source(str(source), data, registry)
+    slow = _without_masking(monkeypatch, source, data, registry)
     assert fast == slow
 
 
