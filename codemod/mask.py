@@ -65,8 +65,8 @@ class Masked:
 
 def is_placeholder(node: cst.CSTNode) -> bool:
     """The LibCST statement a placeholder parses to, paired with the `ast` statement it hides."""
-    return isinstance(node, cst.Expr) and isinstance(node.value, cst.Name) and \
-        node.value.value.startswith(_NAME)
+    return type(node) is cst.Expr and type(node.value) is cst.Name and \
+        node.value.value.startswith(_NAME)  # type: ignore[attr-defined]
 
 
 def mask(data: bytes, tree: ast.Module, on_path: set[int],

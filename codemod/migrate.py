@@ -109,7 +109,7 @@ def _encoding(data: bytes) -> str:
     return "utf-8" if encoding == "utf-8-sig" else encoding
 
 
-Rewritten = tuple["bytes | None", "ModuleRewriter", str]
+Rewritten = tuple[bytes | None, ModuleRewriter, str]
 
 
 def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,

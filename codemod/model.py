@@ -64,7 +64,8 @@ class FileResult:
     error: str | None = None
     skipped: str | None = None
     modified: bool = False
-    """Set when the sources were dropped to save memory but the file changed."""
+    """Set when the file changes but `new_source` is absent: the sources were dropped to save
+    memory, or (a plain `check`) the new file was never generated."""
 
     @property
     def changed(self) -> bool:

@@ -26,15 +26,14 @@ class Registry:
         self.by_id = {r.id: r for r in self.all_rules}
         self.by_call: dict[str, Rule] = {}
         self.by_name: dict[str, Rule] = {}
-        self._prefixes: list[tuple[str, Rule]] = []
+        self._prefixes: dict[str, Rule] = {}  # a prefix two rules claim: the first rule's
         for rule in self.all_rules:
             for qualname in rule.calls:
                 self.by_call[qualname] = rule
             for qualname in rule.names:
                 self.by_name[qualname] = rule
-            self._prefixes.extend((prefix, rule) for prefix in rule.prefixes)
-        self._prefixes.sort(key=lambda item: -len(item[0]))
-        self._prefix_map = {prefix: rule for prefix, rule in reversed(self._prefixes)}
+            for prefix in rule.prefixes:
+                self._prefixes.setdefault(prefix, rule)
         self.any_call = self._with_hook("on_any_call")
         self.comparison = self._with_hook("on_comparison")
         self.assign = self._with_hook("on_assign")
@@ -42,7 +41,7 @@ class Registry:
         self._string_rules = self._with_hook("interesting_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)
         roots = {q.split(".", 1)[0] for q in (*self.by_call, *self.by_name)}
-        roots |= {prefix.split(".", 1)[0] for prefix, _ in self._prefixes}
+        roots |= {prefix.split(".", 1)[0] for prefix in self._prefixes}
         self.watched_roots = frozenset(roots - {"torch", "torch_xla"})
         self.device_calls = frozenset(q for r in self.all_rules if getattr(r, "device_getter", False)
                                       for q in r.calls)
@@ -75,7 +74,7 @@ class Registry:
     def prefix_rule(self, qualname: str) -> Rule | None:
         """The review rule whose prefix covers this name most specifically, if any: the name
         itself, then each shorter dotted prefix of it, looked up."""
-        prefixes = self._prefix_map
+        prefixes = self._prefixes
         name = qualname
         while True:
             rule = prefixes.get(name)

@@ -25,7 +25,7 @@ _NOT_CODE = frozenset({
     "lpar", "rpar", "comma", "dot", "semicolon", "equal", "colon", "first_colon",
     "second_colon", "star", "star_tok", "leading_lines", "lines_after_decorators", "header",
     "footer", "newline", "trailing_whitespace", "lbracket", "rbracket", "lbrace", "rbrace",
-    "lsqb", "rsqb", "asynchronous", "operator", "arrow", "semicolon", "walrus", "indent",
+    "lsqb", "rsqb", "asynchronous", "operator", "arrow", "walrus", "indent",
     "encoding", "default_indent", "default_newline", "has_trailing_newline", "prefix",
     "start", "end", "quote", "value_quote",
 })
