@@ -39,6 +39,9 @@ class Analysis:
     xla_imports: list[Binding] = field(default_factory=list)
     module_scope: Scope | None = None
     uses: dict[int, list[Use]] = field(default_factory=dict)
+    # every name that can resolve, somewhere in the file, to an XLA or watched import; code
+    # without them holds nothing the residual scan looks for
+    import_names: frozenset[str] = frozenset()
 
     @property
     def needs_rewrite(self) -> bool:
@@ -325,9 +328,11 @@ class _Walker:
 
     def _resolve_loads(self, result: Analysis) -> None:
         device_names = self._mark_device_bindings() | self.string_names
-        names = {b.name for b in self.imports} | device_names | self.watched_names
         star_short = {q.rsplit(".", 1)[1] for q in self.module_scope.star_names} \
             if self.module_scope.stars else set()
+        result.import_names = frozenset({b.name for b in self.imports} | self.watched_names
+                                        | star_short)
+        names = {b.name for b in self.imports} | device_names | self.watched_names
         for node, scope, unit, parent, grandparent in self.loads:
             name = node.id
             if name not in names and name not in star_short:

@@ -9,19 +9,21 @@ import libcst as cst
 
 from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
 from codemod.scopes import Resolution, Scope
-from codemod.transform import _ScopedVisitor, dotted, string_literal
+from codemod.transform import _ScopedVisitor, dotted, scanned_string
 
 
 class ResidualScanner(_ScopedVisitor):
     """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
-                 reported: set[int], used: set[int], quiet: set[int] | None = None) -> None:
+                 reported: set[int], used: set[int], quiet: set[int] | None = None,
+                 clean: set[int] | None = None) -> None:
         super().__init__(root, scope)
         self.registry = registry
         self.reported = reported
         self.used = used
         self.quiet = quiet or set()
+        self.clean = clean or set()  # subtrees the rewriter found nothing in
         self.quiet_depth = 0
         self.findings: list[tuple[str, str, cst.CSTNode]] = []
 
@@ -30,19 +32,19 @@ class ResidualScanner(_ScopedVisitor):
             return False
         if id(node) in self.quiet:
             self.quiet_depth += 1
+        if id(node) in self.clean:
+            return False
         if id(node) in self.reported:
             self._mark_used(node)
             return False
         kind = type(node)
         if kind is cst.Name or kind is cst.Attribute:
             return self._reference(node)  # type: ignore[arg-type]
-        if kind is cst.SimpleString:
-            value = string_literal(node)  # type: ignore[arg-type]
-            if value is not None:
-                self._string(node, value)
-        elif kind is cst.FormattedString and node.parts and \
-                type(node.parts[0]) is cst.FormattedStringText:  # type: ignore[attr-defined]
-            self._string(node, node.parts[0].value)  # type: ignore[attr-defined]
+        if kind is cst.SimpleString or kind is cst.FormattedString:
+            found = scanned_string(node, self.registry)
+            if found is not None and not self.quiet_depth:
+                rule, value = found
+                self.findings.append((rule.id, rule.leftover_string(value), node))
         return True
 
     def on_leave(self, original_node: cst.CSTNode, updated: cst.CSTNode) -> None:
@@ -78,10 +80,6 @@ class ResidualScanner(_ScopedVisitor):
             self.findings.append((rule_id, _describe(resolution, node), node))
         return False
 
-    def _string(self, node: cst.CSTNode, value: str) -> None:
-        rule = self.registry.string_rule(value)
-        if rule is not None and not self.quiet_depth:
-            self.findings.append((rule.id, rule.leftover_string(value), node))
 
 
 def _describe(resolution: Resolution, node: cst.CSTNode) -> str:

@@ -19,6 +19,7 @@ from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals,
 from codemod.mask import is_placeholder
 from codemod.model import Kind
 from codemod.registry import Registry
+from codemod.scopes import Scope
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
@@ -121,19 +122,32 @@ class ModuleRewriter:
             if rewriter.statements is None:
                 return
             for statement in rewriter.statements:  # what the replacement still references
-                walk(statement, ResidualScanner(statement, scope, self.registry, set(), self.used))
+                self._scan(statement, scope, rewriter.clean)
             return
         self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
         if rewriter.unwrap:
             return
-        scanner = ResidualScanner(new, scope, self.registry, rewriter.reported, self.used,
-                                  rewriter.quiet)
-        walk(new, scanner)
+        scanner = self._scan(new, scope, rewriter.clean, rewriter.reported, rewriter.quiet)
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
             sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
+
+    def _scan(self, node: cst.CSTNode, scope: Scope, clean: set[int],
+              reported: set[int] | None = None, quiet: set[int] | None = None
+              ) -> ResidualScanner:
+        """What the new unit still references. The subtrees the rewriter found clean are
+        skipped; when something is left to report, the unit is scanned again in full, since
+        a finding's position counts the nodes like it before it, skipped ones included."""
+        scanner = ResidualScanner(node, scope, self.registry, reported or set(), self.used,
+                                  quiet, clean)
+        walk(node, scanner)
+        if scanner.findings:
+            scanner = ResidualScanner(node, scope, self.registry, reported or set(), self.used,
+                                      quiet)
+            walk(node, scanner)
+        return scanner
 
     def _annotations(self) -> dict[int, list[str]]:
         """`# neuron-migrate: NMxxx summary` lines to put above statements needing review."""

@@ -75,6 +75,19 @@ def string_literal(node: cst.SimpleString) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | None:
+    """The rule that reports this string (or f-string's leading text) if it is left behind,
+    and the text it reports."""
+    if type(node) is cst.SimpleString:
+        value = string_literal(node)  # type: ignore[arg-type]
+    elif node.parts and type(node.parts[0]) is cst.FormattedStringText:  # type: ignore[attr-defined]
+        value = node.parts[0].value  # type: ignore[attr-defined]
+    else:
+        return None
+    rule = registry.string_rule(value) if value is not None else None
+    return (rule, value) if rule is not None and value is not None else None
+
+
 def dotted(node: cst.BaseExpression) -> str | None:
     parts: list[str] = []
     while isinstance(node, cst.Attribute):
@@ -240,9 +253,17 @@ class UnitRewriter(_ScopedVisitor):
         self.after: list[cst.BaseStatement] = []
         self.parents: list[cst.CSTNode] = []
         self.span = span(ast_unit)
+        # Original subtrees the rules left as they were and that hold nothing the residual
+        # scan looks for (no name of an XLA or watched import, no string a rule knows, no
+        # lambda or comprehension): the scan of the new unit skips them. `marks` holds the
+        # count of such things seen when each open node was entered.
+        self.clean: set[int] = set()
+        self.marks: list[int] = []
+        self.notable = 0
 
     # ----------------------------------------------------------------- traversal
     def on_visit(self, node: cst.CSTNode) -> bool:
+        self.marks.append(self.notable)
         if not self.enter(node):
             return False
         self.parents.append(node)
@@ -251,9 +272,24 @@ class UnitRewriter(_ScopedVisitor):
             self.roles[id(node.value)] = Role.STATEMENT  # type: ignore[attr-defined]
         elif kind is cst.WithItem and node.asname is None:  # type: ignore[attr-defined]
             self.roles[id(node.item)] = Role.WITH_ITEM
+        elif kind is cst.Name:
+            if node.value in self.analysis.import_names:  # type: ignore[attr-defined]
+                self.notable += 1
+        elif kind is cst.SimpleString or kind is cst.FormattedString:
+            if scanned_string(node, self.registry) is not None:
+                self.notable += 1
+        elif kind in _BINDS_LOCALS:
+            self.notable += 1
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[override]
+        mark = self.marks.pop()
+        new = self._leave(original, updated)
+        if new is original and self.notable == mark:
+            self.clean.add(id(original))
+        return new
+
+    def _leave(self, original: cst.CSTNode, updated: cst.CSTNode):  # type: ignore[no-untyped-def]
         self.exit(original)
         if self.parents and self.parents[-1] is original:
             self.parents.pop()
