@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import libcst as cst
 
@@ -25,6 +26,7 @@ from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
 from codemod.walk import transform, walk
 
+_Node = TypeVar("_Node", bound=cst.CSTNode)
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
 ElifFn = Callable[[cst.If, ast.If], cst.If]
 
@@ -131,7 +133,7 @@ class ModuleRewriter:
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
-            sig, rank = scanner.occurrence.get(id(anchor), (None, 0))
+            sig, rank = scanner.occurrence(anchor)
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
 
     def _scan(self, node: cst.CSTNode, scope: Scope, clean: set[int],
@@ -389,8 +391,23 @@ def _check(node: cst.CSTNode, unit: ast.stmt) -> None:
                                 f"at line {unit.lineno}")
 
 
+def _with(node: _Node, **changes: object) -> _Node:
+    """`node.with_changes(...)`, or `node` itself when nothing changes (while planning, no
+    block changes)."""
+    if all(_same(getattr(node, name), value) for name, value in changes.items()):
+        return node
+    return node.with_changes(**changes)
+
+
+def _same(old: object, new: object) -> bool:
+    if old is new:
+        return True
+    return (isinstance(old, (list, tuple)) and isinstance(new, (list, tuple))
+            and len(old) == len(new) and all(a is b for a, b in zip(old, new)))
+
+
 def _else(node: cst.Else | None, body: list[ast.stmt], suite: SuiteFn) -> cst.Else | None:
-    return node.with_changes(body=suite(node.body, body)) if node is not None else None
+    return _with(node, body=suite(node.body, body)) if node is not None else None
 
 
 def _map_blocks(node: cst.BaseCompoundStatement, unit: ast.stmt, suite: SuiteFn,
@@ -403,23 +420,24 @@ def _map_blocks(node: cst.BaseCompoundStatement, unit: ast.stmt, suite: SuiteFn,
             orelse = elif_(orelse, unit.orelse[0])  # type: ignore[arg-type]
         else:
             orelse = _else(orelse, unit.orelse, suite)
-        return node.with_changes(body=suite(node.body, unit.body), orelse=orelse)
+        return _with(node, body=suite(node.body, unit.body), orelse=orelse)
     if isinstance(node, (cst.For, cst.While)):
-        return node.with_changes(body=suite(node.body, unit.body),  # type: ignore[attr-defined]
-                                 orelse=_else(node.orelse, unit.orelse, suite))  # type: ignore[attr-defined]
+        return _with(node, body=suite(node.body, unit.body),  # type: ignore[attr-defined]
+                     orelse=_else(node.orelse, unit.orelse, suite))  # type: ignore[attr-defined]
     if isinstance(node, (cst.Try, cst.TryStar)):
-        handlers = [h.with_changes(body=suite(h.body, a.body))
+        handlers = [_with(h, body=suite(h.body, a.body))
                     for h, a in zip(node.handlers, unit.handlers)]  # type: ignore[attr-defined]
         final = node.finalbody
-        return node.with_changes(
+        return _with(
+            node,
             body=suite(node.body, unit.body),  # type: ignore[attr-defined]
             handlers=handlers,
             orelse=_else(node.orelse, unit.orelse, suite),  # type: ignore[attr-defined]
-            finalbody=final.with_changes(body=suite(final.body, unit.finalbody))  # type: ignore[attr-defined]
+            finalbody=_with(final, body=suite(final.body, unit.finalbody))  # type: ignore[attr-defined]
             if final is not None else None,
         )
     if isinstance(node, cst.Match):
-        cases = [c.with_changes(body=suite(c.body, a.body))
+        cases = [_with(c, body=suite(c.body, a.body))
                  for c, a in zip(node.cases, unit.cases)]  # type: ignore[attr-defined]
-        return node.with_changes(cases=cases)
-    return node.with_changes(body=suite(node.body, unit.body))  # type: ignore[attr-defined]
+        return _with(node, cases=cases)
+    return _with(node, body=suite(node.body, unit.body))  # type: ignore[attr-defined]

@@ -39,7 +39,7 @@ class UnitSite:
             module = ".".join(parts[:size])
             key = (id(scope), module)
             if key not in bound:
-                bound[key] = _name_bound_to(scope, module)
+                bound[key] = _name_bound_to(scope, module, self._rewriter.context.by_qualname)
             name = bound[key]
             if name is not None:
                 return _attribute_chain(name, parts[size:])
@@ -139,18 +139,31 @@ def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
     return expr
 
 
-def _name_bound_to(scope: Scope, qualname: str) -> str | None:
-    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`)."""
+def _name_bound_to(scope: Scope, qualname: str,
+                   by_qualname: dict[int, dict[str, list[str]]]) -> str | None:
+    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`):
+    the innermost scope's first such binding that is not shadowed here."""
     if (r := scope.resolve(qualname, [])) is not None and r.qualname == qualname:
         return qualname
     walk: Scope | None = scope
     while walk is not None:
-        for name, bindings in walk.bindings.items():
-            if any(b.qualname == qualname for b in bindings):
-                resolved = scope.resolve(name, [])
-                if resolved is not None and resolved.qualname == qualname:
-                    return name
+        names = by_qualname.get(id(walk))
+        if names is None:
+            names = by_qualname[id(walk)] = _names_by_qualname(walk)
+        for name in names.get(qualname, ()):
+            resolved = scope.resolve(name, [])
+            if resolved is not None and resolved.qualname == qualname:
+                return name
         walk = walk.parent
     return None
+
+
+def _names_by_qualname(scope: Scope) -> dict[str, list[str]]:
+    """The scope's names by the qualified names they are bound to, in binding order."""
+    names: dict[str, list[str]] = {}
+    for name, bindings in scope.bindings.items():
+        for qualname in dict.fromkeys(b.qualname for b in bindings if b.qualname is not None):
+            names.setdefault(qualname, []).append(name)
+    return names
 
 

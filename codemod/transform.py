@@ -48,6 +48,8 @@ class FileContext:
     # (id of scope, module) -> the name bound to that module there; bindings never change
     # during a rewrite, and rules ask the same question for every call they rewrite
     bound: dict[tuple[int, str], str | None] = field(default_factory=dict)
+    # id of scope -> its names by the qualified names they are bound to (for `bound`)
+    by_qualname: dict[int, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -90,12 +92,12 @@ def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | 
 
 def dotted(node: cst.BaseExpression) -> str | None:
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
-        parts.append(node.attr.value)
-        node = node.value
-    if not isinstance(node, cst.Name):
+    while type(node) is cst.Attribute:
+        parts.append(node.attr.value)  # type: ignore[attr-defined]
+        node = node.value  # type: ignore[attr-defined]
+    if type(node) is not cst.Name:
         return None
-    parts.append(node.value)
+    parts.append(node.value)  # type: ignore[attr-defined]
     return ".".join(reversed(parts))
 
 
@@ -165,8 +167,7 @@ class _ScopedVisitor:
         self.root = root
         self.scope = scope
         self.locals: list[set[str]] = []
-        self.counts: dict[tuple[str, str | None], int] = {}
-        self.occurrence: dict[int, tuple[tuple[str, str | None], int]] = {}
+        self.signed: list[cst.CSTNode] = []  # nodes with a signature, in source order
         self.inner: set[int] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
@@ -185,12 +186,20 @@ class _ScopedVisitor:
             if child is not None:
                 self.inner.add(id(child))  # `ast` has no Name node here
         if kind in _SIGNED and id(node) not in self.inner:
-            sig = signature(node)
-            if sig is not None:
-                k = self.counts.get(sig, 0)
-                self.counts[sig] = k + 1
-                self.occurrence[id(node)] = (sig, k)
+            self.signed.append(node)
         return True
+
+    def occurrence(self, anchor: cst.CSTNode | None) -> tuple[tuple[str, str | None] | None, int]:
+        """The anchor's signature and how many nodes before it in the unit share it: where
+        `Locator` finds it in the `ast`. Worked out only for the few nodes that get a finding."""
+        sig = None
+        for index, node in enumerate(self.signed):
+            if node is anchor:
+                sig = signature(anchor)
+                break
+        if sig is None:
+            return None, 0
+        return sig, sum(1 for node in self.signed[:index] if signature(node) == sig)
 
     def exit(self, node: cst.CSTNode) -> None:
         if type(node) in _BINDS_LOCALS:
@@ -198,12 +207,12 @@ class _ScopedVisitor:
 
     def resolve(self, expr: cst.BaseExpression) -> Resolution | None:
         attrs: list[str] = []
-        while isinstance(expr, cst.Attribute):
-            attrs.append(expr.attr.value)
-            expr = expr.value
-        if not isinstance(expr, cst.Name):
+        while type(expr) is cst.Attribute:
+            attrs.append(expr.attr.value)  # type: ignore[attr-defined]
+            expr = expr.value  # type: ignore[attr-defined]
+        if type(expr) is not cst.Name:
             return None
-        name = expr.value
+        name = expr.value  # type: ignore[attr-defined]
         if any(name in names for names in self.locals):
             return None
         attrs.reverse()
@@ -211,7 +220,7 @@ class _ScopedVisitor:
 
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
-        sig, k = self.occurrence.get(id(anchor), (None, 0)) if anchor is not None else (None, 0)
+        sig, k = self.occurrence(anchor)
         message = _ONE_LINE.sub(" ", message)  # code quoted from a multi-line call
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
