@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
@@ -27,36 +26,43 @@ def ast_dotted(node: ast.AST) -> str | None:
 
 
 def ast_signature(node: ast.AST) -> tuple[str, str | None] | None:
-    if isinstance(node, ast.Call):
-        return ("call", ast_dotted(node.func))
-    if isinstance(node, (ast.Name, ast.Attribute)):
+    kind = type(node)
+    if kind is ast.Call:
+        return ("call", ast_dotted(node.func))  # type: ignore[attr-defined]
+    if kind is ast.Name or kind is ast.Attribute:
         name = ast_dotted(node)
         return ("name", name) if name else None
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return ("str", node.value)
-    if isinstance(node, ast.JoinedStr):
+    if kind is ast.Constant and type(node.value) is str:  # type: ignore[attr-defined]
+        return ("str", node.value)  # type: ignore[attr-defined]
+    if kind is ast.JoinedStr:
         return ("fstr", None)
-    if isinstance(node, ast.Compare):
+    if kind is ast.Compare:
         return ("cmp", None)
-    if isinstance(node, ast.arg):
-        return ("param", node.arg)
+    if kind is ast.arg:
+        return ("param", node.arg)  # type: ignore[attr-defined]
     return None
 
 
-def header_nodes(stmt: ast.stmt) -> Iterator[ast.AST]:
-    """The nodes of a statement outside its nested statements, whole dotted chains only."""
-    stack: list[ast.AST] = [stmt]
-    inner: set[int] = set()
-    while stack:
-        node = stack.pop()
-        if node is not stmt:
-            if isinstance(node, ast.stmt):
-                continue
-            if id(node) not in inner:
-                yield node
-        if isinstance(node, ast.Attribute) and isinstance(node.value, (ast.Name, ast.Attribute)):
-            inner.add(id(node.value))
-        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+def _signed(node: ast.AST, index: dict[tuple[str, str | None], list[ast.AST]],
+            inner: bool = False) -> None:
+    """Index `node` and what it holds outside nested statements by signature; the inner parts
+    of a dotted chain (`a` and `a.b` in `a.b.c`) are not indexed, the chain is."""
+    if not inner:
+        sig = ast_signature(node)
+        if sig is not None:
+            index.setdefault(sig, []).append(node)
+    chain = type(node) is ast.Attribute and type(node.value) in _CHAIN  # type: ignore[attr-defined]
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            for item in value:
+                if isinstance(item, ast.AST) and not isinstance(item, ast.stmt):
+                    _signed(item, index)
+        elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
+            _signed(value, index, chain and name == "value")
+
+
+_CHAIN = (ast.Name, ast.Attribute)
 
 
 class Locator:
@@ -80,10 +86,7 @@ class Locator:
         index = self._cache.get(id(stmt))
         if index is None:
             index = {}
-            for node in header_nodes(stmt):
-                sig = ast_signature(node)
-                if sig is not None:
-                    index.setdefault(sig, []).append(node)
+            _signed(stmt, index)
             for nodes in index.values():
                 nodes.sort(key=lambda n: (n.lineno, n.col_offset))  # type: ignore[attr-defined]
             self._cache[id(stmt)] = index

@@ -76,7 +76,8 @@ class Resolution:
 class Scope:
     """A module, class, function, lambda or comprehension scope."""
 
-    __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names")
+    __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names",
+                 "resolved")
 
     def __init__(self, kind: str, parent: Scope | None,
                  star_names: frozenset[str] = frozenset()) -> None:
@@ -87,6 +88,9 @@ class Scope:
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
         self.stars: list[Binding] = []
+        # dotted name -> resolution, filled by the rewriter once the analysis is complete
+        # (the rules ask about the same few names in every statement)
+        self.resolved: dict[tuple[str, ...], Resolution | None] = {}
 
     @property
     def module(self) -> Scope:

@@ -216,7 +216,11 @@ class _ScopedVisitor:
         if any(name in names for names in self.locals):
             return None
         attrs.reverse()
-        return self.scope.resolve(name, attrs)
+        key = (name, *attrs)
+        memo = self.scope.resolved
+        if key not in memo:
+            memo[key] = self.scope.resolve(name, attrs)
+        return memo[key]
 
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
