@@ -13,6 +13,7 @@ diverged), 2 on usage errors and when the emulator cannot be installed in the in
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -22,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -99,14 +101,32 @@ class SmokeResult:
         return 0 if self.passed else 1
 
 
+_HANDED_OUT: set[int] = set()
+_HANDING_OUT = threading.Lock()
+
+
+def free_ports(count: int) -> tuple[int, ...]:
+    """Ports nothing listens on, none handed out before by this process: smoke runs started
+    together (as the tests do) would otherwise be given the same port now and then, since a
+    port is free again once the probing socket closes."""
+    with _HANDING_OUT, contextlib.ExitStack() as stack:
+        ports: list[int] = []
+        while len(ports) < count:
+            probe = stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+            if port not in _HANDED_OUT:
+                ports.append(port)
+                _HANDED_OUT.add(port)
+        return tuple(ports)
+
+
 def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    return free_ports(1)[0]
 
 
 def worker_environment(options: SmokeOptions, rank: int, report: Path,
-                       ports: tuple[int, int]) -> dict[str, str]:
+                       ports: tuple[int, ...]) -> dict[str, str]:
     """The worker's environment: the bootstrap on PYTHONPATH, the session's settings, and
     for --nproc the variables torchrun sets (single node, loopback rendezvous)."""
     env = dict(os.environ)
@@ -132,7 +152,7 @@ def run_smoke(options: SmokeOptions) -> SmokeResult:
     with tempfile.TemporaryDirectory(prefix="neuron-smoke-") as scratch:
         logs = options.logs or Path(scratch)
         logs.mkdir(parents=True, exist_ok=True)
-        ports = (free_port(), free_port())
+        ports = free_ports(2)
         workers, processes = [], []
         for rank in range(options.nproc or 1):
             report = Path(scratch) / f"rank{rank}.json"

@@ -250,3 +250,11 @@ def test_help_is_honest_about_what_it_proves() -> None:
     assert "Runs on the device API on CPU" in flat
     assert "says nothing about which ops Trainium supports" in flat
     assert "--nproc" in flat and "--check-replicas" in flat and "SCRIPT_ARGS" in flat
+
+
+def test_runs_started_together_never_share_a_port() -> None:
+    """Both replica-checked DDP runs start at once, each asking for two ports."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        handed = [p for ports in pool.map(lambda _: codemod.smoke.free_ports(2), range(40))
+                  for p in ports]
+    assert len(set(handed)) == len(handed) == 80
