@@ -225,7 +225,8 @@ class _ScopedVisitor:
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
         sig, k = self.occurrence(anchor)
-        message = _ONE_LINE.sub(" ", message)  # code quoted from a multi-line call
+        if "\n" in message:  # code quoted from a multi-line call
+            message = _ONE_LINE.sub(" ", message)
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 

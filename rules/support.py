@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from codemod.transform import string_literal
-from codemod.walk import transform
+from codemod.walk import transform, walk
 
 
 def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:
@@ -39,16 +39,37 @@ def string_value(node: cst.BaseExpression) -> str | None:
 
 
 @functools.lru_cache(maxsize=None)
-def _template(source: str) -> cst.BaseExpression:
-    return cst.parse_expression(source)
+def _template(source: str) -> tuple[cst.BaseExpression, frozenset[int]]:
+    """The parsed template, and the ids of its placeholders and the nodes holding them (the
+    only ones a fill has to visit)."""
+    parsed = cst.parse_expression(source)
+    spine = _Spine()
+    walk(parsed, spine)
+    return parsed, frozenset(spine.found)
+
+
+class _Spine:
+    def __init__(self) -> None:
+        self.open: list[int] = []
+        self.found: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.open.append(id(node))
+        if type(node) is cst.Name and node.value.startswith("__neuron_migrate_"):  # type: ignore[attr-defined]
+            self.found.update(self.open)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> None:
+        self.open.pop()
 
 
 class _Fill:
-    def __init__(self, values: dict[str, cst.BaseExpression]) -> None:
+    def __init__(self, values: dict[str, cst.BaseExpression], spine: frozenset[int]) -> None:
         self.values = values
+        self.spine = spine
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return True
+        return id(node) in self.spine
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
         if type(updated) is cst.Name:
@@ -61,8 +82,8 @@ def template(source: str, **values: cst.BaseExpression) -> cst.BaseExpression:
 
     Like libcst.helpers.parse_template_expression, without a parse per call."""
     names = {key: f"__neuron_migrate_{key}__" for key in values}
-    parsed = _template(source.format(**names))
-    return transform(parsed, _Fill({names[k]: v for k, v in values.items()}))
+    parsed, spine = _template(source.format(**names))
+    return transform(parsed, _Fill({names[k]: v for k, v in values.items()}, spine))
 
 
 def bool_value(node: cst.BaseExpression) -> bool | None:
