@@ -219,3 +219,20 @@ def test_findings_share_one_copy_of_each_message() -> None:
     assert built[0] is not built[1]
     first, second = (Finding("a.py", 1, 1, "NM110", Kind.FIX, message) for message in built)
     assert first.message is second.message
+
+
+def test_parsing_without_node_checks_gives_libcsts_tree_and_restores_the_checks() -> None:
+    import sysconfig
+
+    import libcst as cst
+
+    from codemod import migrate
+
+    data = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_bytes()
+    assert migrate.parse_module(data).deep_equals(cst.parse_module(data))
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")  # nodes the rules build are still checked
+    with pytest.raises(cst.ParserSyntaxError):
+        migrate.parse_module(b"def (:\n")
+    with pytest.raises(cst.CSTValidationError):
+        cst.Name("")  # also after a parse error

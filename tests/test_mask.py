@@ -215,15 +215,3 @@ def test_headers_that_are_not_one_clean_line_stay(header: bytes) -> None:
     masked = _masked(data)
     assert masked is None or b"train" in masked.data
 
-
-def test_parsing_without_node_checks_gives_libcsts_tree_and_restores_the_checks() -> None:
-    import libcst as cst
-
-    data = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_bytes()
-    assert migrate.parse_module(data).deep_equals(cst.parse_module(data))
-    with pytest.raises(cst.CSTValidationError):
-        cst.Name("")  # nodes the rules build are still checked
-    with pytest.raises(cst.ParserSyntaxError):
-        migrate.parse_module(b"def (:\n")
-    with pytest.raises(cst.CSTValidationError):
-        cst.Name("")  # also after a parse error
