@@ -7,6 +7,7 @@ timing). Generates the synthetic repository, then times whole processes:
 
 and prints wall times, peak memory (largest process) and the ratios the README records.
 
+    python -m pip install -e ".[bench]"   # ruff, for the ruff ratio
     python benchmarks/run.py [--files 5000] [--repeat 3] [--keep DIR]
 """
 
@@ -70,6 +71,9 @@ def main() -> None:
     ruff = shutil.which("ruff")
     if tool is None:
         sys.exit("neuron-migrate is not installed in this environment")
+    if ruff is None:
+        print("ruff is not installed, so the ruff ratio is left out "
+              "(python -m pip install -e \".[bench]\")\n", file=sys.stderr)
     root = args.keep or Path(tempfile.mkdtemp(prefix="neuron-migrate-bench-"))
     counts = generate(root / "repo", args.files)
     generate(root / "small", max(args.files // 5, 1))
