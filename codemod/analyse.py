@@ -330,9 +330,9 @@ class _Walker:
         device_names = self._mark_device_bindings() | self.string_names
         star_short = {q.rsplit(".", 1)[1] for q in self.module_scope.star_names} \
             if self.module_scope.stars else set()
-        result.import_names = frozenset({b.name for b in self.imports} | self.watched_names
-                                        | star_short)
-        names = {b.name for b in self.imports} | device_names | self.watched_names
+        imported = {b.name for b in self.imports} | self.watched_names
+        result.import_names = frozenset(imported | star_short)
+        names = imported | device_names
         for node, scope, unit, parent, grandparent in self.loads:
             name = node.id
             if name not in names and name not in star_short:

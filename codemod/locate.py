@@ -43,6 +43,9 @@ def ast_signature(node: ast.AST) -> tuple[str, str | None] | None:
     return None
 
 
+_CHAIN = (ast.Name, ast.Attribute)
+
+
 def _signed(node: ast.AST, index: dict[tuple[str, str | None], list[ast.AST]],
             inner: bool = False) -> None:
     """Index `node` and what it holds outside nested statements by signature; the inner parts
@@ -60,9 +63,6 @@ def _signed(node: ast.AST, index: dict[tuple[str, str | None], list[ast.AST]],
                     _signed(item, index)
         elif isinstance(value, ast.AST) and not isinstance(value, ast.stmt):
             _signed(value, index, chain and name == "value")
-
-
-_CHAIN = (ast.Name, ast.Attribute)
 
 
 class Locator:

@@ -81,7 +81,6 @@ class ResidualScanner(_ScopedVisitor):
         return False
 
 
-
 def _describe(resolution: Resolution, node: cst.CSTNode) -> str:
     names = ", ".join(sorted(set(resolution.qualnames)))
     module_value = isinstance(node, cst.Name) and all(

@@ -142,12 +142,11 @@ class ModuleRewriter:
         """What the new unit still references. The subtrees the rewriter found clean are
         skipped; when something is left to report, the unit is scanned again in full, since
         a finding's position counts the nodes like it before it, skipped ones included."""
-        scanner = ResidualScanner(node, scope, self.registry, reported or set(), self.used,
-                                  quiet, clean)
+        reported = reported or set()
+        scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet, clean)
         walk(node, scanner)
         if scanner.findings:
-            scanner = ResidualScanner(node, scope, self.registry, reported or set(), self.used,
-                                      quiet)
+            scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet)
             walk(node, scanner)
         return scanner
 

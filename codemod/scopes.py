@@ -77,7 +77,7 @@ class Scope:
     """A module, class, function, lambda or comprehension scope."""
 
     __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names",
-                 "resolved")
+                 "resolved", "module_names", "_by_qualname")
 
     def __init__(self, kind: str, parent: Scope | None,
                  star_names: frozenset[str] = frozenset()) -> None:
@@ -88,9 +88,12 @@ class Scope:
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
         self.stars: list[Binding] = []
-        # dotted name -> resolution, filled by the rewriter once the analysis is complete
-        # (the rules ask about the same few names in every statement)
+        # Answers the rewrite asks again and again, kept once the analysis is complete (the
+        # rules ask about the same few names in every statement): dotted name -> resolution,
+        # module -> `module_name`, and the scope's names by the qualified names they bind.
         self.resolved: dict[tuple[str, ...], Resolution | None] = {}
+        self.module_names: dict[str, str | None] = {}
+        self._by_qualname: dict[str, list[str]] | None = None
 
     @property
     def module(self) -> Scope:
@@ -152,6 +155,35 @@ class Scope:
             ambiguous=bool(others),
         )
         return resolution.extend(attrs)
+
+    def module_name(self, qualname: str) -> str | None:
+        """A name that refers here to the module `qualname` (`torch`, or an alias such as
+        `th`): the innermost scope's first such binding that is not shadowed here. For the
+        rewrite only: the answer is kept."""
+        if qualname not in self.module_names:
+            self.module_names[qualname] = self._module_name(qualname)
+        return self.module_names[qualname]
+
+    def _module_name(self, qualname: str) -> str | None:
+        if (r := self.resolve(qualname, [])) is not None and r.qualname == qualname:
+            return qualname
+        scope: Scope | None = self
+        while scope is not None:
+            for name in scope._names_by_qualname().get(qualname, ()):
+                resolved = self.resolve(name, [])
+                if resolved is not None and resolved.qualname == qualname:
+                    return name
+            scope = scope.parent
+        return None
+
+    def _names_by_qualname(self) -> dict[str, list[str]]:
+        """This scope's names by the qualified names they are bound to, in binding order."""
+        if self._by_qualname is None:
+            self._by_qualname = {}
+            for name, bindings in self.bindings.items():
+                for qualname in dict.fromkeys(b.qualname for b in bindings if b.qualname):
+                    self._by_qualname.setdefault(qualname, []).append(name)
+        return self._by_qualname
 
     def qualname(self, dotted: str | None) -> str | None:
         """The qualified name a dotted name (`dist.init_process_group`) refers to here."""

@@ -11,7 +11,6 @@ import libcst as cst
 from codemod.analyse import Use
 from codemod.model import Options
 from codemod.rule import Role
-from codemod.scopes import Scope
 
 if TYPE_CHECKING:
     from codemod.transform import UnitRewriter
@@ -34,13 +33,8 @@ class UnitSite:
     def ref(self, qualname: str) -> cst.BaseExpression | None:
         parts = qualname.split(".")
         scope = self._rewriter.scope
-        bound = self._rewriter.context.bound
         for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
-            module = ".".join(parts[:size])
-            key = (id(scope), module)
-            if key not in bound:
-                bound[key] = _name_bound_to(scope, module, self._rewriter.context.by_qualname)
-            name = bound[key]
+            name = scope.module_name(".".join(parts[:size]))
             if name is not None:
                 return _attribute_chain(name, parts[size:])
         root = parts[0]
@@ -137,33 +131,3 @@ def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
     for part in attrs:
         expr = cst.Attribute(value=expr, attr=cst.Name(part))
     return expr
-
-
-def _name_bound_to(scope: Scope, qualname: str,
-                   by_qualname: dict[int, dict[str, list[str]]]) -> str | None:
-    """A name that refers, in this scope, to the module `qualname` (e.g. `torch` or `th`):
-    the innermost scope's first such binding that is not shadowed here."""
-    if (r := scope.resolve(qualname, [])) is not None and r.qualname == qualname:
-        return qualname
-    walk: Scope | None = scope
-    while walk is not None:
-        names = by_qualname.get(id(walk))
-        if names is None:
-            names = by_qualname[id(walk)] = _names_by_qualname(walk)
-        for name in names.get(qualname, ()):
-            resolved = scope.resolve(name, [])
-            if resolved is not None and resolved.qualname == qualname:
-                return name
-        walk = walk.parent
-    return None
-
-
-def _names_by_qualname(scope: Scope) -> dict[str, list[str]]:
-    """The scope's names by the qualified names they are bound to, in binding order."""
-    names: dict[str, list[str]] = {}
-    for name, bindings in scope.bindings.items():
-        for qualname in dict.fromkeys(b.qualname for b in bindings if b.qualname is not None):
-            names.setdefault(qualname, []).append(name)
-    return names
-
-

@@ -45,11 +45,6 @@ class FileContext:
     suppressions: Suppressions = field(default_factory=Suppressions)
     needs: set[str] = field(default_factory=set)
     helpers: list[str] = field(default_factory=list)
-    # (id of scope, module) -> the name bound to that module there; bindings never change
-    # during a rewrite, and rules ask the same question for every call they rewrite
-    bound: dict[tuple[int, str], str | None] = field(default_factory=dict)
-    # id of scope -> its names by the qualified names they are bound to (for `bound`)
-    by_qualname: dict[int, dict[str, list[str]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -86,8 +81,10 @@ def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | 
         value = node.parts[0].value  # type: ignore[attr-defined]
     else:
         return None
-    rule = registry.string_rule(value) if value is not None else None
-    return (rule, value) if rule is not None and value is not None else None
+    if value is None:
+        return None
+    rule = registry.string_rule(value)
+    return (rule, value) if rule is not None else None
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -38,6 +38,9 @@ def string_value(node: cst.BaseExpression) -> str | None:
     return None
 
 
+_SLOT = "__neuron_migrate_"  # a template's `{name}` parses as the Name `__neuron_migrate_name__`
+
+
 @functools.lru_cache(maxsize=None)
 def _template(source: str) -> tuple[cst.BaseExpression, frozenset[int]]:
     """The parsed template, and the ids of its placeholders and the nodes holding them (the
@@ -55,7 +58,7 @@ class _Spine:
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         self.open.append(id(node))
-        if type(node) is cst.Name and node.value.startswith("__neuron_migrate_"):  # type: ignore[attr-defined]
+        if type(node) is cst.Name and node.value.startswith(_SLOT):  # type: ignore[attr-defined]
             self.found.update(self.open)
         return True
 
@@ -81,7 +84,7 @@ def template(source: str, **values: cst.BaseExpression) -> cst.BaseExpression:
     """`source` with each `{name}` replaced by a node; the template is parsed once.
 
     Like libcst.helpers.parse_template_expression, without a parse per call."""
-    names = {key: f"__neuron_migrate_{key}__" for key in values}
+    names = {key: f"{_SLOT}{key}__" for key in values}
     parsed, spine = _template(source.format(**names))
     return transform(parsed, _Fill({names[k]: v for k, v in values.items()}, spine))
 
