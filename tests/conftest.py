@@ -21,6 +21,14 @@ def fixture_id(path: Path) -> str:
     return path.name.removesuffix(".before.py")
 
 
+SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
+"""Every Python input the tool is tested on: the fixtures and the shipped example."""
+
+
+def source_id(path: Path) -> str:
+    return fixture_id(path) if path.name.endswith(".before.py") else path.name
+
+
 def after_of(before: Path) -> Path:
     return before.with_name(before.name.replace(".before.py", ".after.py"))
 
@@ -51,3 +59,14 @@ def copy_fixture(before: Path, directory: Path, name: str | None = None) -> Path
 def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+@pytest.fixture
+def stdlib_as_xla(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`os`, `sys` and `re` stand in for torch_xla: standard-library modules then have
+    flagged statements of every shape, and leftover references everywhere."""
+    import codemod.registry as registry_module
+    import codemod.scopes as scopes
+
+    monkeypatch.setattr(scopes, "XLA_PREFIXES", ("os", "sys", "re"))
+    monkeypatch.setattr(registry_module, "BASE_TOKENS", (b"os", b"sys", b"re"))

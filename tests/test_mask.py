@@ -14,10 +14,9 @@ from codemod.mask import mask
 from codemod.model import Options
 from codemod.registry import Registry
 from rules import all_rules
-from tests.conftest import PYTHON_FIXTURES, ROOT, fixture_id
+from tests.conftest import SOURCES, source_id
 
 REGISTRY = Registry(all_rules(), Options())
-SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
 
 
 def _masked(data: bytes):
@@ -37,8 +36,7 @@ def _without_masking(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
 @pytest.mark.parametrize("options", [Options(), Options(annotate=True, unsafe_fixes=True,
                                                          compile=False)],
                          ids=["default", "annotate-unsafe-no-compile"])
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
-                         p.name.endswith(".before.py") else p.name)
+@pytest.mark.parametrize("source", SOURCES, ids=source_id)
 def test_masking_changes_no_result(source: Path, options: Options,
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     data = source.read_bytes()
@@ -125,14 +123,10 @@ def test_unwrapped_block_falls_back_to_the_whole_file(monkeypatch: pytest.Monkey
                                  b"    note = '''two\n   lines of text'''\n")
 
 
-def test_real_modules_round_trip_through_the_mask(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With `os`/`sys`/`re` standing in for torch_xla, stdlib modules give masks of every
-    shape: decorators, elif chains, nested classes, comments at odd indentation."""
-    import codemod.registry as registry_module
-    import codemod.scopes as scopes
-
-    monkeypatch.setattr(scopes, "XLA_PREFIXES", ("os", "sys", "re"))
-    monkeypatch.setattr(registry_module, "BASE_TOKENS", (b"os", b"sys", b"re"))
+def test_real_modules_round_trip_through_the_mask(monkeypatch: pytest.MonkeyPatch,
+                                                  stdlib_as_xla: None) -> None:
+    """Standard-library modules give masks of every shape: decorators, elif chains, nested
+    classes, comments at odd indentation."""
     registry = Registry(all_rules())
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     hidden = 0

@@ -11,16 +11,14 @@ from codemod.migrate import migrate_source
 from codemod.model import Options
 from codemod.registry import Registry
 from rules import all_rules
-from tests.conftest import PYTHON_FIXTURES, ROOT, cli, copy_fixture, fixture_id
+from tests.conftest import PYTHON_FIXTURES, SOURCES, cli, copy_fixture, source_id
 
-SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
 
 
 @pytest.mark.parametrize("options", [Options(), Options(annotate=True, unsafe_fixes=True,
                                                          compile=False)],
                          ids=["default", "annotate-unsafe-no-compile"])
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
-                         p.name.endswith(".before.py") else p.name)
+@pytest.mark.parametrize("source", SOURCES, ids=source_id)
 def test_findings_without_generating_match_a_full_migration(source: Path,
                                                             options: Options) -> None:
     data = source.read_bytes()

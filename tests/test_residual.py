@@ -13,9 +13,8 @@ from codemod.migrate import migrate_source
 from codemod.model import FileResult, Options
 from codemod.registry import UNMAPPED, Registry
 from rules import all_rules
-from tests.conftest import PYTHON_FIXTURES, ROOT, fixture_id
+from tests.conftest import SOURCES, source_id
 
-SOURCES = [*PYTHON_FIXTURES, ROOT / "examples" / "xla_mnist" / "train.py"]
 
 
 class _Counting(residual.ResidualScanner):
@@ -48,8 +47,7 @@ def _both(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes,
 
 @pytest.mark.parametrize("options", [Options(), Options(annotate=True, unsafe_fixes=True)],
                          ids=["default", "annotate-unsafe"])
-@pytest.mark.parametrize("source", SOURCES, ids=lambda p: fixture_id(p) if
-                         p.name.endswith(".before.py") else p.name)
+@pytest.mark.parametrize("source", SOURCES, ids=source_id)
 def test_skipping_clean_subtrees_changes_no_result(source: Path, options: Options,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     fast, full = _both(monkeypatch, source, source.read_bytes(), Registry(all_rules(), options))
@@ -64,14 +62,10 @@ def test_the_scan_does_skip_on_the_fixtures(monkeypatch: pytest.MonkeyPatch) -> 
     assert _Counting.skipped > 100
 
 
-def test_real_modules_with_leftovers_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With `os`/`sys`/`re` standing in for torch_xla, nothing has a rewrite, so stdlib
-    modules leave references of every kind behind (the scan runs again in full for those)."""
-    import codemod.registry as registry_module
-    import codemod.scopes as scopes
-
-    monkeypatch.setattr(scopes, "XLA_PREFIXES", ("os", "sys", "re"))
-    monkeypatch.setattr(registry_module, "BASE_TOKENS", (b"os", b"sys", b"re"))
+def test_real_modules_with_leftovers_everywhere(monkeypatch: pytest.MonkeyPatch,
+                                                stdlib_as_xla: None) -> None:
+    """No rule rewrites the stand-ins for torch_xla, so standard-library modules leave
+    references of every kind behind (the scan runs again in full for those)."""
     registry = Registry(all_rules())
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for name in ("shutil", "tempfile", "subprocess", "argparse"):
