@@ -61,6 +61,7 @@ class ReplicaCheck:
         self.rank, self.world_size = rank, world_size
         self.address, self.port = address, port
         self._group: Any = None
+        self._store: Any = None
 
     @classmethod
     def from_environment(cls) -> "ReplicaCheck | None":
@@ -76,10 +77,18 @@ class ReplicaCheck:
             import torch.distributed as dist
 
             timeout = datetime.timedelta(seconds=120)
-            store = dist.TCPStore(self.address, self.port, self.world_size,
-                                  is_master=self.rank == 0, timeout=timeout)
-            self._group = dist.ProcessGroupGloo(store, self.rank, self.world_size, timeout)
+            self._store = dist.TCPStore(self.address, self.port, self.world_size,
+                                        is_master=self.rank == 0, timeout=timeout)
+            self._group = dist.ProcessGroupGloo(self._store, self.rank, self.world_size, timeout)
         return self._group
+
+    def close(self) -> bool:
+        """Free the group while the interpreter is whole: its destructor, the only call that
+        joins gloo's worker threads, lets them drop their last tensors (which takes the GIL).
+        True if there was a group to free."""
+        had = self._group is not None
+        self._group = self._store = None
+        return had
 
     def __call__(self, optimizer: torch.optim.Optimizer, step: int) -> None:
         with torch.no_grad():

@@ -8,11 +8,21 @@ Configured by the smoke runner through the environment (the user's script is not
 
 Only the worker process itself reports: ``NEURON_EMU_REPORT_OWNER`` is set to its pid and
 inherited, so DataLoader workers and other children stay silent.
+
+How a worker ends: :func:`finish` is its last exit handler (the bootstrap registers it before
+torch is imported, so every other one runs first). Interpreter finalization is unsafe while a
+gloo worker thread still holds tensors of a just-finished collective: releasing them takes the
+GIL, and a thread that asks for it during finalization is ended mid-C++, which aborts the
+process ("terminate called without an active exception"; plain gloo does the same to a script
+that exits right after a collective without ``destroy_process_group``). So when the exit
+status is already known (an uncaught error: 1; stopped after the requested steps: 0) the worker
+writes its report, flushes and leaves with ``os._exit``, skipping finalization; otherwise (the
+script ended by itself, or raised SystemExit) it frees the process groups first and lets Python
+finish, so the script's own exit status stands.
 """
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import sys
@@ -29,8 +39,12 @@ from emulator.counters import COUNTERS
 from emulator.diagnosis import diagnose, pick_frame
 from emulator.distributed import ReplicaCheck
 
+_GLOO_GRACE_SECONDS = 0.05
 _FRAMES_KEPT = 40  # innermost; a deep recursion would otherwise bloat the report
 _outcome: dict[str, Any] = {"status": "ok", "error": None, "stopped_after_steps": None}
+_report: Path | None = None  # set by start() in the worker process itself
+_owner = 0  # its pid: a forked child inherits the two above, and must not report
+_check: ReplicaCheck | None = None
 
 
 class StepLimitReached(SystemExit):
@@ -43,9 +57,10 @@ def start() -> None:
     owner = os.environ.setdefault("NEURON_EMU_REPORT_OWNER", str(os.getpid()))
     if not report or owner != str(os.getpid()):
         return
+    global _report, _owner, _check
     steps = int(os.environ.get("NEURON_EMU_STEPS", "0"))
-    check = ReplicaCheck.from_environment()
-    register_optimizer_step_post_hook(_after_step(steps, check))
+    _check = ReplicaCheck.from_environment()
+    register_optimizer_step_post_hook(_after_step(steps, _check))
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
@@ -53,7 +68,39 @@ def start() -> None:
         previous_hook(kind, error, tb)
 
     sys.excepthook = excepthook
-    atexit.register(_write, Path(report))
+    _report, _owner = Path(report), os.getpid()
+
+
+def finish() -> None:
+    """The worker's last exit handler: report, then leave without finalization when the exit
+    status is known, or free the process groups and let Python finish (see the module doc)."""
+    if _report is None or _owner != os.getpid():
+        return
+    _write(_report)
+    status = 1 if _outcome["error"] else 0 if _outcome["stopped_after_steps"] else None
+    if status is not None:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    _release_process_groups()
+
+
+def _release_process_groups() -> None:
+    """Destroy the groups before finalization. A group the script still holds elsewhere (DDP
+    keeps its own) outlives this; a short sleep hands the GIL to its threads, should one be
+    waiting for it to drop a tensor, as nothing else can tell when they are done."""
+    import torch.distributed as dist
+
+    used = _check is not None and _check.close()
+    if dist.is_available() and dist.is_initialized():
+        used = True
+        try:
+            dist.destroy_process_group()
+        except Exception as error:  # noqa: BLE001 - the script is over; say so and go on
+            sys.stderr.write(f"neuron-migrate smoke: destroy_process_group at exit failed: "
+                             f"{type(error).__name__}: {error}\n")
+    if used:
+        time.sleep(_GLOO_GRACE_SECONDS)
 
 
 def _after_step(limit: int, check: ReplicaCheck | None) -> Any:

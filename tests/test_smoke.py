@@ -48,6 +48,9 @@ SCENARIOS = {
     "torch_xla": _options("leftover_torch_xla.py"),
     "openxla": _options("compile_openxla.py"),
     "cpu_tensor": _options("tensor_left_on_cpu.py"),
+    # script args: optimizer steps it would take, its exit status
+    "stopped_uncleaned": _options("ends_without_cleanup.py", "6", "0", nproc=2, steps=2),
+    "exit_status": _options("ends_without_cleanup.py", "2", "3", nproc=2, check_replicas=True),
 }
 
 
@@ -126,6 +129,28 @@ def test_bare_optimizer_step_without_ddp_fails_the_replica_check_naming_the_step
     assert location["line"] == _line_of("ddp_train_bare_step.py", "optimizer.step()  # was")
     text = _text(result)
     assert "after optimizer step 1" in text and "DistributedDataParallel" in text
+
+
+def test_a_stopped_run_skips_finalization_after_every_exit_handler_of_the_script(runs: Runs) -> None:
+    """Stopping after the steps asked leaves the script's process group up; finalizing then
+    could abort on a gloo thread (status -6), so the worker leaves without it, exit 0."""
+    result = runs["stopped_uncleaned"]
+    assert result.passed and [w.returncode for w in result.workers] == [0, 0], _text(result)
+    assert result.stopped_after_steps == 2
+    for rank in (0, 1):
+        out = runs.stdout("stopped_uncleaned", rank)
+        assert "the script's exit handler ran" in out and "finalized" not in out
+
+
+def test_a_script_ending_by_itself_keeps_its_status_and_finalizes_without_process_groups(
+        runs: Runs) -> None:
+    result = runs["exit_status"]
+    assert [w.returncode for w in result.workers] == [3, 3], _text(result)
+    assert result.optimizer_steps == 2 and result.stopped_after_steps is None
+    for rank in (0, 1):
+        out = runs.stdout("exit_status", rank)
+        assert "the script's exit handler ran" in out
+        assert "finalized; process group still up: False" in out
 
 
 @pytest.mark.parametrize(("scenario", "script", "key", "marker"), [

@@ -6,6 +6,7 @@ site-packages on the path, so the user's environment sees nothing else of ours. 
 sitecustomize that this one shadows is still run.
 """
 
+import atexit
 import importlib.util
 import os
 import sys
@@ -23,6 +24,12 @@ def _load_emulator():
     sys.modules["emulator"] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _finish():
+    session = sys.modules.get("emulator.session")
+    if session is not None:
+        session.finish()
 
 
 def _run_shadowed_sitecustomize():
@@ -43,6 +50,8 @@ INSTALL_FAILED = 3
 
 _run_shadowed_sitecustomize()
 if os.environ.get("NEURON_EMU", "1") != "0":
+    # registered before torch is imported, so that it runs after every other exit handler
+    atexit.register(_finish)
     try:
         _load_emulator().install(quiet=os.environ.get("NEURON_EMU_QUIET", "1") == "1")
         from emulator import session
