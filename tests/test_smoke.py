@@ -139,7 +139,8 @@ def test_a_stopped_run_skips_finalization_after_every_exit_handler_of_the_script
     assert result.stopped_after_steps == 2
     for rank in (0, 1):
         out = runs.stdout("stopped_uncleaned", rank)
-        assert "the script's exit handler ran" in out and "finalized" not in out
+        assert "the script's finally block ran" in out and "the script's exit handler ran" in out
+        assert "finalized" not in out
 
 
 def test_a_script_ending_by_itself_keeps_its_status_and_finalizes_without_process_groups(
