@@ -77,12 +77,22 @@ def finish() -> None:
     if _report is None or _owner != os.getpid():
         return
     _write(_report)
-    status = 1 if _outcome["error"] else 0 if _outcome["stopped_after_steps"] else None
+    status = _known_status()
     if status is not None:
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
     _release_process_groups()
+
+
+def _known_status() -> int | None:
+    """The status Python is about to exit with, where it is certain: 1 after an uncaught error
+    (but KeyboardInterrupt, which Python turns into a SIGINT death), 0 when the hook stopped the
+    run. None when the script ended by itself or raised SystemExit: its status is not known."""
+    error = _outcome["error"]
+    if error is not None:
+        return None if error["type"] == "KeyboardInterrupt" else 1
+    return 0 if _outcome["stopped_after_steps"] else None
 
 
 def _release_process_groups() -> None:

@@ -154,6 +154,23 @@ def test_a_script_ending_by_itself_keeps_its_status_and_finalizes_without_proces
         assert "finalized; process group still up: False" in out
 
 
+@pytest.mark.parametrize(("error", "stopped", "status"), [
+    ("ValueError", None, 1),
+    ("ValueError", 4, 1),  # an error after the stop (in a finally block) still fails the run
+    ("KeyboardInterrupt", None, None),  # Python ends the process by SIGINT: leave it to Python
+    (None, 4, 0),
+    (None, None, None),  # ended by itself or by SystemExit: only Python knows the status
+])
+def test_a_worker_skips_finalization_only_when_its_exit_status_is_certain(
+        monkeypatch: pytest.MonkeyPatch, error: str | None, stopped: int | None,
+        status: int | None) -> None:
+    from emulator import session
+
+    monkeypatch.setitem(session._outcome, "error", error and {"type": error})
+    monkeypatch.setitem(session._outcome, "stopped_after_steps", stopped)
+    assert session._known_status() == status
+
+
 @pytest.mark.parametrize(("scenario", "script", "key", "marker"), [
     ("torch_xla", "leftover_torch_xla.py", "torch-xla-import", "import torch_xla"),
     ("openxla", "compile_openxla.py", "xla-compile-backend", "compiled("),
@@ -163,6 +180,7 @@ def test_half_migrated_scripts_fail_with_cause_file_and_line(runs: Runs, scenari
                                                              script: str, key: str, marker: str) -> None:
     result = runs[scenario]
     assert not result.passed and result.exit_code() == 1
+    assert [w.returncode for w in result.workers] == [1]  # Python's status for an uncaught error
     error = result.error
     assert error is not None and error["cause"] is not None, _text(result)
     assert error["cause"]["key"] == key
