@@ -6,6 +6,7 @@ import re
 
 import libcst as cst
 
+from codemod.deps.signals import REVIEW_ONLY, xla_variable_advice
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
 from rules.support import argument, string_value
@@ -27,13 +28,6 @@ XLA_ONLY = frozenset({
 """Knobs of PyTorch/XLA and the XLA-era Neuron framework that TorchNeuron does not read."""
 XLA_ONLY_PREFIXES = ("NEURON_PARALLEL_COMPILE_",)
 BF16 = frozenset({"XLA_USE_BF16", "XLA_DOWNCAST_BF16"})
-REVIEW_ONLY = {
-    "NEURON_COMPILE_CACHE_URL": "the native compile cache uses its own settings "
-                                "(TORCH_NEURONX_NEFF_CACHE_DIR in early builds); check the "
-                                "TorchNeuron environment-variable reference",
-    "NEURON_FRAMEWORK_DEBUG": "its XLA meaning (dump HLO) is gone; Neuron Explorer still "
-                              "lists it for debug info: keep it only if you profile",
-}
 _XLA_CC_FLAGS = re.compile(r"--(auto-cast|model-type|cache_dir|retry_failed_compilation)\b")
 _ENVIRON = "os.environ"
 
@@ -41,6 +35,12 @@ _ENVIRON = "os.environ"
 def _removable(key: str | None) -> bool:
     return key is not None and (key in XLA_ONLY or key in BF16
                                 or key.startswith(XLA_ONLY_PREFIXES))
+
+
+def _unlisted(value: str) -> bool:
+    """An XLA setting (as the dependency scanner judges it) that no fix here knows: reviewed."""
+    return not _removable(value) and value not in REVIEW_ONLY and \
+        xla_variable_advice(value) is not None
 
 
 def _advice(keys: list[str]) -> str:
@@ -65,7 +65,9 @@ NEURONCORE_NUM_DEVICES, the gradient bucket sizes and similar.
 Why: TorchNeuron does not read them; leaving them suggests they still do something.
 NEURON_CC_FLAGS (the compiler flags, still forwarded to neuronx-cc, including its
 read-modify-write forms), NEURON_RT_* (the runtime), XLA_IR_DEBUG and XLA_HLO_DEBUG (still
-used for debug information) are kept.
+used for debug information) are kept. Any other XLA_* variable, and NEURON_COMPILE_CACHE_URL
+and NEURON_FRAMEWORK_DEBUG, are reported for review: the same variables the dependency scan
+reports in Dockerfiles, shell scripts and CI files (NM812).
 
 What differs: nothing at run time. XLA_USE_BF16 and XLA_DOWNCAST_BF16 are handled by NM602,
 because removing them changes precision. Compiler flags that only made sense for the XLA
@@ -82,11 +84,14 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
 
     def interesting_string(self, value: str) -> bool:
         return (_removable(value) and value not in BF16) or value in REVIEW_ONLY or \
-            ("--" in value and _XLA_CC_FLAGS.search(value) is not None)
+            _unlisted(value) or ("--" in value and _XLA_CC_FLAGS.search(value) is not None)
 
     def leftover_string(self, value: str) -> str:
         if value in REVIEW_ONLY:
             return f"{value}: {REVIEW_ONLY[value]}"
+        if _unlisted(value):
+            return (f"{value} is a PyTorch/XLA setting that TorchNeuron does not read; remove "
+                    "it once you know what it was for")
         if "--" in value:
             return (f"compiler flags {value!r}: {', '.join(_XLA_CC_FLAGS.findall(value))} "
                     "belonged to the XLA flow; check them against the native compiler's "

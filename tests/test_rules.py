@@ -8,10 +8,12 @@ import re
 
 import pytest
 
+from codemod.deps.signals import KEPT, OTHER_XLA_KNOBS, XLA_VARIABLES, xla_variable_advice
 from codemod.migrate import migrate_source
 from codemod.model import Kind
 from codemod.registry import Registry
 from rules import all_rules
+from rules.environment import BF16, XLA_ONLY
 from tests.conftest import PYTHON_FIXTURES
 
 RULES = all_rules()
@@ -103,3 +105,16 @@ def test_readme_lists_every_rule() -> None:
     readme = (ROOT / "README.md").read_text()
     for rule in RULES:
         assert f"| {rule.id} | {rule.name} |" in readme, rule.id
+
+
+ENVIRONMENT = sorted(set(XLA_VARIABLES) | OTHER_XLA_KNOBS | KEPT | XLA_ONLY | BF16 | {
+    "XLA_PERSISTENT_CACHE_PATH", "NEURON_PARALLEL_COMPILE_MAX_RETRIES",  # in no list
+    "NEURON_RT_NUM_CORES", "NEURON_CC_FLAGS", "MASTER_PORT"})  # not XLA settings
+
+
+@pytest.mark.parametrize("name", ENVIRONMENT)
+def test_python_rules_and_the_dependency_scan_agree_on_xla_variables(name: str) -> None:
+    """A variable reported in a Dockerfile or shell script is reported when Python sets it."""
+    source = f'import os\n\nos.environ["{name}"] = "1"\n'.encode()
+    reported = {f.rule_id for f in migrate_source("env.py", source, REGISTRY).findings}
+    assert bool(reported & {"NM601", "NM602"}) == (xla_variable_advice(name) is not None)

@@ -11,6 +11,13 @@ from codemod.deps import ids
 from codemod.deps.emit import Emitter
 
 REMOVE = "remove it: TorchNeuron does not read it"
+REVIEW_ONLY = {  # XLA-era variables whose native fate is unclear: a reviewer decides
+    "NEURON_COMPILE_CACHE_URL": "the native compile cache uses its own settings "
+                                "(TORCH_NEURONX_NEFF_CACHE_DIR in early builds, unconfirmed); "
+                                "check the TorchNeuron environment-variable reference",
+    "NEURON_FRAMEWORK_DEBUG": "its XLA meaning (dump HLO) is gone; Neuron Explorer still "
+                              "lists it for debug info: keep it only if you profile",
+}
 XLA_VARIABLES = {
     "PJRT_DEVICE": REMOVE,
     "XLA_USE_BF16": "remove it and cast in code: `torch.autocast(device_type=\"neuron\", "
@@ -18,12 +25,11 @@ XLA_VARIABLES = {
     "XLA_DOWNCAST_BF16": "remove it and cast in code: `torch.autocast(device_type=\"neuron\", "
                          "dtype=torch.bfloat16)` or bf16 parameters",
     "NEURONCORE_NUM_DEVICES": "remove it; the worker count is torchrun's `--nproc-per-node`",
-    "NEURON_COMPILE_CACHE_URL": "remove it; the native NEFF cache has its own settings "
-                                "(TORCH_NEURONX_NEFF_CACHE_DIR in early sources, unconfirmed)",
     "BUCKET_CAP_MB": "remove it; pass `bucket_cap_mb=` to DistributedDataParallel",
     "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB": "remove it; pass `bucket_cap_mb=` to "
                                           "DistributedDataParallel",
     "NEURON_EXTRACT_GRAPHS_ONLY": "remove it with the neuron_parallel_compile step",
+    **REVIEW_ONLY,
 }
 XLA_PREFIXES = ("XLA_", "NEURON_PARALLEL_COMPILE_")
 KEPT = frozenset({"XLA_IR_DEBUG", "XLA_HLO_DEBUG"})  # still useful with Neuron Explorer
@@ -43,7 +49,8 @@ DLC = re.compile(r"pytorch-(?:training|inference)-neuronx:(?P<torch>[\d.]+)-neur
 
 
 def xla_variable_advice(name: str) -> str | None:
-    """What to do about an XLA-era variable, or None for anything else."""
+    """What to do about an XLA-era variable, or None for anything else. The one judgement of
+    which variables are XLA settings: the Python rules (rules/environment.py) use it too."""
     if name in KEPT:
         return None
     if name in XLA_VARIABLES:
