@@ -5,28 +5,49 @@ inside a continuation dropped, the `escape` parser directive honoured. ARGs decl
 the first FROM are global defaults: FROM lines see them, and a stage sees one only after it
 redeclares it (`ARG NAME`). Each stage is its own group of requirements, so one stage's
 `nki` does not satisfy another's.
+
+Heredocs (`RUN <<EOF`, BuildKit's Dockerfile syntax 1.4 and later) are set aside before the
+instructions are read, so that no line of a body is taken for an instruction; a body that is
+the script RUN runs (`RUN <<EOF`, `RUN bash -e <<EOF`) is read as shell, in its stage. Other
+bodies (a file written by COPY, a Python program) are not read.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from codemod.deps import check, ids
 from codemod.deps.commands import Variable, Word, expand, simple_commands, split_words
 from codemod.deps.emit import Emitter
 from codemod.deps.entries import Manifest, Unparsable, line_at
-from codemod.deps.lines import LogicalLine, logical_lines
+from codemod.deps.lines import LogicalLine, logical_lines, physical_lines
 from codemod.deps.shell import PARALLEL_COMPILE_MESSAGE, read_command, record_assignment, value_span
 from codemod.deps.signals import check_image, scan_text_signals
 
 ESCAPE = re.compile(r"#\s*escape\s*=\s*(\S)", re.IGNORECASE)
+HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*([\"']?)([A-Za-z_][\w.-]*)\2")  # not <<<
+HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
+SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
+RUN_FLAGS = ("--mount", "--network", "--security")
+COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|&]")
+
+
+@dataclass(frozen=True)
+class Heredoc:
+    start: int  # the body's first character
+    end: int  # where its delimiter line starts
+    end_of_delimiter: int
+    script: bool  # the shell script RUN runs, not a file or another program's input
 
 
 class _Build:
     """What the reader knows at one point of the file."""
 
-    def __init__(self, text: str, emitter: Emitter) -> None:
+    def __init__(self, text: str, emitter: Emitter,
+                 heredocs: dict[int, list[Heredoc]] | None = None) -> None:
         self.text = text
+        self.heredocs = heredocs or {}  # by the offset of their instruction
         self.emitter = emitter
         self.manifest = Manifest()
         self.globals: dict[str, Variable] = {}
@@ -77,14 +98,19 @@ class _Build:
             record_assignment(word, scope, self.manifest, self.emitter, self.group)
 
     def on_run(self, line: LogicalLine, arguments: list[Word]) -> None:
-        arguments = [w for w in arguments if not w.value.startswith("--mount")
-                     and not w.value.startswith(("--network", "--security"))]
+        arguments = [w for w in arguments if not w.value.startswith(RUN_FLAGS)]
         if arguments and arguments[0].raw.startswith("["):
             self._exec_form(line)
             return
         scope = dict(self.scope if self.scope is not None else self.globals)
         for command in simple_commands(arguments):
             read_command(command, self.text, scope, self.manifest, self.emitter, self.group)
+        for heredoc in self.heredocs.get(line.first.start, ()):
+            if heredoc.script:
+                for body_line in logical_lines(_only(self.text, heredoc.start, heredoc.end)):
+                    for command in simple_commands(split_words(body_line)):
+                        read_command(command, self.text, scope, self.manifest, self.emitter,
+                                     self.group)
 
     def on_cmd(self, line: LogicalLine, arguments: list[Word]) -> None:
         self._exec_form(line)
@@ -104,8 +130,12 @@ def _as_assignment(word: Word, value: str) -> Word:
 
 
 def scan(text: str, emitter: Emitter, path: str = "") -> None:
-    build = _Build(text, emitter)
-    for line in logical_lines(text, skip=_is_comment, escape=_escape_of(text)):
+    escape = _escape_of(text)
+    heredocs = _heredocs(text, escape)
+    build = _Build(text, emitter, heredocs)
+    instructions = _blank(text, [(h.start, h.end_of_delimiter)
+                                 for docs in heredocs.values() for h in docs])
+    for line in logical_lines(instructions, skip=_is_comment, escape=escape):
         if line.unterminated:
             raise Unparsable(line_at(text, line.first.start),
                              "the line continuation starting here is never ended")
@@ -127,3 +157,74 @@ def _escape_of(text: str) -> str:
         if match:
             return match[1]
     return "\\"
+
+
+def _heredocs(text: str, escape: str) -> dict[int, list[Heredoc]]:
+    """The heredoc bodies, by the offset of the instruction that opens them. An instruction
+    whose line carries `<<WORD` ends with the last of its bodies, as BuildKit reads it."""
+    found: dict[int, list[Heredoc]] = {}
+    lines = physical_lines(text)
+    i, opened, keyword, head = 0, -1, "", ""
+    while i < len(lines):
+        line = lines[i]
+        content = text[line.start:line.content_end]
+        i += 1
+        if opened < 0:
+            if not content.strip() or _is_comment(content):
+                continue
+            opened, keyword, head = line.start, content.split(None, 1)[0].upper(), ""
+        elif _is_comment(content):
+            continue
+        continued = content.endswith(escape)
+        piece = content[:-len(escape)] if continued else content
+        markers = list(HEREDOC.finditer(piece)) if keyword in HEREDOC_INSTRUCTIONS else []
+        if not markers:
+            head += piece + " "
+            opened = opened if continued else -1
+            continue
+        script = keyword == "RUN" and _runs_shell(head + piece[:markers[0].start()])
+        for n, marker in enumerate(markers):
+            body = i
+            while i < len(lines) and not _delimits(text[lines[i].start:lines[i].content_end],
+                                                   marker):
+                i += 1
+            if i == len(lines):
+                raise Unparsable(line_at(text, line.start),
+                                 f"the heredoc <<{marker[3]} opened here is never ended")
+            found.setdefault(opened, []).append(
+                Heredoc(lines[body].start, lines[i].start, lines[i].end, script and n == 0))
+            i += 1
+        opened = -1
+    return found
+
+
+def _delimits(line: str, marker: re.Match[str]) -> bool:
+    return (line.lstrip("\t") if marker[1] else line) == marker[3]
+
+
+def _runs_shell(head: str) -> bool:
+    """Whether the heredoc after `head` (the instruction up to its first `<<`) is a shell
+    script: RUN has no command of its own, or the command it feeds is a shell with options."""
+    words = [w for w in head.split()[1:] if not w.startswith(RUN_FLAGS)]
+    if not words:
+        return True
+    command = COMMAND_SEPARATOR.split(" ".join(words))[-1].split()
+    return bool(command) and command[0].rsplit("/", 1)[-1] in SHELLS and \
+        all(w.startswith("-") for w in command[1:])
+
+
+def _blank(text: str, spans: list[tuple[int, int]]) -> str:
+    """`text` with the spans turned to spaces, line ends kept: offsets stay valid."""
+    if not spans:
+        return text
+    chars = list(text)
+    for start, end in spans:
+        for k in range(start, end):
+            if chars[k] not in "\r\n":
+                chars[k] = " "
+    return "".join(chars)
+
+
+def _only(text: str, start: int, end: int) -> str:
+    """`text` blank outside [start, end), line ends kept."""
+    return _blank(text, [(0, start), (end, len(text))])
