@@ -24,8 +24,9 @@ from codemod.diff import split_lines
 
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
 """Cell magics that run their body as Python in the kernel's namespace: the body is migrated
-with the other cells. Every other cell magic (`%%bash`, `%%writefile`, `%%html`, `%%python3`,
-which runs in another process...) leaves its cell untouched."""
+with the other cells. `%%writefile` bodies are migrated as the file they write; every other
+cell magic (`%%bash`, `%%html`, `%%python3`, which runs in another process...) leaves its cell
+untouched."""
 
 SHELL_CELL_MAGICS = frozenset({"bash", "sh", "zsh"})
 """Cell magics whose body is shell: handed to the dependency checks as it is."""
@@ -36,6 +37,8 @@ _CONTINUATION_LINE = re.compile(rf"^[ \t]*# {PLACEHOLDER}(\d+)_\d+[ \t]*$")
 _ESCAPES = ("!", "%", "?", "/", ",", ";")
 _ASSIGNED = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]")
 _CELL_MAGIC = re.compile(r"^%%(\S+)[ \t]*(\S*)")
+_WRITEFILE = re.compile(r"^%%(?:writefile|file)(?:[ \t]+-a)?[ \t]+"
+                        r"(?:\"(?P<double>[^\"]+)\"|'(?P<single>[^']+)'|(?P<plain>\S+))[ \t]*$")
 _PYTHON_LINE_MAGIC = re.compile(r"^[ \t]*%(?:time|timeit|prun|debug|memit)\b")
 _ROOT = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
 
@@ -75,6 +78,8 @@ class MaskedCell:
     """False for a cell magic whose body is not Python: the cell is left as it is."""
     shell_lines: tuple[tuple[int, str], ...] = ()
     """(line in cell, text) of the lines the dependency checks should read."""
+    written: tuple[str, int] | None = None
+    """For a `%%writefile NAME` cell: NAME, and the cell line where the file's text starts."""
 
 
 def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
@@ -93,7 +98,11 @@ def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
                                                   and match is not None
                                                   and match.group(2) in SHELL_CELL_MAGICS)
             body = tuple((i + 1, bodies[i]) for i in range(first + 1, len(lines)))
-            return MaskedCell(text, (), python=False, shell_lines=body if shell else ())
+            written = _WRITEFILE.match(bodies[first].rstrip())
+            return MaskedCell(text, (), python=False, shell_lines=body if shell else (),
+                              written=None if written is None else (
+                                  next(n for n in written.group("double", "single", "plain")
+                                       if n), first + 2))
         escape = Escape(next(numbers), first + 1, (bodies[first],), cell_magic=True)
         escapes.append(escape)
         _mask(out, lines, bodies, first, first, escape.number)

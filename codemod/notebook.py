@@ -8,6 +8,10 @@ one), so the markers come back in order; when they do not, the notebook fails wi
 rather than a guess. `import torch` and helper functions land after the leading imports, hence
 in the cell that holds them.
 
+A `%%writefile NAME` cell (how notebooks often write the training script they then launch) is
+migrated as the file it writes, on its own: Python when NAME ends in `.py`, a requirements
+file, Dockerfile or script when the dependency scanner reads files of that name.
+
 Findings keep their line and column inside the cell and carry `cell` (the index in the
 notebook's `cells` list, markdown and raw cells included) and `cell_id`.
 """
@@ -22,13 +26,16 @@ import itertools
 import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from codemod.deps import is_dependency_file
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.migrate import migrate_source, never_raise
 from codemod.model import FileResult, Finding, Kind
 from codemod.notebook_json import Cell, NotebookError, read_notebook, write_sources
 from codemod.registry import Registry
+from codemod.runner import migrate_data
 
 MARKER = "# neuron-migrate-cell"
 _LEADING_BLANKS = re.compile(r"\A(?:[ \t\f]*\r?\n)*")
@@ -66,25 +73,60 @@ def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
     imported = _imported_names(m for _, m in code)
     code = [(cell, reference_names(masked, imported)) for cell, masked in code]
     findings = _shell_findings(path, code, registry)
+    new_texts: dict[int, str] = {}
+    errors = [_written_file(path, cell, masked.written, registry, findings, new_texts)
+              for cell, masked in code if masked.written is not None]
+    errors.append(_migrate_cells(path, data, code, registry, findings, new_texts))
+    error = next((e for e in errors if e is not None), None)
+    findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
+    if error is not None or not new_texts:
+        return FileResult(path, tuple(findings), original=data, error=error)
+    return FileResult(path, tuple(findings), original=data,
+                      new_source=write_sources(notebook, new_texts))
+
+
+def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
+                   registry: Registry, findings: list[Finding],
+                   new_texts: dict[int, str]) -> str | None:
+    """The Python cells, joined into one module and migrated at once: their findings and new
+    texts are added to the two collections; the error, if the module cannot be migrated."""
     tag = hashlib.sha256(data).hexdigest()[:12]
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
     parts = _layout([(c, m) for c, m in code if m.python], header)
     if not parts or not registry.prefilter("".join(p.cell.text for p in parts).encode()):
-        return FileResult(path, tuple(findings), original=data)
+        return None
     module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
     result = migrate_source(path, module.encode("utf-8"), registry)
     if result.error is not None:
-        return FileResult(path, tuple(findings), original=data,
-                          error=_cell_error(path, result.error, parts))
+        return _cell_error(path, result.error, parts)
     findings += [_escape_review(_in_cell(f, parts), parts) for f in result.findings]
-    findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
-    if result.new_source is None:
-        return FileResult(path, tuple(findings), original=data)
-    new_texts = _new_cell_texts(path, result.new_source.decode("utf-8"), header, tag, parts)
-    if not new_texts:
-        return FileResult(path, tuple(findings), original=data)
-    return FileResult(path, tuple(findings), original=data,
-                      new_source=write_sources(notebook, new_texts))
+    if result.new_source is not None:
+        new_texts.update(_new_cell_texts(path, result.new_source.decode("utf-8"), header, tag,
+                                         parts))
+    return None
+
+
+def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Registry,
+                  findings: list[Finding], new_texts: dict[int, str]) -> str | None:
+    """Migrate the file a `%%writefile` cell writes, as a file of its name; adds to the two
+    collections as `_migrate_cells` does, and returns the error if it cannot be migrated."""
+    name, first = written
+    if not name.endswith(".py") and not is_dependency_file(Path(name)):
+        return None
+
+    lines = split_lines(cell.text)
+    result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry)
+    shift = first - 1
+    if result.error is not None:
+        match = re.match(rf"{re.escape(name)}:(\d+):", result.error)
+        line = int(match.group(1)) + shift if match else first
+        detail = result.error[match.end():] if match else f" {result.error}"
+        return f"{path}: cell {cell.index}, line {line} (in the file it writes, {name}):{detail}"
+    findings += [dataclasses.replace(f, path=path, line=f.line + shift, cell=cell.index,
+                                     cell_id=cell.cell_id) for f in result.findings]
+    if result.new_source is not None:
+        new_texts[cell.index] = "".join(lines[:first - 1]) + result.new_source.decode("utf-8")
+    return None
 
 
 def _layout(code: Sequence[tuple[Cell, MaskedCell]], header: str) -> list[Part]:

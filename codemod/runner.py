@@ -160,9 +160,16 @@ def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
         data = read_bytes(path)
     except WriteError as error:
         return FileResult(name, error=str(error))
-    kind = deps.kind_of(path)
     if path.suffix == ".ipynb":
         return _notebook(name, data, registry)
+    return migrate_data(name, data, registry, fix_pins, generate)
+
+
+def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = True,
+                 generate: bool = True) -> FileResult:
+    """A file's bytes, by the kind its name says: Python code or a dependency/container
+    file (also what a notebook's `%%writefile NAME` cell writes)."""
+    kind = deps.kind_of(Path(name))
     if kind is not None and kind != "setup.py":
         return deps.scan_source(name, data, registry, fix=fix_pins)
     result = migrate_source(name, data, registry, generate=generate)

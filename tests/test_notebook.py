@@ -289,7 +289,7 @@ def test_only_logical_line_starts_are_escapes(text: str, masked_lines: list[int]
 
 
 def test_non_python_cell_magics_leave_the_cell_alone() -> None:
-    cells = ["%%bash\nxm.mark_step()\npip install torch-xla", "%%writefile t.py\nimport torch_xla",
+    cells = ["%%bash\nxm.mark_step()\npip install torch-xla", "%%writefile t.txt\nimport torch_xla",
              "%%html\n<b>xla</b>", "%%script bash\necho xla"]
     data = notebook(*cells)
     result = run(data)
@@ -298,6 +298,44 @@ def test_non_python_cell_magics_leave_the_cell_alone() -> None:
     shell = [mask_cell(c, itertools.count()).shell_lines for c in cells]
     assert shell == [((2, "xm.mark_step()"), (3, "pip install torch-xla")), (), (),
                      ((2, "echo xla"),)]
+
+
+WRITES_SCRIPT = ("\n%%writefile 'train.py'\nimport torch_xla.core.xla_model as xm\n"
+                 "device = xm.xla_device()\nxm.mark_step()\n")
+
+
+def test_a_written_script_is_migrated_as_its_own_file() -> None:
+    # the notebook imports xm too; the written file has its own imports, and the notebook's
+    # cell that uses xm without importing it is governed by the notebook's import alone
+    data = notebook("import torch_xla.core.xla_model as xm", WRITES_SCRIPT,
+                    "%%writefile -a helpers.py\nxm.mark_step()\n", "d = xm.xla_device()")
+    result = run(data)
+    assert result.error is None
+    assert sources(result.new_source or b"") == [
+        "import torch", "\n%%writefile 'train.py'\nimport torch\n\ndevice = "
+        'torch.device("neuron")\n', "%%writefile -a helpers.py\nxm.mark_step()\n",
+        'd = torch.device("neuron")']
+    found = {(f.cell, f.line, f.rule_id) for f in result.findings}
+    assert {(1, 3, "NM001"), (1, 4, "NM101"), (1, 5, "NM110"), (3, 1, "NM101")} <= found
+    assert all(f.path == "nb.ipynb" for f in result.findings)
+    assert not {f for f in found if f[0] == 2}  # helpers.py never imports xm: nothing known
+
+
+def test_a_written_requirements_file_is_fixed_like_one() -> None:
+    data = notebook("%%writefile requirements.txt\ntorch-neuronx==2.1.2.2.3.0\nneuronx-cc==2.*\n")
+    result = run(data)
+    assert sources(result.new_source or b"") == [
+        '%%writefile requirements.txt\ntorch-neuronx==2.14.*\nnki\nneuronx-cc==2.*\n']
+    assert {(f.cell, f.line, f.rule_id) for f in result.findings} == {
+        (0, 2, "NM801"), (0, 2, "NM805")}
+
+
+def test_a_written_file_that_does_not_parse_is_named_with_its_cell_and_line() -> None:
+    data = notebook("import torch_xla", "%%writefile bad.py\nimport torch_xla\ndef f(:\n")
+    result = run(data)
+    assert result.new_source is None
+    assert (result.error or "").startswith("nb.ipynb: cell 1, line 3 (in the file it writes, "
+                                           "bad.py):")
 
 
 def test_cell_magic_stays_first_line() -> None:
