@@ -254,7 +254,7 @@ for the number of workers or `torch.neuron.device_count()` for the cores this pr
     }
 
 
-_OLD_INSTANCE = re.compile(r"(?:inf2|trn1n?)(?:\.\d*x?large)?")
+_OLD_INSTANCE = re.compile(r"(?:ml\.)?(?:inf2|trn1n?)(?:\.\d*x?large)?")  # ml.: SageMaker's
 
 
 class OldInstanceTarget(Rule):
@@ -264,7 +264,7 @@ class OldInstanceTarget(Rule):
     summary = "Trn1 and Inf2 targets: TorchNeuron supports Trn2 and Trn3 only"
     explanation = """\
 What it does: reports string literals naming Trn1 or Inf2 instances or platform targets
-("trn1", "trn1.32xlarge", "inf2.xlarge", ...).
+("trn1", "trn1.32xlarge", "inf2.xlarge", SageMaker's "ml.trn1.32xlarge", ...).
 
 Why: TorchNeuron, the native backend, supports Trn2 and Trn3 only. Workloads that must stay
 on Trn1 or Inf2 keep the XLA-based torch-neuronx 2.9 (in maintenance) and should not be

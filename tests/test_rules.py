@@ -118,3 +118,14 @@ def test_python_rules_and_the_dependency_scan_agree_on_xla_variables(name: str) 
     source = f'import os\n\nos.environ["{name}"] = "1"\n'.encode()
     reported = {f.rule_id for f in migrate_source("env.py", source, REGISTRY).findings}
     assert bool(reported & {"NM601", "NM602"}) == (xla_variable_advice(name) is not None)
+
+
+@pytest.mark.parametrize(("value", "reported"), [
+    ("trn1", True), ("trn1n.32xlarge", True), ("inf2.xlarge", True), ("ml.trn1.32xlarge", True),
+    ("ml.inf2.24xlarge", True), ("trn2.48xlarge", False), ("ml.trn2.48xlarge", False),
+    ("trn1-notes", False),
+])
+def test_trn1_and_inf2_targets_are_reported_in_every_spelling(value: str, reported: bool) -> None:
+    source = f'INSTANCE_TYPE = "{value}"\n'.encode()
+    found = {f.rule_id for f in migrate_source("launch.py", source, REGISTRY).findings}
+    assert ("NM712" in found) == reported
