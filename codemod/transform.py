@@ -73,18 +73,19 @@ def string_literal(node: cst.SimpleString) -> str | None:
 
 
 def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | None:
-    """The rule that reports this string (or f-string's leading text) if it is left behind,
-    and the text it reports."""
+    """The rule that reports this string (or the first text of an f-string that one reports,
+    as the `ast` analysis flags a statement for any of them) if it is left behind, and the
+    text it reports."""
     if type(node) is cst.SimpleString:
         value = string_literal(node)  # type: ignore[arg-type]
-    elif node.parts and type(node.parts[0]) is cst.FormattedStringText:  # type: ignore[attr-defined]
-        value = node.parts[0].value  # type: ignore[attr-defined]
-    else:
-        return None
-    if value is None:
-        return None
-    rule = registry.string_rule(value)
-    return (rule, value) if rule is not None else None
+        rule = registry.string_rule(value) if value is not None else None
+        return (rule, value) if rule is not None and value is not None else None
+    for part in node.parts:  # type: ignore[attr-defined]
+        if type(part) is cst.FormattedStringText:
+            rule = registry.string_rule(part.value)
+            if rule is not None:
+                return rule, part.value
+    return None
 
 
 def dotted(node: cst.BaseExpression) -> str | None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from codemod.deps.signals import DLC, XLA_VENV, xla_image_message, xla_venv_message
 from codemod.rule import Example, Rule
 from rules.review_base import ReviewRule
 
@@ -284,6 +285,41 @@ migrate this code."""
                 "to Trn2/Trn3, or keep this workload on the XLA stack")
 
 
+class XlaEraContainer(Rule):
+    id = "NM713"
+    name = "xla-era-container"
+    kind = ReviewRule.kind
+    summary = "XLA-era Neuron container images and DLAMI virtualenvs named in Python code"
+    explanation = """\
+What it does: reports string literals naming a Neuron deep-learning container whose tag
+carries PyTorch 2.9 or lower or a Neuron SDK before 2.33 (a SageMaker estimator's `image_uri`,
+a launcher's `docker run` line), and DLAMI virtualenvs such as
+`/opt/aws_neuronx_venv_pytorch_2_9`: what NM811 reports in Dockerfiles and YAML.
+
+Why: those images and virtualenvs ship the XLA library, so migrated code would run on the
+stack it was migrated from. The tag of AWS's TorchNeuron training container is not yet
+confirmed, so no tag is written for you.
+
+What to do: use a Neuron 2.33+ image with torch-neuronx 2.14, or install the native set; on a
+DLAMI, activate `/opt/aws_neuronx_venv_torch_neuronx_2_14_0`."""
+    doc_url = "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/update-dlc.html"
+    example = Example(
+        before="IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
+               "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n",
+        after="IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
+              "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n")
+    tokens = (b"neuronx",)
+
+    def interesting_string(self, value: str) -> bool:
+        return "neuronx" in value and (xla_image_message(value) is not None
+                                       or XLA_VENV.search(value) is not None)
+
+    def leftover_string(self, value: str) -> str:
+        image, venv = DLC.search(value), XLA_VENV.search(value)
+        return (image and xla_image_message(image.group())) or \
+            xla_venv_message(venv.group() if venv else value)
+
+
 RULES: tuple[type[Rule], ...] = (XlaFsdp, XlaSpmd, ZeroRedundancy, MetricsAndProfiler,
                                  XlacInternals, NeuronxXlaApis, NeuronxDistributed,
-                                 DeviceQueries, OldInstanceTarget)
+                                 DeviceQueries, OldInstanceTarget, XlaEraContainer)

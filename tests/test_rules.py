@@ -129,3 +129,22 @@ def test_trn1_and_inf2_targets_are_reported_in_every_spelling(value: str, report
     source = f'INSTANCE_TYPE = "{value}"\n'.encode()
     found = {f.rule_id for f in migrate_source("launch.py", source, REGISTRY).findings}
     assert ("NM712" in found) == reported
+
+
+XLA_TAG = "pytorch-training-neuronx:2.1.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
+
+
+@pytest.mark.parametrize(("value", "reported"), [
+    (f'"public.ecr.aws/neuron/{XLA_TAG}"', True),
+    (f'f"{{registry}}/{XLA_TAG}"', True),  # the tag is not the f-string's leading text
+    ('"public.ecr.aws/neuron/pytorch-training-neuronx:2.14.0-neuronx-py312-sdk2.33.0-u24"',
+     False),
+    ('"source /opt/aws_neuronx_venv_pytorch_2_9/bin/activate"', True),
+    ('"source /opt/aws_neuronx_venv_torch_neuronx_2_14_0/bin/activate"', False),
+])
+def test_xla_era_containers_named_in_python_are_reported(value: str, reported: bool) -> None:
+    source = f"registry = 'ecr'\nIMAGE = {value}\n".encode()
+    found = [f for f in migrate_source("launch.py", source, REGISTRY).findings
+             if f.rule_id == "NM713"]
+    assert [f.line for f in found] == ([2] if reported else [])
+    assert all(f.message.startswith(("image `pytorch-training", "`/opt/")) for f in found)

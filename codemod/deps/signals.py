@@ -88,14 +88,26 @@ def xla_image(reference: str) -> str | None:
     return None
 
 
-def check_image(reference: str, offset: int, emitter: Emitter) -> None:
+def xla_image_message(reference: str) -> str | None:
+    """What to say of a container reference, when it is XLA-era (also said of Python strings,
+    rule NM713)."""
     why = xla_image(reference)
-    if why is not None:
-        emitter.report(ids.XLA_IMAGE, offset,
-                       f"image `{reference}` is an XLA-era Neuron container: {why}; build on "
-                       "a Neuron 2.33+ image with torch-neuronx 2.14 (the TorchNeuron training "
-                       "image's tag is not yet confirmed), or install the native set on Ubuntu "
-                       "24.04/26.04")
+    if why is None:
+        return None
+    return (f"image `{reference}` is an XLA-era Neuron container: {why}; build on a Neuron "
+            "2.33+ image with torch-neuronx 2.14 (the TorchNeuron training image's tag is not "
+            "yet confirmed), or install the native set on Ubuntu 24.04/26.04")
+
+
+def xla_venv_message(venv: str) -> str:
+    return (f"`{venv}` is an XLA-era DLAMI virtualenv (not published after Neuron 2.31); use "
+            f"the TorchNeuron DLAMI's `{NATIVE_VENV}`")
+
+
+def check_image(reference: str, offset: int, emitter: Emitter) -> None:
+    message = xla_image_message(reference)
+    if message is not None:
+        emitter.report(ids.XLA_IMAGE, offset, message)
 
 
 def scan_text_signals(text: str, emitter: Emitter) -> None:
@@ -106,6 +118,4 @@ def scan_text_signals(text: str, emitter: Emitter) -> None:
                        "Trn2/Trn3 only: move to a trn2/trn3 instance type, or keep this "
                        "workload on XLA torch-neuronx 2.9 (maintenance)")
     for match in XLA_VENV.finditer(text):
-        emitter.report(ids.XLA_IMAGE, match.start(),
-                       f"`{match.group()}` is an XLA-era DLAMI virtualenv (not published after "
-                       f"Neuron 2.31); use the TorchNeuron DLAMI's `{NATIVE_VENV}`")
+        emitter.report(ids.XLA_IMAGE, match.start(), xla_venv_message(match.group()))
