@@ -120,6 +120,11 @@ class Example:
     after: str
     language: str = "python"
 
+    @classmethod
+    def unchanged(cls, source: str, language: str = "python") -> "Example":
+        """The example of a rule that reports and never rewrites."""
+        return cls(source, source, language)
+
 
 class Rule:
     """One kind of XLA-era construct: its documentation and its rewrite.

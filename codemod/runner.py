@@ -175,7 +175,11 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
     result = migrate_source(name, data, registry, generate=generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
-        findings = tuple(sorted((*result.findings, *pins.findings),
+        # a string both read (NM714 and NM801, NM712 and NM814): the scanner's word is kept
+        scanned = {(f.line, f.column) for f in pins.findings}
+        code = [f for f in result.findings
+                if f.kind is not Kind.REVIEW or (f.line, f.column) not in scanned]
+        findings = tuple(sorted((*code, *pins.findings),
                                 key=lambda f: (f.line, f.column, f.rule_id)))
         result = dataclasses.replace(result, findings=findings)
     return result

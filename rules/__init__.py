@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from codemod.rule import Rule
-from rules import (collectives, compile, data, dependencies, device, environment, launch,
-                   memory, optimizer, precision, process_group, ranks, review, saving, step,
-                   unsupported)
+from rules import (collectives, compile, data, dependencies, device, environment, installs,
+                   launch, memory, optimizer, precision, process_group, ranks, review, saving,
+                   step, unsupported)
 
 FAMILIES = (review, device, step, memory, process_group, ranks, collectives, optimizer, launch,
-            saving, data, precision, compile, environment, unsupported, dependencies)
+            saving, data, precision, compile, environment, unsupported, installs, dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -274,7 +274,7 @@ migrated.
 What to do: move the workload to Trn2/Trn3 instances (and update the target), or do not
 migrate this code."""
     doc_url = D_RN
-    example = Example(before="INSTANCE = \"trn1.32xlarge\"\n", after="INSTANCE = \"trn1.32xlarge\"\n")
+    example = Example.unchanged("INSTANCE = \"trn1.32xlarge\"\n")
     tokens = (b"trn1", b"inf2")
 
     def interesting_string(self, value: str) -> bool:
@@ -302,12 +302,10 @@ confirmed, so no tag is written for you.
 
 What to do: use a Neuron 2.33+ image with torch-neuronx 2.14, or install the native set; on a
 DLAMI, activate `/opt/aws_neuronx_venv_torch_neuronx_2_14_0`."""
-    doc_url = "https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/update-dlc.html"
-    example = Example(
-        before="IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
-               "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n",
-        after="IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
-              "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n")
+    doc_url = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
+               "update-dlc.html")
+    example = Example.unchanged("IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
+                                "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n")
     tokens = (b"neuronx",)
 
     def interesting_string(self, value: str) -> bool:

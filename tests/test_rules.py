@@ -148,3 +148,29 @@ def test_xla_era_containers_named_in_python_are_reported(value: str, reported: b
              if f.rule_id == "NM713"]
     assert [f.line for f in found] == ([2] if reported else [])
     assert all(f.message.startswith(("image `pytorch-training", "`/opt/")) for f in found)
+
+
+@pytest.mark.parametrize(("value", "reported"), [
+    ('["pip", "install", "torch-neuronx==2.1.2.2.3.0"]', True),
+    ('"pip3 install torch-neuronx torch-xla"', True),  # unpinned, and the XLA library beside
+    ('"pip install torch-neuronx==2.13.*"', True),  # beta
+    ('"pip install torch-neuronx==2.14.* nki neuronx-cc==2.*"', False),
+    ('["torch-neuronx==2.14.*"]', False),
+    ('"pip install torch-xla"', False),  # PyTorch/XLA without Neuron: TPU, not ours
+    ('"torch-neuronx"', False),  # a distribution name (importlib.metadata.version) installs nothing
+])
+def test_xla_stack_installs_written_in_python_are_reported(value: str, reported: bool) -> None:
+    source = f"import subprocess\nsubprocess.run({value})\n".encode()
+    found = [f for f in migrate_source("helper.py", source, REGISTRY).findings
+             if f.rule_id == "NM714"]
+    assert [f.line for f in found] == ([2] if reported else [])
+
+
+def test_in_setup_py_a_string_both_read_is_reported_once_by_the_scanner() -> None:
+    from codemod.runner import migrate_data
+
+    source = (b"from setuptools import setup\n"
+              b"setup(install_requires=[\"torch-neuronx==2.1.2.2.3.0\"])\n")
+    at = {(f.line, f.column, f.rule_id) for f in migrate_data("setup.py", source, REGISTRY).findings}
+    assert (2, 25, "NM801") in at and not any(rule == "NM714" for _, _, rule in at)
+    assert any(f.rule_id == "NM714" for f in migrate_data("pins.py", source, REGISTRY).findings)

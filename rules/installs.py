@@ -1,0 +1,78 @@
+"""NM714: installs of the XLA-era stack written in Python code (launchers, setup helpers).
+
+The dependency scanner reads requirements files, Dockerfiles, scripts and notebook `!pip`
+lines; a `subprocess.run(["pip", "install", "torch-neuronx==2.1.2.2.3.0"])` or an
+`os.system("pip install torch-neuronx")` in a `.py` file is none of those. This rule hands such
+strings to the same shell reader, so the verdicts and messages are the scanner's own.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+
+from codemod.deps import ids, scan_text_lines
+from codemod.registry import Registry
+from codemod.rule import Example, Rule
+from rules.review_base import ReviewRule
+
+# what a single string can say on its own: the package and its version, not what sits beside it
+_VERDICTS = frozenset({ids.XLA_LINEAGE, ids.UNPINNED, ids.BETA, ids.XLA_RUNTIME_PACKAGE})
+_PIP_INSTALL = re.compile(r"\bpip(?:3(?:\.\d+)?)?\s+install\b")
+_PINNED = re.compile(r"(?i)\s*torch[-_.]neuronx\s*(?:==|~=|>=|<=|!=|<|>)")  # `torch-neuronx==...`
+
+
+@functools.cache
+def _scanner_rules() -> Registry:
+    from rules.dependencies import RULES
+
+    return Registry([cls() for cls in RULES])
+
+
+@functools.lru_cache(maxsize=4096)
+def install_advice(value: str) -> str | None:
+    """What the dependency scanner says of this string as an install, or None."""
+    if _PIP_INSTALL.search(value):
+        line, verdicts = value, _VERDICTS
+    elif _PINNED.match(value):
+        line, verdicts = f"pip install {shlex.quote(value.strip())}", _VERDICTS - {ids.UNPINNED}
+    else:
+        return None
+    messages = [f.message for f in scan_text_lines("code", [(1, line)], _scanner_rules())
+                if f.rule_id in verdicts]
+    return "; ".join(dict.fromkeys(messages)) or None
+
+
+class XlaStackInstallInCode(Rule):
+    id = "NM714"
+    name = "xla-stack-install-in-code"
+    kind = ReviewRule.kind
+    summary = "pip installs of the XLA-era stack written in Python strings"
+    explanation = """\
+What it does: reports string literals that install or pin the XLA-era stack: a `pip install`
+command line (`os.system("pip install torch-neuronx torch-xla")`), or a torch-neuronx pin in
+a `pip` argument list (`["pip", "install", "torch-neuronx==2.1.2.2.3.0"]`). The verdicts and
+advice are the dependency scanner's: XLA-lineage (NM801), unpinned (NM802) or beta (NM803)
+torch-neuronx, and torch-xla or libneuronxla installed beside it (NM806). In setup.py, whose
+strings the scanner reads itself, the scanner's finding stands alone.
+
+Why: a launcher or setup helper that installs the XLA library at run time undoes the
+migration of the requirements files.
+
+What to do: install `torch-neuronx==2.14.*` with `neuronx-cc==2.*` and `nki` (the PyTorch CPU
+wheel index beside the Neuron one), or install from the project's requirements file."""
+    doc_url = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
+               "update-manual.html")
+    example = Example.unchanged("import subprocess\n\nsubprocess.run([\"pip\", \"install\", "
+                                "\"torch-neuronx==2.1.2.2.3.0\"], check=True)\n")
+    tokens = (b"neuronx",)
+
+    def interesting_string(self, value: str) -> bool:
+        return "neuronx" in value and install_advice(value) is not None
+
+    def leftover_string(self, value: str) -> str:
+        return install_advice(value) or value
+
+
+RULES: tuple[type[Rule], ...] = (XlaStackInstallInCode,)
