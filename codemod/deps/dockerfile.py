@@ -8,14 +8,17 @@ redeclares it (`ARG NAME`). Each stage is its own group of requirements, so one 
 
 Heredocs (`RUN <<EOF`, BuildKit's Dockerfile syntax 1.4 and later) are set aside before the
 instructions are read, so that no line of a body is taken for an instruction; a body that is
-the script RUN runs (`RUN <<EOF`, `RUN bash -e <<EOF`) is read as shell, in its stage. Other
-bodies (a file written by COPY, a Python program) are not read.
+the script RUN runs (`RUN <<EOF`, `RUN bash -e <<EOF`) is read as shell, in its stage; a file
+COPY or ADD writes is read as one when it is a requirements file or a shell script
+(`COPY <<EOF /app/requirements.txt`). Other bodies (a Python program's input, a file of
+another kind) are not read.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from codemod.deps import check, ids
 from codemod.deps.commands import Variable, Word, expand, simple_commands, split_words
@@ -30,6 +33,7 @@ HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*([\"']?)([A-Za-z_][\w.-]*)\2")  # 
 HEREDOC_INSTRUCTIONS = frozenset({"RUN", "COPY", "ADD"})
 SHELLS = frozenset({"sh", "bash", "dash", "ash", "zsh"})
 RUN_FLAGS = ("--mount", "--network", "--security")
+WRITTEN_KINDS = frozenset({"requirements", "shell"})
 COMMAND_SEPARATOR = re.compile(r"&&|\|\||[;|&]")
 
 
@@ -39,6 +43,7 @@ class Heredoc:
     end: int  # where its delimiter line starts
     end_of_delimiter: int
     script: bool  # the shell script RUN runs, not a file or another program's input
+    target: str | None = None  # the file COPY or ADD writes it to
 
 
 class _Build:
@@ -142,7 +147,21 @@ def scan(text: str, emitter: Emitter, path: str = "") -> None:
         if not _is_comment(line.text):
             build.instruction(line)
     check.emit(build.manifest, emitter)
+    for docs in heredocs.values():
+        for heredoc in docs:
+            _scan_written(text, heredoc, emitter, path)
     scan_text_signals(text, emitter)
+
+
+def _scan_written(text: str, heredoc: Heredoc, emitter: Emitter, path: str) -> None:
+    """A requirements file or shell script COPY/ADD writes from a heredoc, read as one, in
+    place: the rest of the Dockerfile is blank to that reader. (Kinds with a structure, TOML
+    or YAML, are not read: a `<<-` body keeps the tabs BuildKit would strip.)"""
+    from codemod.deps import kind_of, scanner  # the package imports this module lazily
+
+    kind = kind_of(Path(heredoc.target)) if heredoc.target else None
+    if kind in WRITTEN_KINDS:
+        scanner(kind)(_only(text, heredoc.start, heredoc.end), emitter, path)
 
 
 def _is_comment(line: str) -> bool:
@@ -183,6 +202,7 @@ def _heredocs(text: str, escape: str) -> dict[int, list[Heredoc]]:
             opened = opened if continued else -1
             continue
         script = keyword == "RUN" and _runs_shell(head + piece[:markers[0].start()])
+        target = _destination(piece[markers[-1].end():], markers) if keyword != "RUN" else None
         for n, marker in enumerate(markers):
             body = i
             while i < len(lines) and not _delimits(text[lines[i].start:lines[i].content_end],
@@ -192,10 +212,20 @@ def _heredocs(text: str, escape: str) -> dict[int, list[Heredoc]]:
                 raise Unparsable(line_at(text, line.start),
                                  f"the heredoc <<{marker[3]} opened here is never ended")
             found.setdefault(opened, []).append(
-                Heredoc(lines[body].start, lines[i].start, lines[i].end, script and n == 0))
+                Heredoc(lines[body].start, lines[i].start, lines[i].end, script and n == 0,
+                        target and (target + marker[3] if target.endswith("/") else target)))
             i += 1
         opened = -1
     return found
+
+
+def _destination(rest: str, markers: list[re.Match[str]]) -> str | None:
+    """Where COPY/ADD writes its heredocs: the last word after them; a folder (`dir/`) gets
+    one file per heredoc, named by its delimiter. Several into one file name: unknown."""
+    words = rest.split()
+    if not words or (len(markers) > 1 and not words[-1].endswith("/")):
+        return None
+    return words[-1]
 
 
 def _delimits(line: str, marker: re.Match[str]) -> bool:
