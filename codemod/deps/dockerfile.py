@@ -197,6 +197,8 @@ def _heredocs(text: str, escape: str) -> dict[int, list[Heredoc]]:
         continued = content.endswith(escape)
         piece = content[:-len(escape)] if continued else content
         markers = list(HEREDOC.finditer(piece)) if keyword in HEREDOC_INSTRUCTIONS else []
+        if markers and _exec_form(head + piece[:markers[0].start()]):
+            markers = []  # `RUN ["sh", "-c", "cat <<EOF"]`: JSON, no heredoc
         if not markers:
             head += piece + " "
             opened = opened if continued else -1
@@ -230,6 +232,11 @@ def _destination(rest: str, markers: list[re.Match[str]]) -> str | None:
 
 def _delimits(line: str, marker: re.Match[str]) -> bool:
     return (line.lstrip("\t") if marker[1] else line) == marker[3]
+
+
+def _exec_form(head: str) -> bool:
+    words = [w for w in head.split()[1:] if not w.startswith("--")]
+    return bool(words) and words[0].startswith("[")
 
 
 def _runs_shell(head: str) -> bool:
