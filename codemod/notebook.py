@@ -24,11 +24,11 @@ import dataclasses
 import hashlib
 import itertools
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.deps import is_dependency_file
+from codemod.deps import is_dependency_file, scan_text_lines
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.migrate import migrate_source, never_raise
@@ -41,7 +41,6 @@ MARKER = "# neuron-migrate-cell"
 _LEADING_BLANKS = re.compile(r"\A(?:[ \t\f]*\r?\n)*")
 _TRAILING_BLANKS = re.compile(r"(?:\r?\n[ \t\f]*)*\Z")
 
-TextScanner = Callable[[str, list[tuple[int, str]], Registry], list[Finding]]
 
 
 @dataclass(frozen=True)
@@ -113,7 +112,6 @@ def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Reg
     name, first = written
     if not name.endswith(".py") and not is_dependency_file(Path(name)):
         return None
-
     lines = split_lines(cell.text)
     result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry)
     shift = first - 1
@@ -248,21 +246,9 @@ def _same_edges(new: str, original: str) -> str:
 def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
                     registry: Registry) -> list[Finding]:
     """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines."""
-    scan = _text_scanner()
-    if scan is None:
-        return []
     findings: list[Finding] = []
     for cell, masked in code:
         if masked.shell_lines:
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
-                         for f in scan(path, list(masked.shell_lines), registry)]
+                         for f in scan_text_lines(path, list(masked.shell_lines), registry)]
     return findings
-
-
-def _text_scanner() -> TextScanner | None:
-    """`codemod.deps.scan_text_lines`, when the dependency scanner is installed."""
-    try:
-        from codemod.deps import scan_text_lines
-    except ImportError:
-        return None
-    return scan_text_lines
