@@ -40,9 +40,9 @@ class ResidualScanner(_ScopedVisitor):
         kind = type(node)
         if kind is cst.Name or kind is cst.Attribute:
             return self._reference(node)  # type: ignore[arg-type]
-        if kind is cst.SimpleString or kind is cst.FormattedString:
+        if (kind is cst.SimpleString or kind is cst.FormattedString) and not self.quiet_depth:
             found = scanned_string(node, self.registry)
-            if found is not None and not self.quiet_depth:
+            if found is not None:
                 rule, value = found
                 self.findings.append((rule.id, rule.leftover_string(value), node))
         return True

@@ -8,6 +8,7 @@ reports every XLA reference still there, which also tells the import bookkeeping
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -78,13 +79,14 @@ def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | 
     text it reports."""
     if type(node) is cst.SimpleString:
         value = string_literal(node)  # type: ignore[arg-type]
-        rule = registry.string_rule(value) if value is not None else None
-        return (rule, value) if rule is not None and value is not None else None
-    for part in node.parts:  # type: ignore[attr-defined]
-        if type(part) is cst.FormattedStringText:
-            rule = registry.string_rule(part.value)
-            if rule is not None:
-                return rule, part.value
+        texts: Iterable[str] = () if value is None else (value,)
+    else:
+        texts = (part.value for part in node.parts  # type: ignore[attr-defined]
+                 if type(part) is cst.FormattedStringText)
+    for text in texts:
+        rule = registry.string_rule(text)
+        if rule is not None:
+            return rule, text
     return None
 
 
