@@ -15,6 +15,7 @@ import shlex
 from codemod.deps import ids, scan_text_lines
 from codemod.registry import Registry
 from codemod.rule import Example, Rule
+from rules.dependencies import D_UPDMAN
 from rules.review_base import ReviewRule
 
 # what a single string can say on its own: the package and its version, not what sits beside it
@@ -62,8 +63,7 @@ migration of the requirements files.
 
 What to do: install `torch-neuronx==2.14.*` with `neuronx-cc==2.*` and `nki` (the PyTorch CPU
 wheel index beside the Neuron one), or install from the project's requirements file."""
-    doc_url = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
-               "update-manual.html")
+    doc_url = D_UPDMAN
     example = Example.unchanged("import subprocess\n\nsubprocess.run([\"pip\", \"install\", "
                                 "\"torch-neuronx==2.1.2.2.3.0\"], check=True)\n")
     tokens = (b"neuronx",)

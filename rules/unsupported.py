@@ -6,6 +6,7 @@ import re
 
 from codemod.deps.signals import DLC, XLA_VENV, xla_image_message, xla_venv_message
 from codemod.rule import Example, Rule
+from rules.dependencies import D_UPDDLC
 from rules.review_base import ReviewRule
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -302,20 +303,26 @@ confirmed, so no tag is written for you.
 
 What to do: use a Neuron 2.33+ image with torch-neuronx 2.14, or install the native set; on a
 DLAMI, activate `/opt/aws_neuronx_venv_torch_neuronx_2_14_0`."""
-    doc_url = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
-               "update-dlc.html")
+    doc_url = D_UPDDLC
     example = Example.unchanged("IMAGE = \"public.ecr.aws/neuron/pytorch-training-neuronx:"
                                 "2.1.2-neuronx-py310-sdk2.20.2-ubuntu20.04\"\n")
     tokens = (b"neuronx",)
 
     def interesting_string(self, value: str) -> bool:
-        return "neuronx" in value and (xla_image_message(value) is not None
-                                       or XLA_VENV.search(value) is not None)
+        return _container_message(value) is not None
 
     def leftover_string(self, value: str) -> str:
-        image, venv = DLC.search(value), XLA_VENV.search(value)
-        return (image and xla_image_message(image.group())) or \
-            xla_venv_message(venv.group() if venv else value)
+        return _container_message(value) or value
+
+
+def _container_message(value: str) -> str | None:
+    """What NM811 says of the XLA-era image or DLAMI virtualenv this string names, if any."""
+    if "neuronx" not in value:
+        return None
+    image = DLC.search(value)
+    message = xla_image_message(image.group()) if image else None
+    venv = XLA_VENV.search(value) if message is None else None
+    return xla_venv_message(venv.group()) if venv else message
 
 
 RULES: tuple[type[Rule], ...] = (XlaFsdp, XlaSpmd, ZeroRedundancy, MetricsAndProfiler,
