@@ -98,11 +98,10 @@ def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
                                                   and match is not None
                                                   and match.group(2) in SHELL_CELL_MAGICS)
             body = tuple((i + 1, bodies[i]) for i in range(first + 1, len(lines)))
-            written = _WRITEFILE.match(bodies[first].rstrip())
+            target = _WRITEFILE.match(bodies[first].rstrip())
+            name = target and (target["double"] or target["single"] or target["plain"])
             return MaskedCell(text, (), python=False, shell_lines=body if shell else (),
-                              written=None if written is None else (
-                                  next(n for n in written.group("double", "single", "plain")
-                                       if n), first + 2))
+                              written=(name, first + 2) if name else None)
         escape = Escape(next(numbers), first + 1, (bodies[first],), cell_magic=True)
         escapes.append(escape)
         _mask(out, lines, bodies, first, first, escape.number)

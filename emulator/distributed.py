@@ -61,7 +61,6 @@ class ReplicaCheck:
         self.rank, self.world_size = rank, world_size
         self.address, self.port = address, port
         self._group: Any = None
-        self._store: Any = None
 
     @classmethod
     def from_environment(cls) -> "ReplicaCheck | None":
@@ -77,17 +76,17 @@ class ReplicaCheck:
             import torch.distributed as dist
 
             timeout = datetime.timedelta(seconds=120)
-            self._store = dist.TCPStore(self.address, self.port, self.world_size,
-                                        is_master=self.rank == 0, timeout=timeout)
-            self._group = dist.ProcessGroupGloo(self._store, self.rank, self.world_size, timeout)
+            store = dist.TCPStore(self.address, self.port, self.world_size,
+                                  is_master=self.rank == 0, timeout=timeout)
+            self._group = dist.ProcessGroupGloo(store, self.rank, self.world_size, timeout)
         return self._group
 
     def close(self) -> bool:
         """Free the group while the interpreter is whole: its destructor, the only call that
         joins gloo's worker threads, lets them drop their last tensors (which takes the GIL).
-        True if there was a group to free."""
+        True if there was a group to free. (The group holds its store.)"""
         had = self._group is not None
-        self._group = self._store = None
+        self._group = None
         return had
 
     def __call__(self, optimizer: torch.optim.Optimizer, step: int) -> None:
