@@ -319,6 +319,7 @@ def test_a_written_script_is_migrated_as_its_own_file() -> None:
     assert {(1, 3, "NM001"), (1, 4, "NM101"), (1, 5, "NM110"), (3, 1, "NM101")} <= found
     assert all(f.path == "nb.ipynb" for f in result.findings)
     assert not {f for f in found if f[0] == 2}  # helpers.py never imports xm: nothing known
+    assert run(result.new_source or b"").new_source is None  # a second run changes nothing
 
 
 def test_a_written_requirements_file_is_fixed_like_one() -> None:
@@ -328,6 +329,7 @@ def test_a_written_requirements_file_is_fixed_like_one() -> None:
         '%%writefile requirements.txt\ntorch-neuronx==2.14.*\nnki\nneuronx-cc==2.*\n']
     assert {(f.cell, f.line, f.rule_id) for f in result.findings} == {
         (0, 2, "NM801"), (0, 2, "NM805")}
+    assert run(result.new_source or b"").new_source is None
 
 
 def test_a_written_file_that_does_not_parse_is_named_with_its_cell_and_line() -> None:
