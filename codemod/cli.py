@@ -26,6 +26,9 @@ from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
 from codemod.smoke import smoke
 from rules import all_rules
 
+MAX_JOBS_PER_CORE = 4
+"""More workers than this per core only add memory (each holds LibCST and the catalogue)."""
+
 app = typer.Typer(
     name="neuron-migrate",
     help="Migrate PyTorch code from the XLA-based Neuron stack (torch_xla, torch-neuronx "
@@ -59,7 +62,8 @@ Annotate = Annotated[Optional[bool], typer.Option(
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", min=1, help="Worker processes (default: all cores).", show_default=False)]
+    "--jobs", "-j", min=1, help="Worker processes (default: all cores; at most four per core "
+    "and one per file).", show_default=False)]
 Force = Annotated[bool, typer.Option(
     "--force", help="Write files that have uncommitted changes in git too.")]
 ChangedSince = Annotated[Optional[str], typer.Option(
@@ -170,7 +174,8 @@ def _execute(request: _Request) -> None:
     with _progress(request.quiet) as advance:
         result = run(request.paths, registry, write=writes,
                      excludes=_excludes(config, request),
-                     jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance,
+                     jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
+                     keep_sources=keep, progress=advance,
                      python=not scan_only, fix_pins=request.mode != "scan",
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only)

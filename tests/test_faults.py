@@ -214,3 +214,48 @@ def _alive(pid: int) -> bool:
             return handle.read().split()[2] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_markdown_report_keeps_user_code_inside_its_fences(in_tmp: Path) -> None:
+    """A file name with a backtick and a diff line of four backticks stay code; raw HTML from
+    the user's code never renders in the pull-request description."""
+    from markdown_it import MarkdownIt
+
+    name = "odd`name.py"
+    (in_tmp / name).write_text('doc = """\n````\n<img src=x onerror=alert(1)>\n"""\n' + OLD)
+    page = cli("check", "--diff", "--format", "markdown", name).stdout
+    html = MarkdownIt("commonmark").render(page)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<code>odd`name.py</code>" in html
+
+
+def test_sarif_uris_are_relative_and_percent_encoded(in_tmp: Path) -> None:
+    (in_tmp / "my file#1.py").write_text(OLD)
+    document = cli("check", "--format", "sarif", str(in_tmp / "my file#1.py")).json()
+    run = document["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "my%20file%231.py", "uriBaseId": "%SRCROOT%"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == in_tmp.resolve().as_uri() + "/"
+
+
+def test_a_refused_write_is_not_counted_as_changed(in_tmp: Path) -> None:
+    _git(in_tmp, "init", "-q")
+    (in_tmp / "dirty.py").write_text(OLD)
+    run = cli("apply", ".")
+    assert "1 file scanned, 0 changed, 1 failed" in run.stdout
+
+
+def test_jobs_are_capped(in_tmp: Path, monkeypatch) -> None:
+    from codemod import cli as cli_module
+
+    asked: list[int] = []
+    real_run = cli_module.run
+
+    def run(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        asked.append(kwargs["jobs"])  # type: ignore[arg-type]
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(cli_module, "run", run)
+    (in_tmp / "train.py").write_text(OLD)
+    cli("check", "-j", "1000", ".")
+    assert asked == [cli_module.MAX_JOBS_PER_CORE * cli_module.default_jobs()]
