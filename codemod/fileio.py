@@ -38,6 +38,10 @@ def write_atomic(path: Path, data: bytes, original: bytes) -> None:
         before = target.stat()
     except OSError as error:
         raise WriteError(f"{path}: cannot re-read before writing ({error.strerror})") from error
+    if not before.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or \
+            not os.access(target, os.W_OK):
+        # a rename would replace a file its owner made read-only (even as root)
+        raise WriteError(f"{path}: read-only; not written")
     if before.st_nlink > 1:
         _write_in_place(path, target, data, before)
         return

@@ -259,3 +259,14 @@ def test_jobs_are_capped(in_tmp: Path, monkeypatch) -> None:
     (in_tmp / "train.py").write_text(OLD)
     cli("check", "-j", "1000", ".")
     assert asked == [cli_module.MAX_JOBS_PER_CORE * cli_module.default_jobs()]
+
+
+def test_read_only_files_and_odd_names(in_tmp: Path) -> None:
+    for name in ("-dash.py", "new\nline.py", "ro.py"):
+        (in_tmp / name).write_text(OLD)
+    (in_tmp / "ro.py").chmod(0o444)
+    run = cli("apply", ".")
+    assert run.exit_code == 2 and "ro.py: read-only; not written" in run.stderr
+    assert (in_tmp / "ro.py").read_text() == OLD
+    assert (in_tmp / "-dash.py").read_text() == NEW
+    assert (in_tmp / "new\nline.py").read_text() == NEW
