@@ -7,6 +7,7 @@ the `Outcome` it returns into an edit and a finding.
 
 from __future__ import annotations
 
+import ast
 import enum
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
@@ -109,6 +110,15 @@ class Site(Protocol):
     @property
     def options(self) -> Options:
         """The run's options."""
+
+    @property
+    def statement(self) -> ast.stmt:
+        """The stdlib-ast statement the matched node sits in (for questions about the code
+        around it: which assignments reach it, what a called function does)."""
+
+    @property
+    def module_tree(self) -> ast.Module:
+        """The stdlib-ast tree of the whole file, as the analysis parsed it."""
 
 
 @dataclass(frozen=True)
