@@ -23,6 +23,7 @@ class Role(enum.Enum):
 
     STATEMENT = "statement"  # the whole of an expression statement
     WITH_ITEM = "with-item"  # a `with` item without `as`
+    DECORATOR = "decorator"  # the whole expression of a `@decorator` line
     EXPRESSION = "expression"
 
 
@@ -37,7 +38,7 @@ class Replace:
 
 @dataclass(frozen=True)
 class Remove:
-    """Delete the statement (or `with` item) the matched call makes up."""
+    """Delete the statement (or `with` item, or decorator) the matched node makes up."""
 
     message: str
 

@@ -201,7 +201,7 @@ class _Flow:
                    for n in ast.walk(node))
 
     def _walrus(self, stmt: ast.stmt, state: State) -> State:
-        for node in _expressions(stmt):
+        for node in expressions(stmt):
             if isinstance(node, ast.NamedExpr) and node.target.id == self.target:
                 state = state | {Definition(stmt, None)}
         return state
@@ -275,7 +275,7 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     _HANDLERS[ast.TryStar] = _Flow._try  # type: ignore[assignment]
 
 
-def _expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
     """The expression nodes of `stmt` itself: not its nested statements, not nested scopes."""
     stack: list[ast.AST] = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)]
     while stack:
