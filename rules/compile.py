@@ -205,7 +205,8 @@ class CompileModel(Rule):
     summary = "after the training model is put on the device, `model.compile(backend=\"neuron\", dynamic=False)` is added"
     explanation = """\
 What it does: where a model that the file trains (its `.parameters()` go to an optimizer) is
-moved to the XLA device (`model.to(device)` or `model = Net().to(device)`), adds
+moved to the XLA device (`model.to(device)`, `model = Net().to(device)` or
+`self.model = Net().to(device)`), adds
 `model.compile(backend="neuron", dynamic=False)` on the next line. Turn it off with
 --no-compile.
 
@@ -264,9 +265,13 @@ compile."""
         parent = site.parent
         if isinstance(parent, cst.Expr) and isinstance(func.value, cst.Name):
             return func.value.value  # model.to(device)
-        if isinstance(parent, cst.Assign) and len(parent.targets) == 1 and \
-                isinstance(parent.targets[0].target, cst.Name):
-            return parent.targets[0].target.value  # model = Net().to(device)
+        if isinstance(parent, cst.Assign) and len(parent.targets) == 1:
+            target = parent.targets[0].target
+            if isinstance(target, cst.Name):
+                return target.value  # model = Net().to(device)
+            if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name) and \
+                    target.value.value == "self":
+                return f"self.{target.attr.value}"  # self.model = Net().to(device)
         return None
 
 

@@ -97,8 +97,9 @@ def _why(proof: Proof | None, optimizer: str, site: Site) -> str:
                 f"nothing; --unsafe-fixes writes plain `{optimizer}.step()` instead")
     if site.module_mentions(WRAPPERS):
         return ("this file uses DistributedDataParallel/FSDP, but it cannot be shown that they "
-                f"wrap the model `{optimizer}` steps on every path to this call, so plain "
-                f"`{optimizer}.step()` could stop the averaging here and is not offered")
+                f"wrap the model whose parameters `{optimizer}` holds on every path to this "
+                f"call, so plain `{optimizer}.step()` could stop the averaging here and is not "
+                "offered")
     return "no DDP/FSDP wrapper in this file"
 
 

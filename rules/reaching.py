@@ -119,9 +119,20 @@ class _Flow:
         self.returns: set[Definition] = set()
         self.loops: list[_Frame] = []
         self.handlers: list[set[Definition]] = []
+        self.start: ast.stmt | None = None
+        self.recording = False
 
     def found_in(self, owner: ast.AST) -> State:
         self.block(owner.body, frozenset({UNKNOWN}))  # type: ignore[attr-defined]
+        return frozenset(self.found)
+
+    def since(self, scope: ast.AST, start: ast.stmt) -> State:
+        """Every state from the moment `start` runs to the end of `scope`: what a function
+        defined by `start` can find in the names it reads from `scope` whenever it is called."""
+        self.start = start
+        end = self.block(scope.body, frozenset({UNKNOWN}))  # type: ignore[attr-defined]
+        if self.recording:
+            self.found |= end | self.returns
         return frozenset(self.found)
 
     def at_exit(self, function: ast.AST) -> State:
@@ -135,6 +146,10 @@ class _Flow:
 
     def statement(self, stmt: ast.stmt, state: State) -> State:
         if stmt is self.at:
+            self.found |= state
+        if stmt is self.start:
+            self.recording = True
+        if self.recording:
             self.found |= state
         for handler in self.handlers:
             handler |= state
@@ -303,17 +318,26 @@ def _outer(tree: ast.Module, chain: list[ast.AST], owner: ast.AST, target: str,
         return _Flow(target, None, in_place).at_exit(setters[0])
     if _assigned_in_body(owner, target) or _is_parameter(owner, target):
         return frozenset({UNKNOWN})
-    if any(isinstance(n, _FUNCTIONS) and n is not owner for n in chain[1:]):
-        return frozenset({UNKNOWN})  # a closure over another function's local
-    return frozenset(d for d in _module_bindings(tree, target, in_place)) or frozenset({UNKNOWN})
+    return _free(chain, chain.index(owner), target, in_place)
 
 
-def _module_bindings(tree: ast.Module, target: str, in_place: InPlace | None
-                     ) -> Iterator[Definition]:
-    flow = _Flow(target, None, in_place)
-    for stmt in _own_statements(tree):
-        if isinstance(stmt, ast.stmt) and (found := flow.binding(stmt)) is not None:
-            yield found
+def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | None) -> State:
+    """What a free name holds in the function `chain[inner]`: whatever the nearest enclosing
+    function (or the module) that binds it holds from the definition of the nested function
+    on, since the function reads it when it is called, not when it is defined."""
+    for index in range(inner - 1, -1, -1):
+        scope = chain[index]
+        if not isinstance(scope, (*_FUNCTIONS, ast.Module)):
+            continue  # compound statements; class bodies are not seen by their methods
+        module = isinstance(scope, ast.Module)
+        if not module and not (_assigned_in_body(scope, target) or _is_parameter(scope, target)):
+            continue
+        start = next(n for n in chain[index + 1:] if isinstance(n, (*_FUNCTIONS, ast.ClassDef)))
+        state = _Flow(target, None, in_place).since(scope, start)  # type: ignore[arg-type]
+        if module:
+            return (state - {UNKNOWN}) or frozenset({UNKNOWN})
+        return frozenset({UNKNOWN}) if UNKNOWN in state else state
+    return frozenset({UNKNOWN})
 
 
 def _assigns(function: ast.AST, target: str) -> bool:

@@ -78,7 +78,32 @@ def _live(source: str, target: str = "model") -> set[str]:
 
      def f():
          use(model)  # here
+     """, {"DDP(model)"}),
+    ("""
+     model = Net()
+
+     def f():
+         use(model)  # here
+
+     f()
+     model = DDP(model)
      """, {"Net()", "DDP(model)"}),
+    ("""
+     def outer(flag):
+         model = Net()
+         model = DDP(model)
+
+         def inner():
+             use(model)  # here
+         return inner
+     """, {"DDP(model)"}),
+    ("""
+     def outer(model):
+         def inner():
+             use(model)  # here
+         model = DDP(model)
+         return inner
+     """, {"?"}),
 ])
 def test_every_path_is_followed(source: str, expected: set[str]) -> None:
     assert _live(source) == expected
