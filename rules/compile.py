@@ -40,9 +40,11 @@ Why: TorchNeuron registers the `neuron` dynamo backend. It compiles static shape
 rejects `dynamic=True`, and each new input shape compiles a new graph, so `dynamic=False` is
 stated explicitly. Only the default mode exists; other modes warn and fall back.
 
-What differs: an explicit `dynamic=True` is reported for review instead of rewritten: pad or
-bucket variable-length inputs to a few fixed shapes, then set dynamic=False. AWS recommends
-`fullgraph=True` as well once the model compiles without graph breaks."""
+What differs: the results do not. An explicit `dynamic=True` (or a computed `dynamic=`) becomes
+`dynamic=False` too: the neuron backend rejects dynamic shapes, and static compilation gives
+the same numbers, compiling one graph per input shape (after Dynamo's recompile limit the
+function runs eagerly). Pad or bucket variable-length inputs to a few fixed shapes. AWS
+recommends `fullgraph=True` as well once the model compiles without graph breaks."""
     doc_url = D_CREF
     example = Example(
         before="import torch\n\ncompiled = torch.compile(model, backend=\"openxla\")\n",
@@ -63,15 +65,16 @@ bucket variable-length inputs to a few fixed shapes, then set dynamic=False. AWS
         if backend is None or string_value(backend.value) not in _XLA_BACKENDS:
             return None
         dynamic = keyword(node.args, "dynamic")
-        if dynamic is not None and bool_value(dynamic.value) is not False:
-            return Review(f"`{code(node)}`: the neuron backend compiles static shapes only; pad "
-                          "or bucket variable-length inputs, then use backend=\"neuron\", "
-                          "dynamic=False")
         notes: list[str] = []
         args: list[cst.Arg] = []
         for arg in node.args:
             if arg is backend:
                 arg = arg.with_changes(value=with_string(arg.value, "neuron"))  # type: ignore[arg-type]
+            elif arg is dynamic and bool_value(arg.value) is not False:
+                notes.append(f"dynamic={code(arg.value)} → dynamic=False: the neuron backend "
+                             "compiles static shapes only; each new input shape compiles a new "
+                             "graph (same results; pad or bucket inputs to a few shapes)")
+                arg = arg.with_changes(value=cst.Name("False"))
             elif arg.keyword is not None and arg.keyword.value == "mode" and \
                     string_value(arg.value) in _CUDA_MODES:
                 notes.append(f"dropped CUDA-only mode {code(arg.value)}")
