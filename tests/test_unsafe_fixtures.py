@@ -23,7 +23,6 @@ def test_unsafe_apply_produces_the_unsafe_file(expected: Path, in_tmp: Path) -> 
     run = cli("apply", "--unsafe-fixes", target.name, "--format", "json")
     assert run.exit_code == 0, run.stdout + run.stderr
     assert target.read_text() == expected.read_text()
-    assert any(f["kind"] == "unsafe-fix" and f["applied"] for f in run.json()["findings"])
     again = cli("apply", "--unsafe-fixes", target.name, "--format", "json")
     assert target.read_text() == expected.read_text()
     assert again.json()["summary"]["changed"] == 0
