@@ -272,9 +272,6 @@ class _Flow:
             out |= self.block(case.body, entry)
         return out
 
-    def _scope(self, stmt: ast.stmt, state: State) -> State:
-        return self._simple(stmt, state)  # a nested def binds its name; its body is its own
-
 
 _HANDLERS: dict[type, Callable[[_Flow, ast.stmt, State], State]] = {
     ast.If: _Flow._if,  # type: ignore[dict-item]
