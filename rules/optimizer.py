@@ -8,7 +8,7 @@ from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
 from rules.helpers import HELPERS
-from rules.support import argument, has_star_args
+from rules.support import argument, has_star_args, keep_args
 from rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -76,11 +76,9 @@ the all-reduce with the backward pass."""
                            "every path to this call, so its gradients are averaged during "
                            "backward; check that backward runs through the wrapper (not in "
                            "`no_sync()`)", kind=Kind.UNSAFE_FIX)
-        args = [cst.Arg(optimizer.value)]
-        if step_args is not None:
-            args = [cst.Arg(optimizer.value, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(step_args.value)]
-        new = cst.Call(site.helper("_neuron_optimizer_step"), args)
+        kept = [a for a in (optimizer, step_args) if a is not None]
+        new = node.with_changes(func=site.helper("_neuron_optimizer_step"),
+                                args=keep_args(node.args, kept))
         return Replace(new, f"`{code(node)}` → `{code(new)}`: averages the gradients over all "
                        f"processes, then steps, as optimizer_step did; "
                        f"{_why(proof, code(optimizer.value), site)}")
@@ -134,7 +132,8 @@ review. DistributedDataParallel does this averaging during backward and is faste
                 (groups is not None and code(groups.value) != "None"):
             return Review(f"`{code(node)}`: groups or unpacked arguments; average the "
                           "gradients with torch.distributed.all_reduce by hand")
-        new = cst.Call(site.helper("_neuron_reduce_gradients"), [cst.Arg(optimizer.value)])
+        new = node.with_changes(func=site.helper("_neuron_reduce_gradients"),
+                                args=keep_args(node.args, [optimizer]))
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 
 

@@ -9,8 +9,8 @@ from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
 from rules.device import neuron_device_string
 from rules.review_base import ReviewRule
-from rules.support import (append_arg, argument, has_star_args, keyword, keyword_arg, string,
-                           string_value, with_string)
+from rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
+                           string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 XLA_AMP = "https://docs.pytorch.org/xla/release/r2.8/perf/amp.html"
@@ -166,7 +166,7 @@ NeuronCore, its current device. `xm.get_rng_state()` returned an integer seed;
         manual_seed = site.ref("torch.neuron.manual_seed")
         if seed is None or manual_seed is None or has_star_args(node.args):
             return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
-        new = cst.Call(manual_seed, [cst.Arg(seed.value)])
+        new = node.with_changes(func=manual_seed, args=keep_args(node.args, [seed]))
         device = argument(node.args, 1, "device")
         note = "; device= dropped (each process drives its current NeuronCore)" \
             if device is not None and code(device.value) != "None" else ""

@@ -113,6 +113,19 @@ def drop_args(args: Sequence[cst.Arg], drop: set[int]) -> list[cst.Arg]:
     return kept
 
 
+def keep_args(args: Sequence[cst.Arg], keep: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """The arguments in `keep`, as they were written (keywords, layout, comments); the new
+    last one ends as the old last one did, unless a comment follows its own comma."""
+    kept = [a for a in args if any(a is k for k in keep)]
+    if kept and kept[-1] is not args[-1] and "#" not in _text(kept[-1].comma):
+        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
+    return kept
+
+
+def _text(node: cst.CSTNode | cst.MaybeSentinel) -> str:
+    return cst.Module([]).code_for_node(node) if isinstance(node, cst.CSTNode) else ""
+
+
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     """`name=value`, written the way PEP 8 writes keyword arguments."""
     return cst.Arg(value, keyword=cst.Name(name),
