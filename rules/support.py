@@ -117,9 +117,18 @@ def keep_args(args: Sequence[cst.Arg], keep: Sequence[cst.Arg]) -> list[cst.Arg]
     """The arguments in `keep`, as they were written (keywords, layout, comments); the new
     last one ends as the old last one did, unless a comment follows its own comma."""
     kept = [a for a in args if any(a is k for k in keep)]
-    if kept and kept[-1] is not args[-1] and "#" not in _text(kept[-1].comma):
-        kept[-1] = kept[-1].with_changes(comma=args[-1].comma)
-    return kept
+    if not kept or kept[-1] is args[-1]:
+        return kept
+    own, last = kept[-1].comma, args[-1].comma
+    if "#" not in _text(own):
+        return [*kept[:-1], kept[-1].with_changes(comma=last)]
+    if isinstance(own, cst.Comma) and isinstance(own.whitespace_after, cst.ParenthesizedWhitespace) \
+            and isinstance(last, cst.Comma) and \
+            isinstance(last.whitespace_after, cst.ParenthesizedWhitespace):
+        # the comment stays; the closing parenthesis keeps the indentation it had
+        own = own.with_changes(whitespace_after=own.whitespace_after.with_changes(
+            last_line=last.whitespace_after.last_line))
+    return [*kept[:-1], kept[-1].with_changes(comma=own)]
 
 
 def _text(node: cst.CSTNode | cst.MaybeSentinel) -> str:
