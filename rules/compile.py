@@ -22,8 +22,9 @@ _DROPPED = ("name", "num_different_graphs_allowed", "max_different_graphs",
             "custom_compile_options")
 _TRAINING = ("runs a training step (backward or an optimizer step), which torch.compile "
              "cannot trace (Dynamo raises Unsupported on `Optimizer.zero_grad` and "
-             "`Tensor.backward()`); eager execution runs it as it is, and the model's own "
-             "compilation (`model.compile(backend=\"neuron\", dynamic=False)`) makes it fast")
+             "`Tensor.backward()`); eager execution runs it as it is: for speed, compile the "
+             "model instead (`model.compile(backend=\"neuron\", dynamic=False)`, which NM503 "
+             "adds where the model is put on the device)")
 
 
 class CompileBackend(Rule):
@@ -116,9 +117,12 @@ Why: torch.compile traces Python with Dynamo, which refuses training steps: unde
 Trainium comes from compiling the model (`model.compile(backend="neuron", dynamic=False)`,
 added by NM503 where the model is put on the device); backward then runs compiled too.
 
-What differs: nothing in the results. `name=` (a label for XLA's debug output),
-`max_different_graphs=` and `custom_compile_options=` have no native counterpart and are
-dropped; the neuron backend recompiles per input shape instead. A `torch_xla.compile()` used in
+What differs: nothing in the results. The body is judged by what it visibly calls: a function
+that reaches a training step only through code from another module is compiled, and with
+`fullgraph=True` Dynamo stops at its first call with `Unsupported` (call the function itself
+there). `name=` (a label for XLA's debug output), `max_different_graphs=` and
+`custom_compile_options=` have no native counterpart and are dropped; the neuron backend
+recompiles per input shape instead. A `torch_xla.compile()` used in
 any other way is reported for review."""
     doc_url = D_CREF
     example = Example(
