@@ -34,7 +34,8 @@ from rich.console import Console
 from rich.text import Text
 
 import emulator
-from emulator.diagnosis import diagnose_text, pick_frame
+from codemod.smoke_diagnosis import origin, parallelism_problems, problem_lines
+from emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
@@ -93,6 +94,7 @@ class SmokeResult:
     stopped_after_steps: int | None = None
     steps_requested: int | None = None
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
     workers: list[Worker] = field(default_factory=list)
 
     def exit_code(self) -> int:
@@ -258,12 +260,42 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
     if failed:
         first = failed[0]
         # ranks that hit the same error at about the same time: name the lowest, as torchrun does
-        same = [w for w in failed if w.error and first.error
-                and (w.error["type"], w.error["message"]) == (first.error["type"], first.error["message"])]
+        same = [w for w in failed if w.error and first.error and _kind(w.error) == _kind(first.error)]
         first = min(same, key=lambda w: w.rank) if same else first
-        result.failing_rank, result.error = first.rank, first.error
+        result.failing_rank, result.error = first.rank, _with_origin(first.error)
     result.passed = not timed_out and not failed and all(w.returncode == 0 for w in workers)
+    if not failed and not timed_out:
+        _judge_parallelism(result, outcomes, options.check_replicas)
     return result
+
+
+def _kind(error: dict[str, Any]) -> tuple[str, str]:
+    """Errors alike across ranks: the same type and cause (messages may name the rank)."""
+    cause = error.get("cause")
+    return error["type"], cause["key"] if cause else error["message"]
+
+
+def _with_origin(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The error, with the rule that wrote the code it was raised in, when the tool wrote it."""
+    return None if error is None else dict(error, origin=origin(error))
+
+
+def _judge_parallelism(result: SmokeResult, outcomes: list[dict[str, Any]],
+                       check_replicas: bool) -> None:
+    """Lost data parallelism that no worker raised (they raise only under --check-replicas,
+    and only at a step): a warning, or with --check-replicas the run's failure."""
+    problems = parallelism_problems(outcomes, result.nproc)
+    if not problems:
+        return
+    if not check_replicas:
+        result.warnings.extend(problem_lines(problems))
+        return
+    first = problems[0]
+    cause = diagnose("DataParallelismLost", first["message"])
+    result.passed, result.failing_rank = False, first["rank"]
+    result.error = {"type": "DataParallelismLost", "message": first["message"], "location": None,
+                    "frames": [], "step": first["step"], "origin": None,
+                    "cause": None if cause is None else asdict(cause)}
 
 
 # ---------------------------------------------------------------------------- reports
@@ -279,7 +311,7 @@ def render_json(result: SmokeResult) -> str:
 
 
 def render_text(result: SmokeResult) -> list[tuple[str, str]]:
-    """(line, style) pairs; styles: heading, error, dim, plain."""
+    """(line, style) pairs; styles: heading, error, warning, dim, plain."""
     workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
     verdict = "PASSED" if result.passed else "FAILED"
     lines = [(f"smoke {verdict}: {result.script} ({workers}, emulated neuron device on CPU, "
@@ -289,6 +321,7 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
     elif result.timed_out:
         lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
                       "different collectives, or for a process group that never forms)", "error"))
+    lines.extend((f"  warning: {text}", "warning") for text in result.warnings)
     if result.error:
         lines.extend(_error_lines(result))
     elif not result.passed and not result.timed_out and not result.install_failed:
@@ -322,6 +355,13 @@ def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
     cause = error.get("cause")
     lines.append((f"  likely cause: {cause['text']}" if cause
                   else "  likely cause: not recognised; read the error above", "plain"))
+    found = error.get("origin")
+    if found:
+        call = found.get("call_site")
+        at = (f"; called at {_relative(call['file'])}:{call['line']}"
+              if call and found.get("helper") else "")
+        lines.append((f"  {'written by neuron-migrate' if found.get('helper') else 'traced'}: "
+                      f"{found['text']}{at}", "plain"))
     return lines
 
 
@@ -345,10 +385,13 @@ def smoke(
     steps: Annotated[Optional[int], typer.Option(
         "--steps", min=1, help="Stop the run cleanly after K optimizer steps.")] = None,
     check_replicas: Annotated[bool, typer.Option(
-        "--check-replicas", help="After every optimizer step, compare parameter checksums "
-        "across the data-parallel replicas and fail, naming the step, when they diverge "
-        "(catches xm.optimizer_step turned into a bare optimizer.step() without DDP). "
-        "Needs --nproc 2 or more; wrong for FSDP, tensor or pipeline parallelism.")] = False,
+        "--check-replicas", help="Fail when data parallelism is lost: a worker steps its "
+        "optimizer without a process group, or without averaging its gradients since its "
+        "previous step (no DDP, all_reduce or reduce_scatter), or no worker ever creates a "
+        "process group (without this option these are warnings); and compare parameter "
+        "checksums across the replicas after every step, failing when they diverge. Catches "
+        "xm.optimizer_step turned into a bare optimizer.step() without DDP. Needs --nproc 2 "
+        "or more; the checksums are wrong for FSDP, tensor or pipeline parallelism.")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, help="Kill the run (every worker's process group) after S "
         "seconds.")] = 300.0,
@@ -377,7 +420,8 @@ def smoke(
         sys.stdout.write(render_json(result) + "\n")
     else:
         console = Console(highlight=False, soft_wrap=True)
-        styles = {"heading": "bold green", "error": "bold red", "dim": "dim", "plain": ""}
+        styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
+                  "dim": "dim", "plain": ""}
         for line, style in render_text(result):
             console.print(Text(line, style=styles[style]))
     raise typer.Exit(result.exit_code())
