@@ -163,13 +163,13 @@ def origin(error: dict[str, Any]) -> dict[str, Any] | None:
                    if rule else "")
         return {"helper": None, "rules": [rule.id] if rule else [],
                 "call_site": {"file": file, "line": int(line), "function": function},
-                "text": f"Dynamo traced `{source.strip()}` at {_short(file)}:{line} in "
+                "text": f"Dynamo traced `{source.strip()}` at {relative(file)}:{line} in "
                         f"{function}{written}"}
     return None
 
 
 def _helper_text(helper: str, rules: tuple[RuleRef, ...], frame: dict[str, Any]) -> str:
-    where = f"{_short(frame['file'])}:{frame['line']}"
+    where = f"{relative(frame['file'])}:{frame['line']}"
     if not rules:
         return f"raised in {helper} ({where}), a helper neuron-migrate writes into migrated files"
     writers = " or ".join(str(r) for r in rules)
@@ -204,7 +204,8 @@ def _definition_around(file: str, line: int) -> str | None:
                 None)
 
 
-def _short(file: str) -> str:
+def relative(file: str) -> str:
+    """A path as the user would type it from here, when it is below here."""
     try:
         return str(Path(file).resolve().relative_to(Path.cwd()))
     except ValueError:

@@ -21,9 +21,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from codemod.smoke import (SmokeOptions, SmokeResult, _error_from_stderr, render_json, render_text,
-                           run_smoke, smoke)
+from codemod.smoke import SmokeOptions, SmokeResult, _error_from_stderr, run_smoke, smoke
 from codemod.smoke_diagnosis import helper_rules, origin
+from codemod.smoke_report import render_json, render_text
 import codemod.smoke
 from tests.conftest import FIXTURES
 
