@@ -30,6 +30,9 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
     """(line, style) pairs; styles: heading, error, warning, dim, plain."""
     workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
     verdict = "PASSED" if result.passed else "FAILED"
+    if result.passed and result.warnings:
+        count = len(result.warnings)
+        verdict += f" with {count} warning{'s' if count > 1 else ''}"
     lines = [(f"smoke {verdict}: {result.script} ({workers}, emulated neuron device on CPU, "
               f"{result.seconds:.1f}s)", "heading" if result.passed else "error")]
     if result.install_failed:

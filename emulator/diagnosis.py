@@ -68,6 +68,11 @@ _PATTERNS = (
        "and compile only the model's forward (model.compile(backend=\"neuron\", "
        "dynamic=False)).",
        ("Unsupported",), r"Optimizer\.\w+|Tensor\.backward|[/\\]torch[/\\]optim[/\\]"),
+    _p("compile-data-dependent",
+       "torch.compile(fullgraph=True) met a value that depends on the data (.item(), a tensor "
+       "in an `if`): it cannot be one static graph. Move that code out of the compiled "
+       "function, or drop fullgraph=True to let it run eagerly around the break.",
+       ("UserError", "Unsupported"), r"data-dependent"),
     _p("compile-graph-break",
        "torch.compile(fullgraph=True) met code it cannot capture in one graph (a graph "
        "break, named above): move that code out of the compiled function, or drop "

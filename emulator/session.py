@@ -3,7 +3,9 @@
 Configured by the smoke runner through the environment (the user's script is not touched):
 - ``NEURON_EMU_REPORT``: where this worker writes its JSON outcome when it exits;
 - ``NEURON_EMU_STEPS``: stop cleanly (exit 0) after this many optimizer steps;
-- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port;
+- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port, and
+  raise when a step lost data parallelism (emulator/parallelism.py; without it, such a step
+  is only recorded for the report, as a warning);
 - ``NEURON_EMU_SCRIPT``: the user's script, to pick the traceback frame worth naming.
 
 Only the worker process itself reports: ``NEURON_EMU_REPORT_OWNER`` is set to its pid and

@@ -37,7 +37,12 @@ CASES = [
     ("torch._dynamo.exc.Unsupported", "Unsupported Tensor.backward() call",
      "compile-traced-training-step"),
     ("torch._dynamo.exc.Unsupported", "Data-dependent branching\n  Explanation: Detected data-"
-     "dependent branching (e.g. `if my_tensor.sum() > 0:`).", "compile-graph-break"),
+     "dependent branching (e.g. `if my_tensor.sum() > 0:`).", "compile-data-dependent"),
+    ("torch._dynamo.exc.Unsupported", "Call to `torch._dynamo.graph_break()`\n  Explanation: "
+     "User-inserted graph break. Message: None", "compile-graph-break"),
+    ("torch._dynamo.exc.UserError", "Consider annotating your code using torch._check*(). "
+     "Could not guard on data-dependent expression zuf0 > 0.0 (unhinted: zuf0 > 0.0).",
+     "compile-data-dependent"),
     ("DataParallelismLost", "data parallelism lost: optimizer step 1 on rank 0 (WORLD_SIZE=2) "
      "ran without a process group", "data-parallel-no-process-group"),
     ("DataParallelismLost", "data parallelism lost: optimizer step 2 on rank 1 (WORLD_SIZE=2) "

@@ -173,6 +173,7 @@ def test_training_without_a_process_group_is_a_warning_without_check_replicas(ru
     warning = result.warnings[0]
     assert "without a process group" in warning and "[ranks 0, 1; 2 steps without averaging]" in warning
     assert f"  warning: {warning}" in _text(result)
+    assert _text(result).startswith("smoke PASSED with 1 warning: ")
     assert json.loads(render_json(result))["warnings"] == result.warnings
 
 
