@@ -27,6 +27,9 @@ from typing import Any
 HELPER_NAME = re.compile(r"^(_neuron_\w+|_Neuron\w+)$")
 _LIBRARY = ("site-packages", "dist-packages")
 _TRACED = re.compile(r'from user code:\s*\n\s*File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
+# Dynamo's data-dependent refusals: "Caused by: if x.item() > 0:  # dir/train.py:14 in step (...)"
+_CAUSED_BY = re.compile(r"Caused by: (.*?)\s+# (\S+?\.py):(\d+) in (\S+)")
+_DYNAMO_ERRORS = ("Unsupported", "UserError")
 
 
 @dataclass(frozen=True)
@@ -155,17 +158,27 @@ def origin(error: dict[str, Any]) -> dict[str, Any] | None:
         caller = frames[position - 1] if position else None
         return {"helper": helper, "rules": [r.id for r in rules],
                 "call_site": caller, "text": _helper_text(helper, rules, frame)}
-    traced = _TRACED.search(error.get("message") or "")
-    if traced and error.get("type", "").rsplit(".", 1)[-1] == "Unsupported":
+    return _dynamo_origin(error)
+
+
+def _dynamo_origin(error: dict[str, Any]) -> dict[str, Any] | None:
+    """For Dynamo's refusals: the line it traced, named only inside its message."""
+    if error.get("type", "").rsplit(".", 1)[-1] not in _DYNAMO_ERRORS:
+        return None
+    message = error.get("message") or ""
+    if traced := _TRACED.search(message):
         file, line, function, source = traced.groups()
-        rule = rule_for_call("torch_xla.compile")
-        written = (f"; if it came from torch_xla.compile, {rule} wrote the torch.compile call"
-                   if rule else "")
-        return {"helper": None, "rules": [rule.id] if rule else [],
-                "call_site": {"file": file, "line": int(line), "function": function},
-                "text": f"Dynamo traced `{source.strip()}` at {relative(file)}:{line} in "
-                        f"{function}{written}"}
-    return None
+    elif caused := _CAUSED_BY.search(message):
+        source, file, line, function = caused.groups()
+    else:
+        return None
+    rule = rule_for_call("torch_xla.compile")
+    written = (f"; if it came from torch_xla.compile, {rule} wrote the torch.compile call"
+               if rule else "")
+    return {"helper": None, "rules": [rule.id] if rule else [],
+            "call_site": {"file": file, "line": int(line), "function": function},
+            "text": f"Dynamo traced `{source.strip()}` at {relative(file)}:{line} in "
+                    f"{function}{written}"}
 
 
 def _helper_text(helper: str, rules: tuple[RuleRef, ...], frame: dict[str, Any]) -> str:

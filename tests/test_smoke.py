@@ -441,3 +441,45 @@ def test_an_evaluation_with_a_process_group_or_a_single_process_says_nothing() -
     single = SmokeOptions(script=Path("eval.py"))
     result = codemod.smoke.summarise(single, [_worker(0, world_size=1)], False, 1.0)
     assert result.passed and result.warnings == []
+
+
+def test_a_rule_claims_the_helpers_its_code_names_directly_or_through_the_module() -> None:
+    import ast
+
+    from codemod.smoke_diagnosis import _helpers_by_rule
+
+    module = ast.parse('''
+_BY_NAME = {"all_reduce": "_neuron_a"}
+
+def _loader(site):
+    return site.helper("_neuron_b")
+
+class Base:
+    def shared(self, site):
+        return site.helper("_neuron_c")
+
+class First(Base):
+    id = "NM901"
+    example = Example(before="", after=HELPERS["_neuron_d"].source)
+
+    def on_call(self, node, site):
+        return _loader(site), site.helper(_BY_NAME[node])
+
+class NotARule:
+    def on_call(self, site):
+        return site.helper("_neuron_d")
+''')
+    found = _helpers_by_rule(module, {"_neuron_a", "_neuron_b", "_neuron_c", "_neuron_d"})
+    # its example only shows output: `_neuron_d` is not claimed
+    assert found == {"NM901": {"_neuron_a", "_neuron_b", "_neuron_c"}}
+
+
+def test_a_data_dependent_refusal_names_the_line_dynamo_traced() -> None:
+    error = {"type": "torch._dynamo.exc.UserError", "frames": [], "message": (
+        "Could not guard on data-dependent expression zuf0 > 0.0 (unhinted: zuf0 > 0.0).\n"
+        "Caused by: if model(x).sum().item() > 0:  # smoke/train.py:14 in step "
+        "(_dynamo/variables/tensor.py:2606 in evaluate_expr)\n")}
+    found = origin(error)
+    assert found is not None and found["call_site"] == {"file": "smoke/train.py", "line": 14,
+                                                        "function": "step"}
+    assert "Dynamo traced `if model(x).sum().item() > 0:`" in found["text"]
