@@ -118,10 +118,10 @@ class ParallelismCheck:
         if problem is None:
             return None
         self.steps_without_averaging += 1
+        if self.first_problem is None:  # kept when strict too: a script may swallow the error
+            self.first_problem = problem
         if self.strict:
             raise DataParallelismLost(problem["message"], step, problem["key"])
-        if self.first_problem is None:
-            self.first_problem = problem
         return problem
 
     def _problem(self, grads: list[torch.Tensor], reduced: int, step: int) -> dict[str, Any] | None:

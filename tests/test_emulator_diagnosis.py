@@ -112,7 +112,9 @@ def test_parallelism_check_in_a_worker_warns_or_raises(monkeypatch: pytest.Monke
     assert problem is not None and problem["key"] == "no-process-group-world"
     assert lenient(optimizer, 3) is not None
     assert lenient.first_problem == problem and lenient.steps_without_averaging == 2
+    strict = ParallelismCheck(rank=1, world_size=2, strict=True)
     with pytest.raises(DataParallelismLost, match="step 4 on rank 1 .*without a process group"):
-        ParallelismCheck(rank=1, world_size=2, strict=True)(optimizer, 4)
+        strict(optimizer, 4)
+    assert strict.first_problem is not None  # reported even if the script swallows the error
     monkeypatch.setenv("WORLD_SIZE", "1")
     assert ParallelismCheck.from_environment() is None  # a single process: nothing to check

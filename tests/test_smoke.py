@@ -483,3 +483,15 @@ def test_a_data_dependent_refusal_names_the_line_dynamo_traced() -> None:
     assert found is not None and found["call_site"] == {"file": "smoke/train.py", "line": 14,
                                                         "function": "step"}
     assert "Dynamo traced `if model(x).sum().item() > 0:`" in found["text"]
+
+
+def test_a_lost_step_the_script_swallowed_still_fails_under_check_replicas() -> None:
+    problem = {"key": "no-gradient-collective", "step": 2, "message": (
+        "data parallelism lost: optimizer step 2 on rank 1 (WORLD_SIZE=2) stepped without "
+        "averaging its gradients")}
+    workers = [_worker(0, process_group=True),
+               _worker(1, process_group=True, parallelism=problem, steps_without_averaging=1)]
+    options = SmokeOptions(script=Path("train.py"), nproc=2, check_replicas=True)
+    result = codemod.smoke.summarise(options, workers, False, 1.0)
+    assert not result.passed and result.failing_rank == 1
+    assert result.error["cause"]["key"] == "data-parallel-no-averaging" and result.error["step"] == 2
