@@ -184,7 +184,8 @@ def _dynamo_origin(error: dict[str, Any]) -> dict[str, Any] | None:
 def _helper_text(helper: str, rules: tuple[RuleRef, ...], frame: dict[str, Any]) -> str:
     where = f"{relative(frame['file'])}:{frame['line']}"
     if not rules:
-        return f"raised in {helper} ({where}), a helper neuron-migrate writes into migrated files"
+        return (f"raised in {helper} ({where}), named like the helpers neuron-migrate writes "
+                "into migrated files, but not one this version knows")
     writers = " or ".join(str(r) for r in rules)
     return f"raised in {helper} ({where}), written by {writers}"
 

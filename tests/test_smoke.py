@@ -495,3 +495,11 @@ def test_a_lost_step_the_script_swallowed_still_fails_under_check_replicas() -> 
     result = codemod.smoke.summarise(options, workers, False, 1.0)
     assert not result.passed and result.failing_rank == 1
     assert result.error["cause"]["key"] == "data-parallel-no-averaging" and result.error["step"] == 2
+
+
+def test_a_function_only_named_like_a_helper_is_not_pinned_on_a_rule() -> None:
+    error = {"type": "ValueError", "message": "bad", "frames": [
+        {"file": "/x/train.py", "line": 3, "function": "<module>"},
+        {"file": "/x/train.py", "line": 9, "function": "_neuron_my_own"}]}
+    found = origin(error)
+    assert found is not None and found["rules"] == [] and "not one this version knows" in found["text"]
