@@ -52,8 +52,11 @@ def helper_rules() -> dict[str, tuple[RuleRef, ...]]:
     names = {rule.id: rule.name for rule in all_rules()}
     direct: dict[str, set[str]] = defaultdict(set)
     for family in FAMILIES:
-        for rule_id, helpers in _helpers_by_rule(ast.parse(inspect.getsource(family)),
-                                                 set(HELPERS)).items():
+        try:
+            source = inspect.getsource(family)
+        except (OSError, TypeError):  # installed without sources: the helper is still named
+            continue
+        for rule_id, helpers in _helpers_by_rule(ast.parse(source), set(HELPERS)).items():
             for helper in helpers:
                 direct[helper].add(rule_id)
     found: dict[str, set[str]] = defaultdict(set)
