@@ -23,12 +23,14 @@ import bisect
 import dataclasses
 import hashlib
 import itertools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from codemod.deps import is_dependency_file, scan_text_lines
+from codemod.deps.launch_paths import HostPaths
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.migrate import migrate_source, never_raise
@@ -247,8 +249,24 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
                     registry: Registry) -> list[Finding]:
     """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines."""
     findings: list[Finding] = []
+    paths = HostPaths(Path(path), _written_files(path, code))
     for cell, masked in code:
         if masked.shell_lines:
+            paths.reset()
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
-                         for f in scan_text_lines(path, list(masked.shell_lines), registry)]
+                         for f in scan_text_lines(path, list(masked.shell_lines), registry,
+                                                  paths)]
     return findings
+
+
+def _written_files(path: str, code: Sequence[tuple[Cell, MaskedCell]]) -> dict[Path, bytes]:
+    """What the `%%writefile` cells write, by path: the script a `!python` line launches is
+    often one of them, and the notebook's own text of it is the one that will run."""
+    folder = Path(path).resolve().parent
+    written: dict[Path, bytes] = {}
+    for cell, masked in code:
+        if masked.written is not None:
+            name, first = masked.written
+            body = "".join(split_lines(cell.text)[first - 1:])
+            written[Path(os.path.normpath(folder / name))] = body.encode("utf-8")
+    return written

@@ -16,7 +16,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from codemod.deps import commands, lockfiles, shell
-from codemod.deps.emit import Emitter
+from codemod.deps.emit import Emitter, rule_enabled
+from codemod.deps.ids import LAUNCH
+from codemod.deps.launch_paths import ContainerPaths, HostPaths
 from codemod.deps.entries import Unparsable
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
@@ -27,6 +29,8 @@ Scanner = Callable[[str, Emitter, str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
+LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
+"""Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
 # that meets no YAML or TOML file never loads their parsers
 SCANNERS: dict[str, tuple[str, str]] = {
@@ -80,15 +84,24 @@ def mentions_neuron(data: bytes) -> bool:
     return any(token in lowered for token in PREFILTER)
 
 
+def may_launch(kind: str, data: bytes, registry: Registry) -> bool:
+    """Whether a file without Neuron words still needs reading: it may start a script that
+    spawns its own workers (NM816)."""
+    return kind in LAUNCHERS and b"python" in data and rule_enabled(registry, LAUNCH)
+
+
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
     """Scan one file; never raises for bad input (problems become `error`)."""
     kind = kind_of(Path(path))
-    if kind is None or not mentions_neuron(data):
+    if kind is None or not (mentions_neuron(data) or may_launch(kind, data, registry)):
         return FileResult(path, original=data)
     text = data.decode("utf-8", "surrogateescape")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it
     text = text[len(bom):]
-    emitter = Emitter(path, text, registry, fix)
+    paths = None
+    if kind in LAUNCHERS and rule_enabled(registry, LAUNCH):
+        paths = (ContainerPaths if kind == "dockerfile" else HostPaths)(Path(path))
+    emitter = Emitter(path, text, registry, fix, paths=paths)
     try:
         scanner(kind)(text, emitter, path)
     except Unparsable as problem:
@@ -126,14 +139,16 @@ def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=lambda f: (f.line, f.column, f.rule_id)))
 
 
-def scan_text_lines(path: str, lines: list[tuple[int, str]],
-                    registry: Registry) -> list[Finding]:
-    """Check free-standing shell-like lines (notebook magics); report only, never fix."""
+def scan_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
+                    paths: HostPaths | None = None) -> list[Finding]:
+    """Check free-standing shell-like lines (notebook magics); report only, never fix.
+    With `paths`, launches of scripts that spawn their own workers are followed (NM816)."""
     if not lines:
         return []
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
     emitter = Emitter(path, text, registry, fix=False,
-                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1], can_edit=False)
+                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1], can_edit=False,
+                      paths=paths if rule_enabled(registry, LAUNCH) else None)
     try:
         shell.scan(text, emitter, path)
     except Unparsable:

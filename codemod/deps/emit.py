@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from codemod.deps import ids
 from codemod.deps.entries import Edit
+from codemod.deps.launch_paths import HostPaths
 from codemod.model import Finding, Kind
 from codemod.registry import Registry
 
@@ -21,12 +22,15 @@ class Emitter:
     """Collects the findings for one text; knows where each offset is.
 
     `line_numbers` maps the text's lines to the caller's numbering (notebook lines handed to
-    `scan_text_lines`); by default line i of the text is line i.
+    `scan_text_lines`); by default line i of the text is line i. `paths` finds the scripts
+    that launch lines start (None: launch lines are not followed).
     """
 
     def __init__(self, path: str, text: str, registry: Registry, fix: bool,
-                 line_numbers: Sequence[int] | None = None, can_edit: bool = True) -> None:
+                 line_numbers: Sequence[int] | None = None, can_edit: bool = True,
+                 paths: HostPaths | None = None) -> None:
         self.path = path
+        self.paths = paths
         self.text = text
         self.registry = registry
         self.fix = fix
