@@ -19,6 +19,7 @@ from codemod.deps import commands, lockfiles, shell
 from codemod.deps.emit import Emitter, rule_enabled
 from codemod.deps.ids import LAUNCH
 from codemod.deps.launch_paths import ContainerPaths, HostPaths
+from codemod.deps.launches import names_a_spawner
 from codemod.deps.entries import Unparsable
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
@@ -84,16 +85,17 @@ def mentions_neuron(data: bytes) -> bool:
     return any(token in lowered for token in PREFILTER)
 
 
-def may_launch(kind: str, data: bytes, registry: Registry) -> bool:
-    """Whether a file without Neuron words still needs reading: it may start a script that
+def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
+    """Whether a file without Neuron words still needs reading: it names a script that
     spawns its own workers (NM816)."""
-    return kind in LAUNCHERS and b"python" in data and rule_enabled(registry, LAUNCH)
+    return kind in LAUNCHERS and b"python" in data and rule_enabled(registry, LAUNCH) and \
+        names_a_spawner(path, data)
 
 
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
     """Scan one file; never raises for bad input (problems become `error`)."""
     kind = kind_of(Path(path))
-    if kind is None or not (mentions_neuron(data) or may_launch(kind, data, registry)):
+    if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
         return FileResult(path, original=data)
     text = data.decode("utf-8", "surrogateescape")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it

@@ -31,10 +31,16 @@ def _git_root(folder: Path) -> Path | None:
 
 
 def roots_of(launcher: Path) -> tuple[Path, ...]:
-    """The folders a repository's commands are usually run from."""
-    folder = launcher.resolve().parent
+    """The folders a repository's commands are usually run from: the launcher's own, the git
+    work tree holding it, the folder the tool runs in."""
+    return _roots(os.path.abspath(launcher.parent), os.getcwd())
+
+
+@functools.lru_cache(maxsize=256)
+def _roots(folder_name: str, cwd: str) -> tuple[Path, ...]:
+    folder = Path(folder_name).resolve()
     found = [folder]
-    for root in (_git_root(folder), Path.cwd().resolve()):
+    for root in (_git_root(folder), Path(cwd).resolve()):
         if root is not None and root not in found and folder.is_relative_to(root):
             found.append(root)
     return tuple(found)

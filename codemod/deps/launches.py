@@ -14,6 +14,7 @@ a Kubernetes `command`), with a `Render` that knows how to write the new words t
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ from codemod.deps import ids
 from codemod.deps.commands import PYTHON, Variable, Word, assignment, expand
 from codemod.deps.emit import Emitter, rule_enabled
 from codemod.deps.entries import Edit
-from codemod.deps.launch_paths import HERE, HostPaths
+from codemod.deps.launch_paths import HERE, HostPaths, roots_of
 from codemod.deps.lines import LogicalLine
 from codemod.deps.spawners import Spawner, spawner_at, spawner_of
 
@@ -169,6 +170,36 @@ def _python(words: Sequence[Word], i: int, variables: dict[str, Variable],
     if k >= len(words):
         return None
     return Launch(words[i], tuple(options), words[k], False, host)
+
+
+SCRIPT_WORD = re.compile(rb"(?<![\w./~-])[\w./~-]*\w\.py\b")  # words start at a boundary
+MODULE_WORD = re.compile(rb"(?<!\S)-m\s+([A-Za-z_][\w.]*)")
+FOLDER_WORD = re.compile(rb"(?:\bcd|\bpushd|\bWORKDIR|\bworkingDir:|\bworking_dir:|\bCOPY|\bADD)"
+                         rb"[ \t]+[\"']?([^\s\"';&|]+)")
+
+
+def names_a_spawner(path: str, data: bytes) -> bool:
+    """Whether a file without Neuron words names a script that spawns its own workers: only
+    then is it read in full. Each `name.py` word (and `-m module`) is looked for beside the
+    file and at the roots, directly and under the folders its `cd`, WORKDIR and COPY words
+    name: a stat per place, plain strings (pathlib costs more than the stat), and a substring
+    search of each script found (cached)."""
+    scripts = {m.decode("utf-8", "replace") for m in SCRIPT_WORD.findall(data)}
+    scripts.update(m.decode().replace(".", "/") + ".py" for m in MODULE_WORD.findall(data))
+    if not scripts:
+        return False
+    folders = {"", *(m.decode("utf-8", "replace").lstrip("/~").lstrip("./")
+                     for m in FOLDER_WORD.findall(data))}
+    roots = [str(root) for root in roots_of(Path(path))]
+    for script in scripts:
+        script = script.lstrip("/~")
+        for tail in (script, script.rsplit("/", 1)[-1]):
+            for root in roots:
+                for folder in folders:
+                    candidate = os.path.join(root, folder, tail)
+                    if os.path.isfile(candidate) and spawner_at(Path(candidate)) is not None:
+                        return True
+    return False
 
 
 def follow_directory(words: Sequence[Word], variables: dict[str, Variable],

@@ -1,0 +1,177 @@
+"""NM816: what a script's spawn call says, where a launch line's script is, and the rewrite
+through the CLI (scan --fix and apply), notebooks included."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from codemod import runner
+from codemod.deps import scan_source
+from codemod.deps.spawners import spawner_at, spawner_of
+from codemod.model import Kind, Options
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import cli
+
+SPAWNS = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+          "def _mp_fn(index):\n    pass\n\n"
+          "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs={n})\n")
+
+
+def _registry(**options: object) -> Registry:
+    return Registry(all_rules(), Options(**options))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("source", "count", "why"), [
+    ("import torch_xla.distributed.xla_multiprocessing as xmp\nxmp.spawn(f, args=(), nprocs=4)",
+     4, "nprocs=4"),
+    ("from torch_xla.distributed import xla_multiprocessing as m\nm.spawn(f, (1,), 2)", 2,
+     "nprocs=2"),
+    ("import torch_xla.distributed.xla_multiprocessing\n"
+     "torch_xla.distributed.xla_multiprocessing.spawn(f)", None, "nprocs was omitted"),
+    ("import torch_xla.distributed.xla_multiprocessing as xmp\nxmp.spawn(f, nprocs=None)",
+     None, "nprocs was omitted"),
+    ("import torch_xla.distributed.xla_multiprocessing as xmp\nxmp.spawn(f, nprocs=a.n)", None,
+     "`a.n`"),
+    ("import torch_xla\ntorch_xla.launch(f, args=())", None, "torch_xla.launch"),
+    ("import torch_xla\ntorch_xla.launch(f, debug_single_process=True)", 1, "debug_single"),
+    ("def main():\n    import torch_xla.distributed.xla_multiprocessing as xmp\n"
+     "    xmp.spawn(f, nprocs=1)\n    xmp.spawn(g, nprocs=8)\n", None, "different numbers"),
+])
+def test_the_spawn_call_and_its_count(source: str, count: int | None, why: str) -> None:
+    spawner = spawner_of(source.encode())
+    assert spawner is not None and spawner.count == count and why in spawner.why
+
+
+@pytest.mark.parametrize("source", [
+    "import torch_xla\n# we used to call xmp.spawn here\n",
+    "import torch.multiprocessing as mp\nmp.spawn(f, nprocs=8)  # not torch_xla\n",
+    "import torch_xla\ndef spawn(): pass\nspawn()\n",
+    "import torch_xla.distributed.xla_multiprocessing as xmp\nxmp.spawn(\n",  # unparsable
+    "print('no xla at all')\n",
+])
+def test_scripts_that_do_not_spawn(source: str) -> None:
+    assert spawner_of(source.encode()) is None
+
+
+def test_star_arguments_are_not_plain() -> None:
+    spawner = spawner_of(b"import torch_xla.distributed.xla_multiprocessing as xmp\n"
+                         b"xmp.spawn(f, *rest, nprocs=2)\n")
+    assert spawner is not None and not spawner.plain
+
+
+def test_a_changed_script_is_read_again(tmp_path: Path) -> None:
+    script = tmp_path / "train.py"
+    script.write_text(SPAWNS.format(n=8))
+    assert spawner_at(script).count == 8  # type: ignore[union-attr]
+    script.write_text(SPAWNS.format(n=16))
+    os.utime(script, ns=(1, 1))  # a new stamp even within the clock's resolution
+    assert spawner_at(script).count == 16  # type: ignore[union-attr]
+
+
+def test_scripts_are_found_from_the_launcher_and_the_root(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
+    (in_tmp / "scripts").mkdir()
+    (in_tmp / "scripts" / "run.sh").write_text("python train.py\n")
+    result = scan_source("scripts/run.sh", b"python train.py\n", _registry(), fix=True)
+    assert result.new_source == b"torchrun --nproc-per-node=8 train.py\n"
+
+
+def test_two_candidates_that_disagree_are_only_reported(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text("print('evaluate')\n")
+    (in_tmp / "scripts").mkdir()
+    (in_tmp / "scripts" / "train.py").write_text(SPAWNS.format(n=8))
+    result = scan_source("scripts/run.sh", b"python train.py\n", _registry(), fix=True)
+    (finding,) = result.findings
+    assert finding.kind is Kind.REVIEW and "may be any of" in finding.message
+    assert result.new_source is None
+
+
+def test_a_line_continuation_inside_the_replaced_words_is_only_reported(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
+    data = b"python3 -u \\\n  train.py --x 1\npython3 \\\n  -u train.py\n"
+    result = scan_source("run.sh", data, _registry(), fix=True)
+    assert [(f.line, f.kind) for f in result.findings] == [(1, Kind.FIX), (3, Kind.REVIEW)]
+    assert result.new_source == (b"torchrun --nproc-per-node=8 \\\n  train.py --x 1\n"
+                                 b"python3 \\\n  -u train.py\n")
+
+
+def test_with_the_spawn_rule_off_the_line_is_only_reported(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
+    result = scan_source("run.sh", b"python train.py\n", _registry(ignore=frozenset({"NM220"})),
+                         fix=True)
+    (finding,) = result.findings
+    assert finding.kind is Kind.REVIEW and "NM220 is not enabled" in finding.message
+    assert result.new_source is None
+
+
+def test_ignoring_the_rule_leaves_launch_lines_unread(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
+    result = scan_source("run.sh", b"python train.py\n", _registry(ignore=frozenset({"NM816"})),
+                         fix=True)
+    assert not result.findings and result.new_source is None
+
+
+def test_scan_fix_rewrites_the_launch_and_leaves_the_script(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=2))
+    (in_tmp / "run.sh").write_text("#!/bin/sh\nexec python3 -u train.py \"$@\"\n")
+    assert cli("scan", ".").exit_code == 1
+    fixed = cli("scan", "--fix", ".")
+    assert fixed.exit_code == 0, fixed.stdout
+    assert (in_tmp / "run.sh").read_text() == \
+        "#!/bin/sh\nexec torchrun --nproc-per-node=2 train.py \"$@\"\n"
+    assert (in_tmp / "train.py").read_text() == SPAWNS.format(n=2)
+    assert cli("scan", ".").exit_code == 0
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_apply_rewrites_the_launch_with_the_script(in_tmp: Path, jobs: str) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=4))
+    (in_tmp / "Dockerfile").write_text('FROM python:3.11\nCOPY . /app\nWORKDIR /app\n'
+                                       'CMD ["python", "train.py"]\n')
+    assert cli("apply", "-j", jobs, ".").exit_code in (0, 1)
+    assert (in_tmp / "Dockerfile").read_text().endswith(
+        'CMD ["torchrun", "--nproc-per-node=4", "train.py"]\n')
+    again = cli("apply", "-j", jobs, ".")
+    assert "NM816" not in again.stdout
+
+
+def test_apply_reads_launchers_before_it_writes_python(in_tmp: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launch line must see the script as it was, not as this run rewrote it."""
+    for name in ("b.py", "run.sh", "a.py", "job.yaml"):
+        (in_tmp / name).write_text("x = 1\n" if name.endswith(".py") else "echo\n")
+    seen: list[str] = []
+    monkeypatch.setattr(runner, "process", lambda path, job=None: seen.append(path.name) or
+                        runner.FileResult(str(path)))
+    runner.run([Path(".")], _registry(), write=True)
+    assert seen == ["job.yaml", "run.sh", "a.py", "b.py"]
+    seen.clear()
+    runner.run([Path(".")], _registry(), write=False)
+    assert seen == ["a.py", "b.py", "job.yaml", "run.sh"]
+
+
+def test_a_notebook_line_launching_its_written_script_is_reported(in_tmp: Path) -> None:
+    cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "%%writefile train_nb.py\n" + SPAWNS.format(n=2)},
+             {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+              "source": "!python3 train_nb.py --epochs 1\n!torchrun --nproc-per-node=2 x.py"}]
+    notebook = {"cells": cells, "metadata": {"language_info": {"name": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (in_tmp / "t.ipynb").write_text(json.dumps(notebook))
+    report = cli("check", "t.ipynb", "--format", "json").json()
+    (launch,) = [f for f in report["findings"] if f["rule_id"] == "NM816"]
+    assert launch["cell"] == 1 and launch["line"] == 1 and launch["kind"] == "review"
+    assert "torchrun --nproc-per-node=2" in launch["message"]
+
+
+def test_a_tree_without_spawning_scripts_gets_no_launch_findings(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text("import torch\nprint(torch.ones(1))\n")
+    (in_tmp / "run.sh").write_text("python train.py\npython missing.py\n")
+    (in_tmp / "ci.yaml").write_text("jobs:\n  t:\n    steps:\n      - run: python train.py\n")
+    assert cli("scan", "--fix", ".").exit_code == 0
+    assert (in_tmp / "run.sh").read_text() == "python train.py\npython missing.py\n"
