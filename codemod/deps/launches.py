@@ -282,8 +282,9 @@ def _blocker(launch: Launch, spawner: Spawner, emitter: Emitter) -> str | None:
     if kept:
         return (f"the interpreter option {' '.join(kept)} cannot be passed on: torchrun starts "
                 "its workers with `python -u` only")
-    if not spawner.plain:
-        return "the spawn call passes `*args`/`**kwargs`: rewrite it by hand first"
+    if spawner.held is not None:
+        return (f"{SPAWN_RULE} leaves the spawn call for review ({spawner.held}): restructure "
+                "the script first")
     if not rule_enabled(emitter.registry, SPAWN_RULE):
         return f"{SPAWN_RULE} is not enabled, so the script keeps its spawn call: change both"
     return None

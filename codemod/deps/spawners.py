@@ -34,8 +34,9 @@ class Spawner:
     line: int
     call: str
     """The call as written (`xmp.spawn(_mp_fn, args=(flags,), nprocs=8)`), shortened."""
-    plain: bool = True
-    """False when the call passes `*args`/`**kwargs`: its rewrite is not mechanical."""
+    held: str | None = None
+    """Why the Python migration (NM220) leaves the call for review rather than making the
+    script a torchrun entry; None when it rewrites it. The launch line follows the script."""
 
 
 def spawner_of(data: bytes) -> Spawner | None:
@@ -47,18 +48,23 @@ def spawner_of(data: bytes) -> Spawner | None:
     except (SyntaxError, ValueError):
         return None  # the Python migration reports it; a guess here would be worse
     aliases = _aliases(tree)
-    calls = [(node, name) for node in ast.walk(tree) if isinstance(node, ast.Call)
-             for name in [_qualified(node.func, aliases)] if name == SPAWN or name in LAUNCH]
-    if not calls:
+    entry = _entry_statements(tree)
+    found: list[Spawner] = []
+    for statement in tree.body:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                name = _qualified(node.func, aliases)
+                if name == SPAWN or name in LAUNCH:
+                    found.append(_spawner(node, name == SPAWN, statement in entry, tree))
+    if not found:
         return None
-    found = sorted((_spawner(node, name == SPAWN) for node, name in calls),
-                   key=lambda s: s.line)
+    found.sort(key=lambda s: s.line)
     first = found[0]
+    held = next((s.held for s in found if s.held is not None), None)
     if len({s.count for s in found}) > 1:
         return Spawner(None, f"its {len(found)} spawn calls start different numbers of "
-                             "processes", first.line, first.call, first.plain)
-    return Spawner(first.count, first.why, first.line, first.call,
-                   all(s.plain for s in found))
+                             "processes", first.line, first.call, held)
+    return Spawner(first.count, first.why, first.line, first.call, held)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -117,13 +123,49 @@ def _argument(call: ast.Call, position: int, name: str) -> ast.expr | None:
     return positional[position] if len(positional) > position else None
 
 
-def _spawner(call: ast.Call, spawn: bool) -> Spawner:
-    plain = not any(isinstance(a, ast.Starred) for a in call.args) and \
-        all(k.arg is not None for k in call.keywords)
+SPAWN_PARAMETERS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
+LAUNCH_PARAMETERS = ("fn", "args", "start_method", "debug_single_process")
+
+
+def _entry_statements(tree: ast.Module) -> set[ast.stmt]:
+    """The module's statements that run when the script starts: its top-level code and the
+    functions that code calls by name, at any depth (a spawn elsewhere, in a test method or a
+    library function, belongs to a caller that goes on after the workers)."""
+    functions = {s.name: s for s in tree.body
+                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo: list[ast.stmt] = [s for s in tree.body if not isinstance(
+        s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+    entry = set(todo)
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                    node.func.id in functions and functions[node.func.id] not in entry:
+                entry.add(functions[node.func.id])
+                todo.append(functions[node.func.id])
+    return entry
+
+
+def _spawner(call: ast.Call, spawn: bool, entry: bool, tree: ast.Module) -> Spawner:
     text = ast.unparse(call)
     shown = text if len(text) <= 80 else text[:77] + "..."
     count, why = _count(call, spawn)
-    return Spawner(count, why, call.lineno, shown, plain)
+    return Spawner(count, why, call.lineno, shown, _held(call, spawn, entry, tree))
+
+
+def _held(call: ast.Call, spawn: bool, entry: bool, tree: ast.Module) -> str | None:
+    """Why NM220 reviews this call instead of rewriting it (the same conditions)."""
+    parameters = SPAWN_PARAMETERS if spawn else LAUNCH_PARAMETERS
+    if any(isinstance(a, ast.Starred) for a in call.args) or len(call.args) > len(parameters) \
+            or any(k.arg not in parameters for k in call.keywords):
+        return "its arguments are unpacked or unknown"
+    if not entry:
+        return "it is not in the script's entry (top-level code or a function it calls)"
+    join = _argument(call, 3, "join") if spawn else None
+    if join is not None and not (isinstance(join, ast.Constant) and join.value is True):
+        return "join=False"
+    if not any(isinstance(n, ast.Expr) and n.value is call for n in ast.walk(tree)):
+        return "its result is used"
+    return None
 
 
 def _count(call: ast.Call, spawn: bool) -> tuple[int | None, str]:
