@@ -15,11 +15,18 @@ from codemod.deps.spawners import spawner_at, spawner_of
 from codemod.model import Kind, Options
 from codemod.registry import Registry
 from rules import all_rules
+from rules.launch import Spawn
 from tests.conftest import cli
 
 SPAWNS = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
           "def _mp_fn(index):\n    pass\n\n"
           "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs={n})\n")
+
+
+@pytest.fixture(autouse=True)
+def _spawn_is_rewritten(monkeypatch: pytest.MonkeyPatch) -> None:
+    """NM816 rewrites a launch line only where NM220 rewrites the script's spawn call."""
+    monkeypatch.setattr(Spawn, "kind", Kind.FIX)
 
 
 def _registry(**options: object) -> Registry:
@@ -130,6 +137,16 @@ def test_with_the_spawn_rule_off_the_line_is_only_reported(in_tmp: Path) -> None
     assert result.new_source is None
 
 
+def test_while_nm220_only_reports_the_line_is_only_reported(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Spawn, "kind", Kind.REVIEW)
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
+    result = scan_source("run.sh", b"python train.py\n", _registry(), fix=True)
+    (finding,) = result.findings
+    assert finding.kind is Kind.REVIEW and "NM220 only reports" in finding.message
+    assert result.new_source is None
+
+
 def test_ignoring_the_rule_leaves_launch_lines_unread(in_tmp: Path) -> None:
     (in_tmp / "train.py").write_text(SPAWNS.format(n=8))
     result = scan_source("run.sh", b"python train.py\n", _registry(ignore=frozenset({"NM816"})),
@@ -176,7 +193,7 @@ def test_apply_reads_launchers_before_it_writes_python(in_tmp: Path,
     assert seen == ["a.py", "b.py", "job.yaml", "run.sh"]
 
 
-def test_a_notebook_line_launching_its_written_script_is_reported(in_tmp: Path) -> None:
+def test_a_notebook_line_launching_its_written_script_is_rewritten(in_tmp: Path) -> None:
     cells = [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
               "source": "%%writefile train_nb.py\n" + SPAWNS.format(n=2)},
              {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
@@ -186,8 +203,30 @@ def test_a_notebook_line_launching_its_written_script_is_reported(in_tmp: Path) 
     (in_tmp / "t.ipynb").write_text(json.dumps(notebook))
     report = cli("check", "t.ipynb", "--format", "json").json()
     (launch,) = [f for f in report["findings"] if f["rule_id"] == "NM816"]
-    assert launch["cell"] == 1 and launch["line"] == 1 and launch["kind"] == "review"
+    assert launch["cell"] == 1 and launch["line"] == 1 and launch["kind"] == "fix"
     assert "torchrun --nproc-per-node=2" in launch["message"]
+    cli("apply", "t.ipynb")
+    cells = json.loads((in_tmp / "t.ipynb").read_text())["cells"]
+    assert cells[1]["source"] == ("!torchrun --nproc-per-node=2 train_nb.py --epochs 1\n"
+                                  "!torchrun --nproc-per-node=2 x.py")
+    again = cli("check", "t.ipynb", "--format", "json").json()
+    assert not [f for f in again["findings"] if f["rule_id"] == "NM816"]
+
+
+def test_a_notebook_line_is_rewritten_beside_python_the_cell_migrates(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(SPAWNS.format(n=4))
+    source = ("import torch_xla.core.xla_model as xm\n"
+              "device = xm.xla_device()\n"
+              "!python train.py  # four workers\n")
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None, "source": source}],
+                "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (in_tmp / "t.ipynb").write_text(json.dumps(notebook))
+    cli("apply", "t.ipynb")
+    (cell,) = json.loads((in_tmp / "t.ipynb").read_text())["cells"]
+    assert "!torchrun --nproc-per-node=4 train.py  # four workers\n" in cell["source"]
+    assert "xla_device" not in cell["source"]
 
 
 def test_a_tree_without_spawning_scripts_gets_no_launch_findings(in_tmp: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from codemod.deps import commands, lockfiles, shell
@@ -24,7 +25,8 @@ from codemod.deps.entries import Unparsable
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
 
-__all__ = ["is_dependency_file", "kind_of", "scan_source", "scan_text_lines"]
+__all__ = ["LineEdit", "fix_text_lines", "is_dependency_file", "kind_of", "scan_source",
+           "scan_text_lines"]
 
 Scanner = Callable[[str, Emitter, str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
@@ -145,14 +147,38 @@ def scan_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
                     paths: HostPaths | None = None) -> list[Finding]:
     """Check free-standing shell-like lines (notebook magics); report only, never fix.
     With `paths`, launches of scripts that spawn their own workers are followed (NM816)."""
+    return fix_text_lines(path, lines, registry, paths, fix=False)[0]
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace columns [start, end) (0-based) of one of the given lines."""
+
+    line: int
+    start: int
+    end: int
+    new: str
+
+
+def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
+                   paths: HostPaths | None = None,
+                   fix: bool = True) -> tuple[list[Finding], list[LineEdit]]:
+    """`scan_text_lines`, with the launch rewrites (NM816) as edits of the lines: the only
+    fixes whose text stays where the line had it (`strip_magic` keeps columns, but `%env`
+    lines are rewritten, and pins are left to the files the notebook installs from)."""
     if not lines:
-        return []
+        return [], []
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
-    emitter = Emitter(path, text, registry, fix=False,
-                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1], can_edit=False,
+    emitter = Emitter(path, text, registry, fix=fix,
+                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1],
+                      can_edit=frozenset({LAUNCH}) if fix else False,
                       paths=paths if rule_enabled(registry, LAUNCH) else None)
     try:
         shell.scan(text, emitter, path)
     except Unparsable:
         pass  # a notebook line that is not shell: nothing to say about it
-    return list(_ordered(emitter.findings))
+    edits = []
+    for edit in emitter.edits:
+        (line, start), (_, end) = emitter.position(edit.start), emitter.position(edit.end)
+        edits.append(LineEdit(line, start - 1, end - 1, edit.new))
+    return list(_ordered(emitter.findings)), edits

@@ -22,12 +22,14 @@ class Emitter:
     """Collects the findings for one text; knows where each offset is.
 
     `line_numbers` maps the text's lines to the caller's numbering (notebook lines handed to
-    `scan_text_lines`); by default line i of the text is line i. `paths` finds the scripts
-    that launch lines start (None: launch lines are not followed).
+    `scan_text_lines`); by default line i of the text is line i. `can_edit` may name the only
+    rules whose edits can be made. `paths` finds the scripts that launch lines start (None:
+    launch lines are not followed).
     """
 
     def __init__(self, path: str, text: str, registry: Registry, fix: bool,
-                 line_numbers: Sequence[int] | None = None, can_edit: bool = True,
+                 line_numbers: Sequence[int] | None = None,
+                 can_edit: bool | frozenset[str] = True,
                  paths: HostPaths | None = None) -> None:
         self.path = path
         self.paths = paths
@@ -49,7 +51,9 @@ class Emitter:
                edits: Sequence[Edit | None] = (), suggestion: str | None = None) -> None:
         if not rule_enabled(self.registry, rule_id):
             return
-        usable = self.can_edit and bool(edits) and all(e is not None for e in edits)
+        editable = self.can_edit if isinstance(self.can_edit, bool) else \
+            rule_id in self.can_edit
+        usable = editable and bool(edits) and all(e is not None for e in edits)
         kind = ids.KINDS[rule_id] if usable else Kind.REVIEW
         applied = usable and self._accept(kind, [e for e in edits if e is not None])
         line, column = self.position(offset)

@@ -27,6 +27,7 @@ from codemod.deps.entries import Edit
 from codemod.deps.launch_paths import HERE, HostPaths, roots_of
 from codemod.deps.lines import LogicalLine
 from codemod.deps.spawners import Spawner, spawner_at, spawner_of
+from codemod.model import Kind
 
 PASS_THROUGH = frozenset({"nohup", "exec", "time", "command", "sudo", "env",
                           "neuron_parallel_compile"})
@@ -287,6 +288,9 @@ def _blocker(launch: Launch, spawner: Spawner, emitter: Emitter) -> str | None:
                 "the script first")
     if not rule_enabled(emitter.registry, SPAWN_RULE):
         return f"{SPAWN_RULE} is not enabled, so the script keeps its spawn call: change both"
+    spawn_rule = emitter.registry.by_id.get(SPAWN_RULE)
+    if spawn_rule is not None and spawn_rule.kind is not Kind.FIX:
+        return f"{SPAWN_RULE} only reports the spawn call: change the script and this line together"
     return None
 
 
