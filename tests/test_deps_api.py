@@ -37,6 +37,7 @@ def registry(**options: object) -> Registry:
     ("environment.yaml", "conda"), ("Dockerfile", "dockerfile"),
     ("Dockerfile.neuron", "dockerfile"), ("train.Dockerfile", "dockerfile"),
     ("Containerfile", "dockerfile"), ("run.sh", "shell"), ("env.bash", "shell"),
+    ("train.sbatch", "shell"), ("job.slurm", "shell"),
     ("k8s/job.yaml", "yaml"), (".github/workflows/ci.yml", "yaml"),
 ])
 def test_files_are_recognised_by_name(name: str, kind: str) -> None:

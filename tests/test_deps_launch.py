@@ -168,12 +168,14 @@ def test_scan_fix_rewrites_the_launch_and_leaves_the_script(in_tmp: Path) -> Non
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_apply_rewrites_the_launch_with_the_script(in_tmp: Path, jobs: str) -> None:
-    (in_tmp / "train.py").write_text(SPAWNS.format(n=4))
+    (in_tmp / "a_train.py").write_text(SPAWNS.format(n=4))  # before the launchers by name
+    (in_tmp / "run.sh").write_text("python a_train.py\n")
     (in_tmp / "Dockerfile").write_text('FROM python:3.11\nCOPY . /app\nWORKDIR /app\n'
-                                       'CMD ["python", "train.py"]\n')
+                                       'CMD ["python", "a_train.py"]\n')
     assert cli("apply", "-j", jobs, ".").exit_code in (0, 1)
+    assert (in_tmp / "run.sh").read_text() == "torchrun --nproc-per-node=4 a_train.py\n"
     assert (in_tmp / "Dockerfile").read_text().endswith(
-        'CMD ["torchrun", "--nproc-per-node=4", "train.py"]\n')
+        'CMD ["torchrun", "--nproc-per-node=4", "a_train.py"]\n')
     again = cli("apply", "-j", jobs, ".")
     assert "NM816" not in again.stdout
 

@@ -69,7 +69,7 @@ def kind_of(path: Path) -> str | None:
     if REQUIREMENTS.match(name) or (path.parent.name.lower() == "requirements"
                                     and name.endswith((".txt", ".in"))):
         return "requirements"
-    if name.endswith((".sh", ".bash")):
+    if name.endswith((".sh", ".bash", ".sbatch", ".slurm")):  # SLURM batch scripts are shell
         return "shell"
     if name.endswith((".yml", ".yaml")):
         return "conda" if name.startswith("environment") else "yaml"
