@@ -96,7 +96,13 @@ class HostPaths:
 
     def _tail_matches(self, absolute: str, directory: bool) -> list[Path]:
         """`/opt/ml/code/train.py` or `~/samples/x/train.py`: the longest tail of it found
-        under a root."""
+        under a root; the path itself when it is inside one (`$SCRIPT_DIR/train.py`)."""
+        itself = Path(os.path.normpath(absolute))
+        if absolute.startswith("/") and any(itself.is_relative_to(r) for r in self.roots):
+            found = [itself.resolve()] if directory and itself.is_dir() else \
+                [] if directory else self._existing([itself])
+            if found:
+                return found
         parts = PurePosixPath(absolute).parts[1:]
         for start in range(len(parts)):
             tail = Path(*parts[start:])

@@ -179,6 +179,30 @@ FOLDER_WORD = re.compile(rb"(?:\bcd|\bpushd|\bWORKDIR|\bworkingDir:|\bworking_di
                          rb"[ \t]+[\"']?([^\s\"';&|]+)")
 
 
+_ZERO = r"""["']?(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\})["']?"""
+SCRIPT_DIR = re.compile(rf"""^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=["']?"""
+                        rf"""\$\((?:\s*cd\s+["']?)?\$\((?:dirname|realpath)\s+{_ZERO}\)""")
+PARENT_DIR = re.compile(r"""^\s*(?:export\s+|local\s+|readonly\s+)?([A-Za-z_]\w*)=["']?"""
+                        r"""\$\(dirname\s+["']?\$\{?(\w+)\}?["']?\s*\)["']?\s*$""")
+
+
+def note_script_dir(line: str, variables: dict[str, Variable], paths: HostPaths | None) -> None:
+    """`HERE="$(cd "$(dirname "$0")"; pwd)"`, `TOP=$(dirname "$HERE")`: a variable holding the
+    script's own folder (or its parent) names a real path, which `$HERE/train.py` then uses.
+    Read after the line's own commands, which record what the shell reader made of it."""
+    if paths is None or "dirname" not in line:
+        return
+    here = SCRIPT_DIR.match(line)
+    if here is not None:
+        variables[here[1]] = Variable(str(paths.roots[0]))
+        return
+    parent = PARENT_DIR.match(line)
+    if parent is not None and parent[2] in variables:
+        folder = variables[parent[2]].value.rstrip("/")
+        if folder.startswith("/"):
+            variables[parent[1]] = Variable(os.path.dirname(folder) or "/")
+
+
 def names_a_spawner(path: str, data: bytes) -> bool:
     """Whether a file without Neuron words names a script that spawns its own workers: only
     then is it read in full. Each `name.py` word (and `-m module`) is looked for beside the
@@ -236,7 +260,8 @@ def check_launch(words: Sequence[Word], variables: dict[str, Variable],
     spawners = {_spawner(paths, script) for script in scripts}
     if spawners <= {None}:
         return
-    shown = f"`{target}`" if not found.module else f"module `{target}`"
+    written = found.target.value
+    shown = f"`{written}`" if not found.module else f"module `{written}`"
     if len(spawners) > 1:
         where = ", ".join(f"`{s}`" for s in scripts)
         emitter.report(ids.LAUNCH, found.interpreter.start,

@@ -9,7 +9,7 @@ from codemod.deps.commands import (
 )
 from codemod.deps.emit import Emitter
 from codemod.deps.entries import Index, Manifest
-from codemod.deps.launches import check_launch, follow_directory, shell_render
+from codemod.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
 from codemod.deps.lines import logical_lines
 from codemod.deps.pip_words import read_pip_install
 from codemod.deps.signals import check_variable, scan_text_signals
@@ -78,5 +78,6 @@ def scan(text: str, emitter: Emitter, path: str = "") -> None:
     for line in logical_lines(text):
         for command in simple_commands(split_words(line)):
             read_command(command, text, variables, manifest, emitter)
+        note_script_dir(line.text, variables, emitter.paths)
     check.emit(manifest, emitter)
     scan_text_signals(text, emitter)
