@@ -30,7 +30,9 @@ from codemod.deps.spawners import Spawner, spawner_at, spawner_of
 from codemod.model import Kind
 
 PASS_THROUGH = frozenset({"nohup", "exec", "time", "command", "sudo", "env",
-                          "neuron_parallel_compile"})
+                          "neuron_parallel_compile",
+                          # reserved words a command follows: `if [ ]; then python x.py; fi`
+                          "if", "then", "else", "elif", "do", "while", "until", "{", "!"})
 HOST_LAUNCHERS = frozenset({"srun", "mpirun", "mpiexec"})
 TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch"})
 XLA_DIST = "torch_xla.distributed.xla_dist"
