@@ -386,7 +386,9 @@ process without a word. AWS's distributed guide launches with torchrun.
 
 What differs: torchrun also sets RANK, WORLD_SIZE and the rendezvous variables, and starts
 each worker with `python -u`. A specific interpreter (`/opt/venv/bin/python`) is kept:
-`... -m torch.distributed.run`. nprocs=1 needs nothing."""
+`... -m torch.distributed.run`. nprocs=1 needs nothing. The line changes only where NM220
+turns the spawn call into the entry; `scan --fix` changes the line alone, so migrate the
+script too (`apply`). In the example, train.py calls `xmp.spawn(_mp_fn, nprocs=8)`."""
     doc_url = D_DIST
     example = Example(before="python3 -u train.py --epochs 3\n",
                       after="torchrun --nproc-per-node=8 train.py --epochs 3\n",
