@@ -317,7 +317,8 @@ def _blocker(launch: Launch, spawner: Spawner, emitter: Emitter) -> str | None:
         return f"{SPAWN_RULE} is not enabled, so the script keeps its spawn call: change both"
     spawn_rule = emitter.registry.by_id.get(SPAWN_RULE)
     if spawn_rule is not None and spawn_rule.kind is not Kind.FIX:
-        return f"{SPAWN_RULE} only reports the spawn call: change the script and this line together"
+        return (f"{SPAWN_RULE} only reports the spawn call: change the script and this line "
+                "together")
     return None
 
 
@@ -335,5 +336,5 @@ def _spawner(paths: HostPaths, script: Path) -> Spawner | None:
 
 XLA_DIST_MESSAGE = (
     "`xla_dist` started the script on every host of an XLA cluster; TorchNeuron uses "
-    "torchrun: run `torchrun --nnodes=H --node-rank=I --nproc-per-node=N --rdzv-endpoint=HOST:PORT "
-    "script.py` on each host (or let the cluster scheduler start it)")
+    "torchrun: run `torchrun --nnodes=H --node-rank=I --nproc-per-node=N "
+    "--rdzv-endpoint=HOST:PORT script.py` on each host (or let the cluster scheduler start it)")
