@@ -147,7 +147,7 @@ def scan_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
                     paths: HostPaths | None = None) -> list[Finding]:
     """Check free-standing shell-like lines (notebook magics); report only, never fix.
     With `paths`, launches of scripts that spawn their own workers are followed (NM816)."""
-    return fix_text_lines(path, lines, registry, paths, fix=False)[0]
+    return fix_text_lines(path, lines, registry, paths, editable=False)[0]
 
 
 @dataclass(frozen=True)
@@ -161,17 +161,17 @@ class LineEdit:
 
 
 def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
-                   paths: HostPaths | None = None,
+                   paths: HostPaths | None = None, editable: bool = True,
                    fix: bool = True) -> tuple[list[Finding], list[LineEdit]]:
-    """`scan_text_lines`, with the launch rewrites (NM816) as edits of the lines: the only
-    fixes whose text stays where the line had it (`strip_magic` keeps columns, but `%env`
+    """`scan_text_lines`, with the launch rewrites (NM816) as edits of the lines when they are
+    `editable` (and made when `fix`): the only fixes whose text stays where the line had it (`strip_magic` keeps columns, but `%env`
     lines are rewritten, and pins are left to the files the notebook installs from)."""
     if not lines:
         return [], []
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
     emitter = Emitter(path, text, registry, fix=fix,
                       line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1],
-                      can_edit=frozenset({LAUNCH}) if fix else False,
+                      can_edit=frozenset({LAUNCH}) if editable else False,
                       paths=paths if rule_enabled(registry, LAUNCH) else None)
     try:
         shell.scan(text, emitter, path)

@@ -67,6 +67,10 @@ class Emitter:
                                       and self.registry.options.unsafe_fixes)
         if not (self.fix and wanted):
             return False
+        return self.take(edits)
+
+    def take(self, edits: Sequence[Edit]) -> bool:
+        """Add edits made elsewhere (a string's shell, read on its own), unless they clash."""
         new = [e for e in edits if e not in self.edits]  # one ARG default serves many pins
         if any(_overlaps(e, other) for e in new for other in self.edits):
             return False

@@ -1,7 +1,8 @@
 """Any other YAML file (compose files, Kubernetes manifests, CI workflows, SageMaker configs):
 `image:` keys, XLA variables set in `env` maps or `- name:/value:` lists, and shell commands
-held in strings (`run: pip install ...`), all reported, never edited; and `command` lists
-that launch a script spawning its own workers, rewritten to torchrun (NM816)."""
+held in strings (`run: pip install ...`), all reported, never edited; except the launch of a
+script that spawns its own workers (NM816), rewritten to torchrun in `command` lists and in
+strings whose lines stand in the file as written."""
 
 from __future__ import annotations
 
@@ -14,9 +15,10 @@ from yaml.nodes import Node, ScalarNode, SequenceNode
 from codemod.deps import ids
 from codemod.deps.commands import Word
 from codemod.deps.emit import Emitter
+from codemod.deps.entries import Edit
 from codemod.deps.launches import check_launch, item_render
 from codemod.deps.signals import check_image, check_variable, scan_text_signals, xla_variable_advice
-from codemod.deps.yaml_nodes import compose, pairs, scalar, walk
+from codemod.deps.yaml_nodes import compose, inner_span, pairs, scalar, walk
 
 SHELL_HINTS = ("pip", "neuron_parallel_compile", "export ", "python", "xla_dist")
 ARGV_KEYS = ("command", "entrypoint")  # Kubernetes and compose: a list is the argv
@@ -61,19 +63,44 @@ def _mapping(node: Node, emitter: Emitter) -> None:
 
 
 def _embedded_shell(node: ScalarNode, text: str, emitter: Emitter) -> None:
-    """Shell held in a string: reported at the string's lines (columns inside the string)."""
-    from codemod.deps import scan_text_lines  # the package's own entry point for such lines
+    """Shell held in a string: reported at the string's lines (columns inside the string).
+    A launch line (NM816) is rewritten where the string's lines are the file's, character for
+    character (a plain or quoted one-line string without escapes, a `|` block)."""
+    from codemod.deps import fix_text_lines  # the package's own entry point for such lines
 
     block = node.style in ("|", ">")
     first = node.start_mark.line + (1 if block else 0) + 1
     lines = [(first + i, line) for i, line in enumerate(text.splitlines())]
     if emitter.paths is not None:
         emitter.paths.reset()
-    for finding in scan_text_lines(emitter.path, lines, emitter.registry, emitter.paths):
+    exact = _as_written(node, lines, emitter, block)
+    findings, line_edits = fix_text_lines(emitter.path, lines, emitter.registry, emitter.paths,
+                                          editable=exact, fix=emitter.fix)
+    edits = [Edit(emitter.starts[e.line - 1] + _shift(emitter, node, e.line, block) + e.start,
+                  emitter.starts[e.line - 1] + _shift(emitter, node, e.line, block) + e.end,
+                  e.new) for e in line_edits]
+    taken = not edits or emitter.take(edits)
+    for finding in findings:
         if finding.rule_id in (ids.OLD_INSTANCE, ids.XLA_IMAGE):
             continue  # whole-text signals are found once, by scan_text_signals
-        emitter.findings.append(replace(finding, column=finding.column + _shift(
-            emitter, node, finding.line, block)))
+        emitter.findings.append(replace(finding, applied=finding.applied and taken,
+                                        column=finding.column + _shift(
+                                            emitter, node, finding.line, block)))
+
+
+def _as_written(node: ScalarNode, lines: list[tuple[int, str]], emitter: Emitter,
+                block: bool) -> bool:
+    """Whether each of the string's lines stands in the file as it is in the string."""
+    if node.style == ">" or not lines:
+        return False
+    if not block:
+        span = inner_span(node)
+        return span is not None and emitter.text[span[0]:span[1]] == lines[0][1]
+    for number, line in lines:
+        start = emitter.starts[number - 1] + _shift(emitter, node, number, block)
+        if emitter.text[start:start + len(line)] != line:
+            return False
+    return True
 
 
 def _shift(emitter: Emitter, node: ScalarNode, line: int, block: bool) -> int:
