@@ -237,3 +237,43 @@ def test_a_tree_without_spawning_scripts_gets_no_launch_findings(in_tmp: Path) -
     (in_tmp / "ci.yaml").write_text("jobs:\n  t:\n    steps:\n      - run: python train.py\n")
     assert cli("scan", "--fix", ".").exit_code == 0
     assert (in_tmp / "run.sh").read_text() == "python train.py\npython missing.py\n"
+
+
+@pytest.mark.parametrize(("dockerfile", "fixed"), [
+    # a later COPY of the same folder wins; WORKDIR relative to the one before
+    ("FROM a\nCOPY old/ /app/\nCOPY src/ /app/\nWORKDIR /\nWORKDIR app\nCMD python train.py\n",
+     True),
+    # one file copied into a folder, by its name
+    ("FROM a\nCOPY --chown=1000 src/train.py /opt/\nCMD [\"python\", \"/opt/train.py\"]\n", True),
+    # another stage's files are not the build context's
+    ("FROM a\nCOPY --from=builder /out /app\nWORKDIR /app\nCMD python train.py\n", False),
+    # a new stage forgets the last one's WORKDIR and copies
+    ("FROM a\nCOPY src/ /app/\nWORKDIR /app\nFROM b\nCMD python train.py\n", False),
+])
+def test_container_paths_follow_copy_and_workdir(in_tmp: Path, dockerfile: str,
+                                                 fixed: bool) -> None:
+    (in_tmp / "src").mkdir()
+    (in_tmp / "src" / "train.py").write_text(SPAWNS.format(n=8))
+    (in_tmp / "old").mkdir()
+    (in_tmp / "old" / "train.py").write_text("print('old')\n")
+    result = scan_source("Dockerfile", dockerfile.encode(), _registry(), fix=True)
+    assert (result.new_source is not None) == fixed
+    assert any(f.rule_id == "NM816" for f in result.findings) == fixed
+
+
+@pytest.mark.parametrize(("script", "fixed"), [
+    ("pushd src\npython train.py\npopd\n", True),
+    ("pushd src\npopd\npython train.py\n", False),  # back where it started: no train.py
+    ("cd ~/checkouts/project/src && python train.py\n", True),  # a tail found under a root
+    ("cd /somewhere/else && python train.py\n", False),
+    ("cd \"$UNKNOWN\" && python train.py\n", False),
+    ("python src/train.py\n", True),
+    ("python -m src\n", True),  # a package's __main__.py
+])
+def test_host_paths_follow_the_directory_changes(in_tmp: Path, script: str,
+                                                 fixed: bool) -> None:
+    (in_tmp / "src").mkdir()
+    (in_tmp / "src" / "train.py").write_text(SPAWNS.format(n=8))
+    (in_tmp / "src" / "__main__.py").write_text(SPAWNS.format(n=8))
+    result = scan_source("run.sh", script.encode(), _registry(), fix=True)
+    assert (result.new_source is not None) == fixed, result.findings

@@ -212,11 +212,15 @@ def names_a_spawner(path: str, data: bytes) -> bool:
     name: a stat per place, plain strings (pathlib costs more than the stat), and a substring
     search of each script found (cached)."""
     scripts = {m.decode("utf-8", "replace") for m in SCRIPT_WORD.findall(data)}
-    scripts.update(m.decode().replace(".", "/") + ".py" for m in MODULE_WORD.findall(data))
+    for module in MODULE_WORD.findall(data):
+        stem = module.decode().replace(".", "/")
+        scripts.update((f"{stem}.py", f"{stem}/__main__.py"))
     if not scripts:
         return False
-    folders = {"", *(m.decode("utf-8", "replace").lstrip("/~").lstrip("./")
-                     for m in FOLDER_WORD.findall(data))}
+    folders = {""}
+    for word in FOLDER_WORD.findall(data):  # `cd ~/src/project/x`: every tail, as HostPaths
+        parts = [p for p in word.decode("utf-8", "replace").split("/") if p not in ("", "~")]
+        folders.update("/".join(parts[i:]) for i in range(len(parts)))
     roots = [str(root) for root in roots_of(Path(path))]
     for script in scripts:
         script = script.lstrip("/~")
