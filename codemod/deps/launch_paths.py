@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
 HERE = ("$(dirname", "`dirname", "${BASH_SOURCE%/*}", "${0%/*}")
@@ -86,9 +86,9 @@ class HostPaths:
             return []
         return self._existing(c / relative for c in self.cwds)
 
-    def _existing(self, paths: object) -> list[Path]:
+    def _existing(self, paths: Iterable[Path]) -> list[Path]:
         found: dict[Path, None] = {}
-        for path in paths:  # type: ignore[attr-defined]
+        for path in paths:
             real = Path(os.path.normpath(path))
             if real in self.written or real.is_file():
                 found[real] = None
