@@ -256,10 +256,9 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
     and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
     launches: dict[int, Cell] = {}
-    paths = HostPaths(Path(path), _written_files(path, code))
+    paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
-            paths.reset()
             found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths)
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
                          for f in found]

@@ -277,3 +277,19 @@ def test_host_paths_follow_the_directory_changes(in_tmp: Path, script: str,
     (in_tmp / "src" / "__main__.py").write_text(SPAWNS.format(n=8))
     result = scan_source("run.sh", script.encode(), _registry(), fix=True)
     assert (result.new_source is not None) == fixed, result.findings
+
+
+def test_a_notebook_cd_makes_a_launch_ambiguous_rather_than_moving_it(in_tmp: Path) -> None:
+    """`!cd sub` does not move the next `!` line (each runs in its own shell), `%cd sub` does:
+    both places are looked in, and two different scripts are only reported."""
+    (in_tmp / "sub").mkdir()
+    (in_tmp / "sub" / "train.py").write_text(SPAWNS.format(n=2))
+    (in_tmp / "train.py").write_text("print('evaluate')\n")
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None, "source": "!cd sub\n!python train.py\n"}],
+                "metadata": {"language_info": {"name": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (in_tmp / "t.ipynb").write_text(json.dumps(notebook))
+    report = cli("check", "t.ipynb", "--format", "json").json()
+    (launch,) = [f for f in report["findings"] if f["rule_id"] == "NM816"]
+    assert launch["kind"] == "review" and "may be any of" in launch["message"]

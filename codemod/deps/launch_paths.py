@@ -47,24 +47,35 @@ def _roots(folder_name: str, cwd: str) -> tuple[Path, ...]:
 
 
 class HostPaths:
-    """A shell script's view: the directories it may be running in, moved by `cd`."""
+    """A shell script's view: the directories it may be running in, moved by `cd`.
 
-    def __init__(self, launcher: Path, written: Mapping[Path, bytes] | None = None) -> None:
+    With `widen`, a `cd` adds the places it names instead of moving: in a notebook each `!`
+    line runs in a shell of its own while `%cd` moves the kernel for good, and the lines reach
+    the reader as one text; two different scripts found then make the launch ambiguous."""
+
+    def __init__(self, launcher: Path, written: Mapping[Path, bytes] | None = None,
+                 widen: bool = False) -> None:
         self.roots = roots_of(launcher)
         self.written = dict(written or {})
+        self.widen = widen
         self.cwds: tuple[Path, ...] | None = self.roots
         self.stack: list[tuple[Path, ...] | None] = []
 
     def reset(self) -> None:
-        self.cwds = self.roots
+        if not self.widen:
+            self.cwds = self.roots
 
     def change_dir(self, target: str | None, push: bool = False) -> None:
         if push:
             self.stack.append(self.cwds)
-        self.cwds = self._moved(target)
+        moved = self._moved(target)
+        if self.widen and self.cwds is not None:
+            moved = tuple(dict.fromkeys((*self.cwds, *(moved or ()))))
+        self.cwds = moved
 
     def pop_dir(self) -> None:
-        self.cwds = self.stack.pop() if self.stack else None
+        if not self.widen:
+            self.cwds = self.stack.pop() if self.stack else None
 
     def _moved(self, target: str | None) -> tuple[Path, ...] | None:
         if target is None or target in ("", "-", "~"):
