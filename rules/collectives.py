@@ -12,6 +12,7 @@ from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
 from codemod.quote import code
 from codemod.transform import dotted
+from rules.helpers import defined
 from rules.review_base import ReviewRule
 from rules.support import argument, has_star_args, string_value, template
 
@@ -141,17 +142,8 @@ natively."""
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
                "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=0.5)\n",
-        after="import torch\n\n\ndef _neuron_all_reduce(op, value, scale=1.0):\n"
-              "    \"\"\"xm.all_reduce: a tensor is reduced into a new tensor; a list is "
-              "reduced in place.\"\"\"\n"
-              "    tensors = list(value) if isinstance(value, (list, tuple)) else "
-              "[value.clone()]\n"
-              "    for tensor in tensors:\n"
-              "        if torch.distributed.is_initialized():\n"
-              "            torch.distributed.all_reduce(tensor, op=op)\n"
-              "        if scale != 1.0:\n"
-              "            tensor.mul_(scale)\n"
-              "    return value if isinstance(value, (list, tuple)) else tensors[0]\n\n\n"
+        after="import os\nimport torch\n\n\n" + defined("_neuron_all_reduce")
+              + "\n\n"
               "total = _neuron_all_reduce(torch.distributed.ReduceOp.SUM, loss, scale=0.5)\n",
     )
     calls = frozenset({f"{XM}.all_reduce", f"{XM}.all_gather", f"{XM}.reduce_scatter"})
@@ -216,12 +208,8 @@ What differs: nothing; without a process group it does nothing, as before."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.broadcast_master_param(model)\n",
-        after="import torch\n\n\ndef _neuron_broadcast_master_param(model):\n"
-              "    \"\"\"Copy rank 0's parameters and buffers to every process "
-              "(xm.broadcast_master_param).\"\"\"\n"
-              "    if not torch.distributed.is_initialized():\n        return\n"
-              "    for tensor in [*model.parameters(), *model.buffers()]:\n"
-              "        torch.distributed.broadcast(tensor.data, src=0)\n\n\n"
+        after="import os\nimport torch\n\n\n" + defined("_neuron_broadcast_master_param")
+              + "\n\n"
               "_neuron_broadcast_master_param(model)\n",
     )
     calls = frozenset({f"{XM}.broadcast_master_param"})

@@ -7,7 +7,7 @@ import libcst as cst
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Rule, Site
 from codemod.quote import code
-from rules.helpers import HELPERS
+from rules.helpers import defined
 from rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -35,8 +35,8 @@ is what you want."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
-        after="import os\nimport torch\n\n\n" + HELPERS["_neuron_to_device"].source + "\n\n"
-              + HELPERS["_neuron_save"].source + "\n\n_neuron_save(model.state_dict(), path)\n",
+        after="import os\nimport torch\n\n\n" + defined("_neuron_save")
+              + "\n\n_neuron_save(model.state_dict(), path)\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.save"})
     emits = ("torch.save", "torch.distributed.barrier")
