@@ -2,77 +2,252 @@
 
 from __future__ import annotations
 
+import ast
+import functools
 import shlex
+import warnings
+from dataclasses import dataclass
 
 import libcst as cst
 
 from codemod.model import Kind
-from codemod.rule import Example, Outcome, Review, Rule, Site
+from codemod.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
 from codemod.quote import code
-from rules.support import argument, has_star_args, keyword, string_value
+from rules.support import argument, bool_value, has_star_args, string_value, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+
+SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
+LAUNCH = frozenset({"torch_xla.launch", "torch_xla.torch_xla.launch"})
+_INIT_OPTIONS = frozenset({"backend", "init_method"})  # what NM201 turns into plain "neuron"
+
+
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What the whole file says about starting workers, for the rules that must agree."""
+
+    launches: bool  # it calls xmp.spawn or torch_xla.launch
+    own_group: bool  # it creates a process group other than the XLA one NM201 makes "neuron"
+
+
+def launch_facts(text: str) -> LaunchFacts:
+    return _facts(text)
+
+
+@functools.lru_cache(maxsize=16)
+def _facts(text: str) -> LaunchFacts:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return LaunchFacts(False, False)
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    aliases[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    launches = own = False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = _qualname(node.func, aliases)
+        if name == SPAWN or name in LAUNCH:
+            launches = True
+        elif name is not None and name.rsplit(".", 1)[-1] == "init_process_group":
+            own |= not _xla_group(node)
+    return LaunchFacts(launches, own)
+
+
+def _xla_group(node: ast.Call) -> bool:
+    """`init_process_group("xla", init_method="xla://")` and its spellings: what NM201 turns
+    into the plain `init_process_group("neuron")` the worker entry creates anyway."""
+    given = dict(zip(("backend", "init_method"), node.args))
+    given.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
+    if len(node.args) > 2 or len(given) != len(node.args) + len(node.keywords) \
+            or set(given) - {"backend", "init_method"}:
+        return False
+    values = {k: v.value if isinstance(v, ast.Constant) else v for k, v in given.items()}
+    backend, init = values.get("backend"), values.get("init_method")
+    return backend in ("xla", None) and init in ("xla://", "pjrt://", None) \
+        and (backend, init) != (None, None)
+
+
+def _qualname(node: ast.expr, aliases: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(aliases.get(node.id, node.id))
+    return ".".join(reversed(parts))
+
+
+def group_guard(site: Site) -> cst.BaseExpression | None:
+    """`int(os.environ.get("WORLD_SIZE", 1)) > 1 and not dist.is_initialized()`: a torchrun
+    worker of a job of several processes that has no process group yet."""
+    os_, dist = site.ref("os"), site.ref("torch.distributed")
+    if os_ is None or dist is None:
+        return None
+    return template('int({os}.environ.get("WORLD_SIZE", 1)) > 1 and not {d}.is_initialized()',
+                    os=os_, d=dist)
+
+
+def create_group(site: Site) -> cst.If | None:
+    """The process group a worker needs before its first collective and before anything is
+    put on the device (the neuron backend picks the worker's NeuronCore when it starts)."""
+    guard, dist = group_guard(site), site.ref("torch.distributed")
+    if guard is None or dist is None:
+        return None
+    init = template('{d}.init_process_group("neuron")', d=dist)
+    return cst.If(test=guard, body=cst.IndentedBlock(
+        body=[cst.SimpleStatementLine(body=[cst.Expr(init)])]))
 
 
 class Spawn(Rule):
     id = "NM220"
     name = "xmp-spawn"
-    kind = Kind.REVIEW
-    summary = "`xmp.spawn` / `torch_xla.launch` are replaced by launching with torchrun"
+    kind = Kind.FIX
+    summary = ("`xmp.spawn` / `torch_xla.launch` call the entry function once per torchrun "
+               "worker; the launch command changes")
     explanation = """\
-What it does: reports `xmp.spawn(fn, args=..., nprocs=..., start_method=...)` and
-`torch_xla.launch(fn, args=...)` with the torchrun command line that replaces them and the
-call to put in their place.
+What it does: `xmp.spawn(fn, args=(a, b), nprocs=..., start_method=...)` becomes a direct call
+`fn(int(os.environ.get("RANK", 0)), a, b)`, preceded by the creation of the process group:
+`if int(os.environ.get("WORLD_SIZE", 1)) > 1 and not dist.is_initialized():
+dist.init_process_group("neuron")`. `torch_xla.launch(fn, args=...)` becomes the same with
+`LOCAL_RANK`. The finding gives the command that now starts the job,
+`torchrun --nproc-per-node=N script.py`, with N taken from `nprocs`.
 
-Why: TorchNeuron uses standard torch.distributed: each process is started by torchrun, which
-sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT, and the script calls its entry
-function once. AWS's distributed guide launches this way.
+Why: TorchNeuron uses standard torch.distributed: torchrun starts one process per NeuronCore
+and sets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT; each process calls the
+entry function once. Under PJRT the XLA collectives (`xm.optimizer_step`, `xm.all_reduce`, the
+ordinals) worked without a process group; the native ones need one, and the neuron backend
+assigns each process its NeuronCore when the group is created, so it is created first, before
+the entry function can put anything on the device. PJRT passed `fn` the global ordinal
+(`xmp.spawn`) or, under torchrun, LOCAL_RANK (`torch_xla.launch`); RANK and LOCAL_RANK are
+their torchrun counterparts and are equal on one host.
 
-What to do: replace the call with `fn(int(os.environ["LOCAL_RANK"]), *args)` and launch with
-`torchrun --nproc-per-node=N script.py`. When `nprocs` was omitted, PJRT started one process
-per NeuronCore on the instance; pass that count to torchrun (AWS's tutorial uses 64 on a
-trn2.48xlarge). `start_method="fork"` has no equivalent: torchrun starts fresh processes, and
-the native runtime refuses to be forked after it has started."""
+What differs: the launch command: run the script with torchrun (`python script.py` still runs
+it as one process). When `nprocs` was omitted, PJRT ran one process per NeuronCore of the
+instance; pass that count (`neuron-ls` shows it). `nprocs=1` (or `debug_single_process=True`)
+ran in the calling process, and still does: no torchrun, no process group. torchrun starts
+fresh processes, so `start_method="fork"` has no equivalent: each worker runs the module's
+top-level code itself. A script that creates its own process group keeps it (its call is
+guarded, see NM201); if it passes options of its own, no group is added here. Unpacked
+arguments, `join=False` and a spawn whose result is used are reported for review."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
                "xmp.spawn(_mp_fn, args=(flags,))\n",
-        after="import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
-              "xmp.spawn(_mp_fn, args=(flags,))\n",
+        after="import os\nimport torch\n\n"
+              "if int(os.environ.get(\"WORLD_SIZE\", 1)) > 1 and not "
+              "torch.distributed.is_initialized():\n"
+              "    torch.distributed.init_process_group(\"neuron\")\n"
+              "_mp_fn(int(os.environ.get(\"RANK\", 0)), flags)\n",
     )
-    calls = frozenset({"torch_xla.distributed.xla_multiprocessing.spawn", "torch_xla.launch",
-                       "torch_xla.torch_xla.launch"})
+    calls = frozenset({SPAWN, *LAUNCH})
+    emits = ("torch.distributed.init_process_group", "torch.distributed.is_initialized")
+
+    _SPAWN_PARAMS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
+    _LAUNCH_PARAMS = ("fn", "args", "start_method", "debug_single_process")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if has_star_args(node.args):
-            return Review(f"`{code(node)}`: launch with torchrun instead")
-        fn = argument(node.args, 0, "fn")
-        args = argument(node.args, 1, "args")
-        nprocs = argument(node.args, 2, "nprocs") if "spawn" in (site.qualname or "") else None
-        start_arg = keyword(node.args, "start_method")
-        start = string_value(start_arg.value) if start_arg is not None else None
-        count = code(nprocs.value) if nprocs is not None else None
-        if count in (None, "None"):
-            count_text = "N"
-            note = ("nprocs was omitted, so PJRT ran one process per NeuronCore on the "
-                    "instance: use that count for N")
-        elif count.isdigit():
-            count_text, note = count, f"nprocs={count}"
+        spawn = site.qualname == SPAWN
+        params = self._SPAWN_PARAMS if spawn else self._LAUNCH_PARAMS
+        command = f"torchrun --nproc-per-node=N {shlex.quote(site.path)}"
+        unknown = [a.keyword.value for a in node.args
+                   if a.keyword is not None and a.keyword.value not in params]
+        if has_star_args(node.args) or unknown or len(node.args) > len(params):
+            return Review(f"`{code(node)}`: call the entry function as fn(RANK, *args) and "
+                          f"launch with `{command}`")
+        value = {p: argument(node.args, i, p) for i, p in enumerate(params)}
+        fn, join = value["fn"], value.get("join")
+        if fn is None:
+            return Review(f"`{code(node)}`: no entry function")
+        if join is not None and bool_value(join.value) is not True:
+            return Review(f"`{code(node)}`: join=False returned while the workers ran; with "
+                          f"torchrun each worker runs the function itself (`{command}`)")
+        if site.role is not Role.STATEMENT:
+            return Review(f"`{code(node)}`: its result is used; call the entry function as "
+                          f"fn(RANK, *args) and launch with `{command}`")
+        entry = _entry_call(fn.value, value["args"], site, "RANK" if spawn else "LOCAL_RANK")
+        if entry is None:
+            return Review(f"`{code(node)}`: `os` or `torch` means something else here")
+        single, count, note = _process_count(value.get("nprocs"),
+                                             value.get("debug_single_process"))
+        statements: list[cst.BaseStatement] = [cst.SimpleStatementLine([cst.Expr(entry)])]
+        if single:
+            return ReplaceStatement(tuple(statements), f"`{code(node)}` → `{code(entry)}`: "
+                                    f"runs in this process ({note}), as before: no torchrun, "
+                                    "no process group")
+        command = f"torchrun --nproc-per-node={count} {shlex.quote(site.path)}"
+        how = f"the launch command changes to `{command}` ({note})"
+        if launch_facts(site.text).own_group:
+            how += ("; the script creates its own process group: make sure it does so on "
+                    "every path, before anything is put on the device")
         else:
-            count_text, note = "N", f"nprocs came from `{count}`: use its value for N"
-        command = f"torchrun --nproc-per-node={count_text} {shlex.quote(site.path)}"
-        if args is None:
-            call_args = ""
-        elif isinstance(args.value, cst.Tuple):
-            call_args = "".join(f", {code(e.value)}" for e in args.value.elements)
+            group = create_group(site)
+            if group is None:
+                return Review(f"`{code(node)}`: `os` or `torch` means something else here")
+            statements.insert(0, group)
+            how += "; the process group is created first"
+        start = value.get("start_method")
+        if start is not None and string_value(start.value) == "fork":
+            how += ("; start_method='fork' has no equivalent: each worker starts fresh and "
+                    "runs the module's top-level code itself")
+        return ReplaceStatement(tuple(statements),
+                                f"`{code(node)}` → `{code(entry)}` in each worker: {how}")
+
+
+def _entry_call(fn: cst.BaseExpression, args: cst.Arg | None, site: Site,
+                variable: str) -> cst.Call | None:
+    os_ = site.ref("os")
+    if os_ is None:
+        return None
+    index = template(f'int({{os}}.environ.get("{variable}", 0))', os=os_)
+    call_args = [cst.Arg(index)]
+    if args is not None:
+        if isinstance(args.value, (cst.Tuple, cst.List)):
+            for element in args.value.elements:
+                star = "*" if isinstance(element, cst.StarredElement) else ""
+                call_args.append(cst.Arg(element.value, star=star))
         else:
-            call_args = f", *{code(args.value)}"
-        entry = code(fn.value) if fn is not None else "fn"
-        suggestion = f'{entry}(int(os.environ["LOCAL_RANK"]){call_args})'
-        fork = " start_method='fork' has no equivalent: torchrun starts fresh processes " \
-            "and the native runtime cannot be forked once started." if start == "fork" else ""
-        return Review(f"launch with `{command}` and call the entry function directly ({note})."
-                      f"{fork}", suggestion=suggestion)
+            call_args.append(cst.Arg(args.value, star="*"))
+    if not isinstance(fn, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not fn.lpar:
+        fn = fn.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    spaced = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+              for a in call_args[:-1]]
+    return cst.Call(func=fn, args=[*spaced, call_args[-1]])
+
+
+def _process_count(nprocs: cst.Arg | None,
+                   single_process: cst.Arg | None) -> tuple[bool, str, str]:
+    """Whether the call ran in the calling process, the torchrun process count, and how it
+    was worked out."""
+    if single_process is not None:
+        flag = bool_value(single_process.value)
+        if flag is True:
+            return True, "1", "debug_single_process=True"
+        if flag is None:
+            return (False, "N", f"N processes, or 1 where `{code(single_process.value)}` is "
+                    "true: PJRT ran one per NeuronCore of the instance otherwise")
+    count = code(nprocs.value) if nprocs is not None else "None"
+    if count == "None":
+        return (False, "N", "N: the NeuronCores of the instance, one process each, as PJRT "
+                "ran when nprocs was omitted")
+    if count == "1":
+        return True, "1", "nprocs=1"
+    if count.isdigit():
+        return False, count, f"nprocs={count}"
+    return False, "N", f"N: the value of `{count}`"
 
 
 RULES: tuple[type[Rule], ...] = (Spawn,)
