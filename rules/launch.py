@@ -19,7 +19,8 @@ D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/t
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 LAUNCH = frozenset({"torch_xla.launch", "torch_xla.torch_xla.launch"})
-_INIT_OPTIONS = frozenset({"backend", "init_method"})  # what NM201 turns into plain "neuron"
+_INIT = frozenset({"torch.distributed.init_process_group",
+                   "torch.distributed.distributed_c10d.init_process_group"})
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,20 @@ class LaunchFacts:
 
     launches: bool  # it calls xmp.spawn or torch_xla.launch
     own_group: bool  # it creates a process group other than the XLA one NM201 makes "neuron"
+    # the launch calls (as `ast.unparse` spells them) that start the program's workers, and
+    # those elsewhere (library or test code whose caller continues after the workers ran)
+    entries: frozenset[str] = frozenset()
+    elsewhere: frozenset[str] = frozenset()
+
+    def is_entry(self, call: str) -> bool:
+        """Whether the launch call spelled `call` starts the script's workers: it runs at the
+        top level, in the `if __name__ == "__main__":` block, or in a function that block
+        calls (by name, at any depth)."""
+        try:
+            spelled = ast.unparse(ast.parse(call, mode="eval").body)
+        except SyntaxError:
+            return False
+        return spelled in self.entries and spelled not in self.elsewhere
 
 
 def launch_facts(text: str) -> LaunchFacts:
@@ -61,9 +76,38 @@ def _facts(text: str) -> LaunchFacts:
         name = _qualname(node.func, aliases)
         if name == SPAWN or name in LAUNCH:
             launches = True
-        elif name is not None and name.rsplit(".", 1)[-1] == "init_process_group":
+        elif name in _INIT:
             own |= not _xla_group(node)
-    return LaunchFacts(launches, own)
+    if not launches:
+        return LaunchFacts(False, own)
+    reached = _reached_from_main(tree)
+    entries: set[str] = set()
+    elsewhere: set[str] = set()
+    for statement in tree.body:
+        entry = not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                           ast.ClassDef)) or statement.name in reached
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call) and \
+                    (_qualname(node.func, aliases) == SPAWN
+                     or _qualname(node.func, aliases) in LAUNCH):
+                (entries if entry else elsewhere).add(ast.unparse(node))
+    return LaunchFacts(True, own, frozenset(entries), frozenset(elsewhere))
+
+
+def _reached_from_main(tree: ast.Module) -> set[str]:
+    """The module's functions that its top-level code calls by name, and those they call."""
+    functions = {s.name: s for s in tree.body
+                 if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    todo = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                       ast.ClassDef))]
+    reached: set[str] = set()
+    while todo:
+        for node in ast.walk(todo.pop()):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in functions and node.func.id not in reached:
+                reached.add(node.func.id)
+                todo.append(functions[node.func.id])
+    return reached
 
 
 def _xla_group(node: ast.Call) -> bool:
@@ -168,6 +212,11 @@ arguments, `join=False` and a spawn whose result is used are reported for review
         if has_star_args(node.args) or unknown or len(node.args) > len(params):
             return Review(f"`{code(node)}`: call the entry function as fn(RANK, *args) and "
                           f"launch with `{command}`")
+        if not launch_facts(site.text).is_entry(code(node)):
+            return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
+                          "`__main__` block or a function it calls), so its caller may go on "
+                          "after the workers finish; under torchrun the whole program runs in "
+                          f"every worker: restructure it by hand (`{command}`)")
         value = {p: argument(node.args, i, p) for i, p in enumerate(params)}
         fn, join = value["fn"], value.get("join")
         if fn is None:

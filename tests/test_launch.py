@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from codemod.smoke import SmokeOptions, run_smoke
+from rules.launch import launch_facts
 from tests.conftest import cli
 
 SPAWNED = '''\
@@ -66,13 +67,35 @@ def test_one_process_needs_neither_torchrun_nor_a_group(in_tmp: Path) -> None:
 
 def test_a_spawn_inside_a_function_is_rewritten_in_place(in_tmp: Path) -> None:
     source = SPAWNED.replace('if __name__ == "__main__":\n    xmp.spawn(_mp_fn, args=(3,), '
-                             'nprocs=NPROCS)', 'def main():\n    xmp.spawn(_mp_fn, args=(3,))')
+                             'nprocs=NPROCS)', 'def main():\n    xmp.spawn(_mp_fn, args=(3,))\n\n\n'
+                             'if __name__ == "__main__":\n    main()')
     script, _ = _migrate(in_tmp, source)
     main = script.read_text().split("def main():\n", 1)[1]
     assert main.startswith("    if int(os.environ.get(\"WORLD_SIZE\", 1)) > 1 and not "
                            "torch.distributed.is_initialized():\n"
                            "        torch.distributed.init_process_group(\"neuron\")\n"
                            "    _mp_fn(int(os.environ.get(\"RANK\", 0)), 3)\n")
+
+
+def test_only_torch_distributed_creates_a_group_of_its_own() -> None:
+    source = ("import torch.distributed as dist\nimport torch_xla\n\n\n"
+              "def init_process_group():\n    dist.init_process_group('xla')\n\n\n"
+              "def main():\n    init_process_group()\n\n\n"
+              "torch_xla.launch(main)\n")
+    facts = launch_facts(source)
+    assert facts.launches and not facts.own_group and facts.is_entry("torch_xla.launch(main)")
+    with_options = source.replace("dist.init_process_group('xla')",
+                                  "dist.init_process_group('xla', timeout=t)")
+    assert launch_facts(with_options).own_group
+
+
+def test_a_launch_outside_the_entry_is_left_for_review(in_tmp: Path) -> None:
+    source = SPAWNED.replace('if __name__ == "__main__":\n    xmp.spawn(_mp_fn, args=(3,), '
+                             'nprocs=NPROCS)', 'def trace():\n    xmp.spawn(_mp_fn, args=(3,))\n'
+                             '    return results()')
+    script, findings = _migrate(in_tmp, source)
+    assert "xmp.spawn(_mp_fn, args=(3,))" in script.read_text()
+    assert _finding(findings, "NM220")["kind"] == "review"
 
 
 def test_save_message_names_the_writer(in_tmp: Path) -> None:
