@@ -41,7 +41,8 @@ Why: rendezvous was a barrier that could also exchange bytes; torch.distributed 
 The tag only named the barrier for debugging and is dropped.
 
 What differs: nothing for the result. Without an initialised process group (one process)
-the replacements return at once, as the XLA calls did. `replicas=` (a subset of processes) is
+the replacements return at once, as the XLA calls did; the helpers raise when WORLD_SIZE > 1
+and no group exists (each process would go on alone). `replicas=` (a subset of processes) is
 reported for review: create a group with `dist.new_group(ranks)` instead."""
     doc_url = D_DIST
     example = Example(
@@ -134,8 +135,9 @@ scale, scatter_dim, shard_count)` returns this process's reduced shard.
 Why: `torch.distributed.all_reduce` works in place and returns nothing, so a mechanical
 rename (`t = dist.all_reduce(t)`) would silently set `t` to None or leave it unreduced.
 
-What differs: nothing for these arguments; without a process group the helpers return the
-input (scaled). `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
+What differs: nothing for these arguments; in a single process without a process group the
+helpers return the input (scaled), and with WORLD_SIZE > 1 and no group they raise instead of
+reducing nothing. `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
 reported for review: use `dist.new_group(ranks)` for groups; pin_layout has no meaning
 natively."""
     doc_url = D_DIST
@@ -204,7 +206,8 @@ Why: scripts call it once after building the model so that every replica starts 
 same weights. DistributedDataParallel does this itself when it wraps the model, so if you
 wrap the model in DDP you may delete the call.
 
-What differs: nothing; without a process group it does nothing, as before."""
+What differs: nothing; in a single process without a process group it does nothing, as
+before (with WORLD_SIZE > 1 and no group it raises)."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.broadcast_master_param(model)\n",

@@ -95,7 +95,8 @@ call did.
 Why: scripts that clip gradients call reduce_gradients before clipping and stepping; the
 averaging must stay or the replicas diverge.
 
-What differs: nothing; without a process group it does nothing. `groups=` is reported for
+What differs: nothing; in a single process without a process group it does nothing (with
+WORLD_SIZE > 1 and no group it raises). `groups=` is reported for
 review. DistributedDataParallel does this averaging during backward and is faster."""
     doc_url = D_DIST
     example = Example(
