@@ -29,17 +29,18 @@ class LaunchFacts:
 
     launches: bool  # it calls xmp.spawn or torch_xla.launch
     own_group: bool  # it creates a process group other than the XLA one NM201 makes "neuron"
-    # the launch calls (as `ast.unparse` spells them) that start the program's workers, and
-    # those elsewhere (library or test code whose caller continues after the workers ran)
+    # the entry functions (as `ast.unparse` spells them) of the launches that start the
+    # program's workers, and of those elsewhere (library or test code whose caller goes on
+    # after the workers ran)
     entries: frozenset[str] = frozenset()
     elsewhere: frozenset[str] = frozenset()
 
-    def is_entry(self, call: str) -> bool:
-        """Whether the launch call spelled `call` starts the script's workers: it runs at the
-        top level, in the `if __name__ == "__main__":` block, or in a function that block
-        calls (by name, at any depth)."""
+    def is_entry(self, fn: str) -> bool:
+        """Whether launching `fn` starts the script's workers: the launch runs at the top
+        level, in the `if __name__ == "__main__":` block, or in a function that block calls
+        (by name, at any depth)."""
         try:
-            spelled = ast.unparse(ast.parse(call, mode="eval").body)
+            spelled = ast.unparse(ast.parse(fn, mode="eval").body)
         except SyntaxError:
             return False
         return spelled in self.entries and spelled not in self.elsewhere
@@ -90,7 +91,10 @@ def _facts(text: str) -> LaunchFacts:
             if isinstance(node, ast.Call) and \
                     (_qualname(node.func, aliases) == SPAWN
                      or _qualname(node.func, aliases) in LAUNCH):
-                (entries if entry else elsewhere).add(ast.unparse(node))
+                fn = node.args[0] if node.args else next(
+                    (k.value for k in node.keywords if k.arg == "fn"), None)
+                if fn is not None:
+                    (entries if entry else elsewhere).add(ast.unparse(fn))
     return LaunchFacts(True, own, frozenset(entries), frozenset(elsewhere))
 
 
@@ -212,15 +216,15 @@ arguments, `join=False` and a spawn whose result is used are reported for review
         if has_star_args(node.args) or unknown or len(node.args) > len(params):
             return Review(f"`{code(node)}`: call the entry function as fn(RANK, *args) and "
                           f"launch with `{command}`")
-        if not launch_facts(site.text).is_entry(code(node)):
-            return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
-                          "`__main__` block or a function it calls), so its caller may go on "
-                          "after the workers finish; under torchrun the whole program runs in "
-                          f"every worker: restructure it by hand (`{command}`)")
         value = {p: argument(node.args, i, p) for i, p in enumerate(params)}
         fn, join = value["fn"], value.get("join")
         if fn is None:
             return Review(f"`{code(node)}`: no entry function")
+        if not launch_facts(site.text).is_entry(code(fn.value)):
+            return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
+                          "`__main__` block or a function it calls), so its caller may go on "
+                          "after the workers finish; under torchrun the whole program runs in "
+                          f"every worker: restructure it by hand (`{command}`)")
         if join is not None and bool_value(join.value) is not True:
             return Review(f"`{code(node)}`: join=False returned while the workers ran; with "
                           f"torchrun each worker runs the function itself (`{command}`)")

@@ -44,6 +44,7 @@ would raise."""
     )
     calls = frozenset({"torch.distributed.init_process_group",
                        "torch.distributed.distributed_c10d.init_process_group"})
+    emits = ("torch.distributed.is_initialized",)
 
     def interesting_string(self, value: str) -> bool:
         return value in _XLA_INIT_METHODS

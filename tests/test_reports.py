@@ -73,14 +73,14 @@ def test_sarif_report_is_valid_sarif_2_1_0(repo: Path) -> None:
     assert rules[result["ruleIndex"]]["id"] == "NM220"
     location = result["locations"][0]["physicalLocation"]
     assert location["artifactLocation"]["uri"] == "src/NM220_spawn.py"
-    assert location["region"]["startLine"] == 28  # `xmp.spawn(_mp_fn, **options)`
+    assert location["region"]["startLine"] == 32  # `xmp.spawn(_mp_fn, **options)`
     assert run["invocations"][0]["executionSuccessful"] is False
 
 
 def test_github_annotations(repo: Path) -> None:
     lines = cli("check", "src", "--format", "github").stdout.splitlines()
     spawn = [l for l in lines if "title=NM220" in l and l.startswith("::warning ")]
-    assert spawn and spawn[0].startswith("::warning file=src/NM220_spawn.py,line=28,col=5,")
+    assert spawn and spawn[0].startswith("::warning file=src/NM220_spawn.py,line=32,col=5,")
     assert any(l.startswith("::notice ") is False and l.startswith("::warning ") for l in lines)
     assert any(l.startswith("::error file=src/broken.py::") for l in lines)
     assert all("\n" not in l for l in lines)
