@@ -220,6 +220,11 @@ arguments, `join=False` and a spawn whose result is used are reported for review
         fn, join = value["fn"], value.get("join")
         if fn is None:
             return Review(f"`{code(node)}`: no entry function")
+        if site.path.endswith(".ipynb"):
+            return Review(f"`{code(node)}`: a notebook's kernel is one process; move the "
+                          "training code to a script, call the entry function as "
+                          "fn(int(os.environ.get('RANK', 0)), *args) and launch it with "
+                          "`torchrun --nproc-per-node=N script.py`")
         if not launch_facts(site.text).is_entry(code(fn.value)):
             return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
                           "`__main__` block or a function it calls), so its caller may go on "

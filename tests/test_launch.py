@@ -3,6 +3,7 @@ with the process group its native collectives need, and says how it is now launc
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -132,3 +133,17 @@ def test_without_the_group_the_helpers_refuse_to_train_alone(in_tmp: Path) -> No
     assert not result.passed
     assert result.error is not None and result.error["type"] == "RuntimeError"
     assert "no torch.distributed process group" in result.error["message"]
+
+
+def test_a_notebook_launch_is_left_for_review(in_tmp: Path) -> None:
+    """A kernel is one process: running the entry in it would train one replica, not N."""
+    cell = ["import torch_xla.distributed.xla_multiprocessing as xmp\n", "def f(index):\n",
+            "    print(index)\n", "xmp.spawn(f, nprocs=8)\n"]
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {},
+                           "outputs": [], "source": cell}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (in_tmp / "train.ipynb").write_text(json.dumps(notebook))
+    run = cli("apply", "train.ipynb", "--format", "json")
+    spawn = _finding(run.json()["findings"], "NM220")
+    assert spawn["kind"] == "review" and "torchrun" in spawn["message"]
+    assert "xmp.spawn(f, nprocs=8)" in (in_tmp / "train.ipynb").read_text()
