@@ -19,8 +19,10 @@ D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/t
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 LAUNCH = frozenset({"torch_xla.launch", "torch_xla.torch_xla.launch"})
+_LAUNCHES = frozenset({SPAWN, *LAUNCH})
 _INIT = frozenset({"torch.distributed.init_process_group",
                    "torch.distributed.distributed_c10d.init_process_group"})
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
 @dataclass(frozen=True)
@@ -46,64 +48,53 @@ class LaunchFacts:
         return spelled in self.entries and spelled not in self.elsewhere
 
 
-def launch_facts(text: str) -> LaunchFacts:
-    return _facts(text)
-
-
 @functools.lru_cache(maxsize=16)
-def _facts(text: str) -> LaunchFacts:
+def launch_facts(text: str) -> LaunchFacts:
+    """Parsed once per file: NM220 and NM201 both ask, and the answer spans the file."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return LaunchFacts(False, False)
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".", 1)[0]
-                    aliases[root] = root
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    launches = own = False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call):
-            continue
-        name = _qualname(node.func, aliases)
-        if name == SPAWN or name in LAUNCH:
-            launches = True
-        elif name in _INIT:
-            own |= not _xla_group(node)
-    if not launches:
-        return LaunchFacts(False, own)
+    aliases = _aliases(tree)
+    own = any(not _xla_group(node) for node in ast.walk(tree)
+              if isinstance(node, ast.Call) and _qualname(node.func, aliases) in _INIT)
     reached = _reached_from_main(tree)
     entries: set[str] = set()
     elsewhere: set[str] = set()
     for statement in tree.body:
-        entry = not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                           ast.ClassDef)) or statement.name in reached
+        entry = not isinstance(statement, _DEFINITIONS) or statement.name in reached
         for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and \
-                    (_qualname(node.func, aliases) == SPAWN
-                     or _qualname(node.func, aliases) in LAUNCH):
+            if isinstance(node, ast.Call) and _qualname(node.func, aliases) in _LAUNCHES:
                 fn = node.args[0] if node.args else next(
                     (k.value for k in node.keywords if k.arg == "fn"), None)
                 if fn is not None:
                     (entries if entry else elsewhere).add(ast.unparse(fn))
-    return LaunchFacts(True, own, frozenset(entries), frozenset(elsewhere))
+    return LaunchFacts(bool(entries or elsewhere), own, frozenset(entries),
+                       frozenset(elsewhere))
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """What each imported name stands for, wherever it was imported (enough to tell
+    torch.distributed's and torch_xla's calls from the user's own functions)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                root = alias.name.split(".", 1)[0]
+                aliases[alias.asname or root] = alias.name if alias.asname else root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
 
 
 def _reached_from_main(tree: ast.Module) -> set[str]:
     """The module's functions that its top-level code calls by name, and those they call."""
     functions = {s.name: s for s in tree.body
                  if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    todo = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef,
-                                                       ast.ClassDef))]
+    todo = [s for s in tree.body if not isinstance(s, _DEFINITIONS)]
     reached: set[str] = set()
     while todo:
         for node in ast.walk(todo.pop()):
@@ -201,7 +192,7 @@ arguments, `join=False` and a spawn whose result is used are reported for review
               "    torch.distributed.init_process_group(\"neuron\")\n"
               "_mp_fn(int(os.environ.get(\"RANK\", 0)), flags)\n",
     )
-    calls = frozenset({SPAWN, *LAUNCH})
+    calls = _LAUNCHES
     emits = ("torch.distributed.init_process_group", "torch.distributed.is_initialized")
 
     _SPAWN_PARAMS = ("fn", "args", "nprocs", "join", "daemon", "start_method")
