@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import gc
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -122,6 +123,20 @@ _JOB: Job | None = None
 def _start_worker(job: Job) -> None:
     global _JOB
     _JOB = job
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker writes files; once the run that started it is gone (killed, even with
+    SIGKILL), it must stop at once rather than go on writing for minutes. Linux tells the
+    kernel so; elsewhere the pool's own shutdown is all there is."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
 
 
 def process(path: Path, job: Job | None = None) -> FileResult:

@@ -36,6 +36,7 @@ def registry(**options: object) -> Registry:
     ("uv.lock", "lockfile"), ("pdm.lock", "lockfile"), ("environment.yml", "conda"),
     ("environment.yaml", "conda"), ("Dockerfile", "dockerfile"),
     ("Dockerfile.neuron", "dockerfile"), ("train.Dockerfile", "dockerfile"),
+    ("Dockerfile-training-dlc", "dockerfile"), ("Dockerfile_inference", "dockerfile"),
     ("Containerfile", "dockerfile"), ("run.sh", "shell"), ("env.bash", "shell"),
     ("k8s/job.yaml", "yaml"), (".github/workflows/ci.yml", "yaml"),
 ])

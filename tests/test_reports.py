@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import FIXTURES, ROOT, cli
 
-SARIF_SCHEMA = ROOT.parent / "shared" / "data" / "sarif-schema-2.1.0.json"
+SARIF_SCHEMA = ROOT / "tests" / "data" / "sarif-schema-2.1.0.json"
 SOURCES = ["NM101_xla_device", "NM110_mark_step", "NM220_spawn", "no_xla"]
 
 

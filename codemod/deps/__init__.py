@@ -57,7 +57,8 @@ def kind_of(path: Path) -> str | None:
         return fixed[name]
     if name in lockfiles.COMMANDS:
         return "lockfile"
-    if name.startswith(("dockerfile.", "containerfile.")) or name.endswith(".dockerfile"):
+    if name.startswith(("dockerfile.", "dockerfile-", "dockerfile_", "containerfile.",
+                        "containerfile-")) or name.endswith(".dockerfile"):
         return "dockerfile"
     if REQUIREMENTS.match(name) or (path.parent.name.lower() == "requirements"
                                     and name.endswith((".txt", ".in"))):
