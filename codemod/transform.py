@@ -314,6 +314,8 @@ class UnitRewriter(_ScopedVisitor):
             if id(original) in self.inner:
                 return updated
             return self._reference(original, updated)  # type: ignore[arg-type]
+        if kind is cst.UnaryOperation:
+            return _not_equal(original, updated)  # type: ignore[arg-type]
         if kind is cst.Comparison:
             return self._hooks(self.registry.comparison, "on_comparison", original, updated)
         if kind is cst.Assign or kind is cst.AugAssign:
@@ -326,8 +328,6 @@ class UnitRewriter(_ScopedVisitor):
             return cst.RemovalSentinel.REMOVE
         if kind is cst.With:
             return self._with(updated)  # type: ignore[arg-type]
-        if kind is cst.UnaryOperation:
-            return _not_equal(original, updated)  # type: ignore[arg-type]
         return updated
 
     # --------------------------------------------------------------------- hooks

@@ -7,7 +7,7 @@ import libcst as cst
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
-from rules.helpers import defined
+from rules.helpers import HELPERS
 from rules.support import argument, has_star_args
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -21,6 +21,10 @@ WRAPPERS = frozenset({
     "torch.distributed._composable.fsdp.fully_shard",
 })
 """Wrappers that average gradients themselves during backward."""
+
+
+def _helper_text(name: str) -> str:
+    return HELPERS[name].source
 
 
 class OptimizerStep(Rule):
@@ -50,8 +54,9 @@ replacement: it overlaps the all-reduce with the backward pass."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.optimizer_step(optimizer)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_optimizer_step")
-              + "\n\n_neuron_optimizer_step(optimizer)\n",
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients") + "\n\n"
+              + _helper_text("_neuron_optimizer_step") + "\n\n_neuron_optimizer_step(optimizer)\n",
     )
     calls = frozenset({f"{XM}.optimizer_step"})
     emits = ("torch.distributed.all_reduce", "torch.distributed.get_world_size")
@@ -95,13 +100,13 @@ call did.
 Why: scripts that clip gradients call reduce_gradients before clipping and stepping; the
 averaging must stay or the replicas diverge.
 
-What differs: nothing; in a single process without a process group it does nothing (with
-WORLD_SIZE > 1 and no group it raises). `groups=` is reported for
-review. DistributedDataParallel does this averaging during backward and is faster."""
+What differs: nothing; without a process group (one process) it does nothing, and with
+WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. DistributedDataParallel does this averaging during backward and is faster."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.reduce_gradients(optimizer)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_reduce_gradients")
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients")
               + "\n\n_neuron_reduce_gradients(optimizer)\n",
     )
     calls = frozenset({f"{XM}.reduce_gradients"})
