@@ -29,7 +29,7 @@ _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 class LaunchFacts:
     """What the whole file says about starting workers, for the rules that must agree."""
 
-    launches: bool  # it calls xmp.spawn or torch_xla.launch
+    entry_group: bool  # a launch NM220 rewrites creates the process group at the entry
     own_group: bool  # it creates a process group other than the XLA one NM201 makes "neuron"
     # the entry functions (as `ast.unparse` spells them) of the launches that start the
     # program's workers, and of those elsewhere (library or test code whose caller goes on
@@ -63,16 +63,28 @@ def launch_facts(text: str) -> LaunchFacts:
     reached = _reached_from_main(tree)
     entries: set[str] = set()
     elsewhere: set[str] = set()
+    several = False  # an entry launch starts more than one process
     for statement in tree.body:
         entry = not isinstance(statement, _DEFINITIONS) or statement.name in reached
         for node in ast.walk(statement):
-            if isinstance(node, ast.Call) and _qualname(node.func, aliases) in _LAUNCHES:
-                fn = node.args[0] if node.args else next(
-                    (k.value for k in node.keywords if k.arg == "fn"), None)
-                if fn is not None:
-                    (entries if entry else elsewhere).add(ast.unparse(fn))
-    return LaunchFacts(bool(entries or elsewhere), own, frozenset(entries),
-                       frozenset(elsewhere))
+            name = _qualname(node.func, aliases) if isinstance(node, ast.Call) else None
+            if name not in _LAUNCHES:
+                continue
+            fn = node.args[0] if node.args else next(
+                (k.value for k in node.keywords if k.arg == "fn"), None)
+            if fn is not None:
+                (entries if entry else elsewhere).add(ast.unparse(fn))
+                several |= entry and not _one_process(node, name == SPAWN)
+    return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
+
+
+def _one_process(call: ast.Call, spawn: bool) -> bool:
+    """`nprocs=1` / `debug_single_process=True`, spelled out: the launch ran in the caller."""
+    name, index, value = ("nprocs", 2, 1) if spawn else ("debug_single_process", 3, True)
+    given = next((k.value for k in call.keywords if k.arg == name),
+                 call.args[index] if len(call.args) > index else None)
+    return isinstance(given, ast.Constant) and given.value == value \
+        and type(given.value) is type(value)
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:

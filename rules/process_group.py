@@ -95,7 +95,7 @@ would raise."""
         new = node.with_changes(args=drop_args(args, drop))
         facts = launch_facts(site.text)
         dist = site.ref("torch.distributed")
-        if not facts.launches or facts.own_group or dist is None:
+        if not facts.entry_group or dist is None:
             return Replace(new, "; ".join(changed))
         # the worker entry NM220 writes has created the group already: a second
         # init_process_group would raise

@@ -84,7 +84,9 @@ def test_only_torch_distributed_creates_a_group_of_its_own() -> None:
               "def main():\n    init_process_group()\n\n\n"
               "torch_xla.launch(main)\n")
     facts = launch_facts(source)
-    assert facts.launches and not facts.own_group and facts.is_entry("main")
+    assert facts.entry_group and not facts.own_group and facts.is_entry("main")
+    assert not launch_facts(source.replace("launch(main)", "launch(main, (), 'spawn', True)")
+                            ).entry_group  # debug_single_process: one process, no group
     with_options = source.replace("dist.init_process_group('xla')",
                                   "dist.init_process_group('xla', timeout=t)")
     assert launch_facts(with_options).own_group
