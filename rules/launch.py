@@ -191,9 +191,11 @@ it as one process). When `nprocs` was omitted, PJRT ran one process per NeuronCo
 instance; pass that count (`neuron-ls` shows it). `nprocs=1` (or `debug_single_process=True`)
 ran in the calling process, and still does: no torchrun, no process group. torchrun starts
 fresh processes, so `start_method="fork"` has no equivalent: each worker runs the module's
-top-level code itself. A script that creates its own process group keeps it (its call is
-guarded, see NM201); if it passes options of its own, no group is added here. Unpacked
-arguments, `join=False` and a spawn whose result is used are reported for review."""
+top-level code itself. A script's own `init_process_group("xla")` stays, guarded by
+`is_initialized()` (NM201); one with another backend or options of its own keeps its group
+and none is added. Reported for review instead: a launch outside the script's entry (library
+or test code, whose caller goes on after the workers finish), one in a notebook (its kernel is
+one process), unpacked arguments, `join=False`, and a spawn whose result is used."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
