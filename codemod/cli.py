@@ -180,6 +180,9 @@ def _execute(request: _Request) -> None:
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only)
     _report(result, registry, request)
+    if result.interrupted:
+        errors.print(Text("interrupted: stopped at Ctrl-C; the files listed above are done, "
+                          "no other file was touched", style="bold red"))
     raise typer.Exit(result.exit_code())
 
 

@@ -9,6 +9,7 @@ import functools
 import gc
 import os
 import signal
+import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class RunResult:
     skipped: tuple[str, ...] = ()
     written: bool = False
     strict: bool = False  # after writing, what could not be fixed still fails (scan --fix)
+    interrupted: bool = False  # Ctrl-C: `files` are those done (and written) before it
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -54,6 +56,8 @@ class RunResult:
             f.kind is Kind.REVIEW or not f.applied for f in self.findings)
 
     def exit_code(self) -> int:
+        if self.interrupted:
+            return 130  # 128 + SIGINT, as a shell reports it
         if self.failed:
             return 2
         if self.written and not self.strict:
@@ -123,6 +127,8 @@ _JOB: Job | None = None
 def _start_worker(job: Job) -> None:
     global _JOB
     _JOB = job
+    # Ctrl-C reaches the whole process group: the main process alone decides what happens
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _die_with_parent()
 
 
@@ -140,10 +146,19 @@ def _die_with_parent() -> None:
 
 
 def process(path: Path, job: Job | None = None) -> FileResult:
-    """Migrate one file and, in apply mode, write it. Runs in a worker process."""
+    """Migrate one file. Runs in a worker process: workers only compute, the main process
+    writes (`finish`), so an interrupted run stops its workers and nothing more is written."""
     job = job or _JOB
     assert job is not None
     result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate)
+    if not result.changed and not job.keep_sources and result.original is not None:
+        result = dataclasses.replace(result, original=None, new_source=None)  # less to send
+    return result
+
+
+def finish(result: FileResult, job: Job) -> FileResult:
+    """In apply mode, write one migrated file; then drop the sources nobody will show."""
+    path = Path(result.path)
     if job.write and result.changed and path.resolve() in job.protected:
         result = dataclasses.replace(
             result, error=f"{path}: has uncommitted changes, so it was not written (commit or "
@@ -155,6 +170,46 @@ def process(path: Path, job: Job | None = None) -> FileResult:
         result = dataclasses.replace(result, original=None, new_source=None,
                                      modified=result.changed)
     return result
+
+
+class _Interrupts:
+    """Ctrl-C during a run: raised as usual, except while a file is being written and
+    recorded, where it waits until the file is whole (written or not at all, its temporary
+    file gone) and listed among the results. A flag rather than a blocked signal: the
+    interpreter may take the signal on any thread and still raises it in the main one."""
+
+    def __init__(self) -> None:
+        self.holding = False
+        self.pending = False
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.holding:
+            self.pending = True
+        else:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        usual = threading.current_thread() is threading.main_thread() and \
+            signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        if not usual:  # ignored by the caller, or a thread: leave it as it is
+            yield
+            return
+        signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        self.holding = True
+        try:
+            yield
+        finally:
+            self.holding = False
+        if self.pending:
+            raise KeyboardInterrupt
 
 
 MAX_BYTES = 5 * 1024 * 1024
@@ -235,14 +290,20 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         found.files = [f for f in found.files if f.resolve() in only]
     job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
-    with _fewer_collections():
-        for done, result in enumerate(_map(_phases(found.files, write), job, jobs), start=1):
-            results.append(result)
-            if progress is not None:
-                progress(done, len(found.files))
+    interrupted, interrupts = False, _Interrupts()
+    with _fewer_collections(), interrupts.installed(), contextlib.closing(
+            _map(_phases(found.files, write), job, jobs)) as migrated:
+        try:
+            for done, result in enumerate(migrated, start=1):
+                with interrupts.held():
+                    results.append(finish(result, job))
+                if progress is not None:
+                    progress(done, len(found.files))
+        except KeyboardInterrupt:
+            interrupted = True
     results.sort(key=lambda r: r.path)
     return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write,
-                     strict=strict)
+                     strict=strict, interrupted=interrupted)
 
 
 @contextlib.contextmanager
@@ -272,6 +333,8 @@ def _phases(files: list[Path], write: bool) -> list[list[Path]]:
 
 
 def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
+    """Each file migrated, in order. The caller writes a result before it asks for the next,
+    and a phase is finished before the next is handed out."""
     total = sum(len(phase) for phase in phases)
     if jobs <= 1 or total < 2:
         for phase in phases:
@@ -279,11 +342,25 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
                 yield process(path, job)
         return
     workers = min(jobs, total)
-    with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
-                             initargs=(job,)) as pool:
-        for phase in phases:  # each phase is finished before the next is handed out
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(job,))
+    try:
+        for phase in phases:
             chunk = max(1, min(64, len(phase) // (workers * 8)))
             yield from pool.map(process, phase, chunksize=chunk)
+    except BaseException:  # Ctrl-C, or the caller stopped: workers only compute, stop them
+        _stop(pool)
+        raise
+    pool.shutdown()
+
+
+def _stop(pool: ProcessPoolExecutor) -> None:
+    """End the workers now rather than after their current chunk of files (a shutdown
+    waits for it): nothing they hold is worth keeping."""
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    for worker in processes:
+        with contextlib.suppress(OSError, ValueError):
+            worker.kill()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _write(result: FileResult) -> FileResult:

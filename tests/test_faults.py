@@ -276,3 +276,34 @@ def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> Non
     (in_tmp / "-c").write_text("open('ran-as-file', 'w').close()\n")
     cli("smoke", "--", "-c", "open('ran-as-code', 'w').close()")
     assert (in_tmp / "ran-as-file").exists() and not (in_tmp / "ran-as-code").exists()
+
+
+@pytest.mark.parametrize("jobs", ["2", "1"])
+def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: str) -> None:
+    """Ctrl-C part-way: exit 130 within seconds; each file is fully migrated or untouched, no
+    temporary file is left, and the printed list is exactly the files that changed."""
+    source = OLD + "".join(f"def f{i}(t):\n    return xm.mark_step()\n" for i in range(40))
+    source = "import torch_xla.core.xla_model as xm\n" + source
+    for i in range(300):
+        (tmp_path / f"m{i:03}.py").write_text(source)
+    run = subprocess.Popen([sys.executable, "-m", "codemod", "apply", "-j", jobs, "."],
+                           cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and \
+            sum((tmp_path / f"m{i:03}.py").read_text() != source for i in range(300)) < 3:
+        time.sleep(0.05)
+    run.send_signal(signal.SIGINT)
+    interrupted = time.monotonic()
+    out, err = run.communicate(timeout=30)
+    assert time.monotonic() - interrupted < 3
+    assert run.returncode == 130, err
+    changed = {p.name for p in tmp_path.iterdir() if p.read_text() != source}
+    assert 3 <= len(changed) < 300, "the run was not interrupted part-way"
+    migrated = {p.read_text() for p in tmp_path.iterdir() if p.name in changed}
+    assert len(migrated) == 1 and "xm" not in migrated.pop()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"m{i:03}.py" for i in range(300)]
+    listed = {line.split(":")[0] for line in out.splitlines() if ": " in line and
+              line.startswith("m") and "changes" in line}
+    assert listed == changed
+    assert "interrupted" in err and "Traceback" not in err
