@@ -64,9 +64,25 @@ def read_notebook(path: str, data: bytes) -> Notebook:
         raise NotebookError(f"{path}:{error.lineno}: not a valid notebook (invalid JSON: "
                             f"{error.msg} at line {error.lineno} column {error.colno}); "
                             "file skipped") from error
-    cells = _cells(path, root)
-    return Notebook(path, text, bom, tuple(_cell(path, i, c) for i, c in enumerate(cells)),
-                    _language(root))
+    cells = tuple(_cell(path, i, c) for i, c in enumerate(_cells(path, root)))
+    for cell in cells:
+        if cell.cell_type == "code":
+            _check_unicode(path, cell)
+    return Notebook(path, text, bom, cells, _language(root))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_unicode(path: str, cell: Cell) -> None:
+    """JSON can spell a lone surrogate (`"\\ud800"`), which is no character: such a cell
+    cannot be compiled, and its text cannot be written back as UTF-8."""
+    found = _SURROGATE.search(cell.text)
+    if found is not None:
+        line = cell.text.count("\n", 0, found.start()) + 1
+        raise NotebookError(f"{path}: cell {cell.index}, line {line}: a lone surrogate "
+                            f"(\\u{ord(found.group()):04x}) in the JSON, not a character; "
+                            "file skipped")
 
 
 def write_sources(notebook: Notebook, new_texts: dict[int, str]) -> bytes:

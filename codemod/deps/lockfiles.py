@@ -10,7 +10,7 @@ from packaging.specifiers import SpecifierSet
 
 from codemod.deps import check
 from codemod.deps.emit import Emitter
-from codemod.deps.entries import Entry, Manifest, Unparsable
+from codemod.deps.entries import Entry, Manifest, Unparsable, line_at
 from codemod.deps.toml_files import TomlFile
 from codemod.deps.versions import name_of, parse_spec
 
@@ -30,12 +30,20 @@ def _toml_lock(text: str) -> list[Entry]:
     toml = TomlFile(text)
     packages = toml.document.get("package", [])
     entries = []
-    for i, package in enumerate(packages if isinstance(packages, list) else ()):
+    if not isinstance(packages, list):
+        raise _not_a_lock(toml, ("package",), "`package` is not an array of tables")
+    for i, package in enumerate(packages):
+        if not isinstance(package, dict):
+            raise _not_a_lock(toml, ("package", i), f"`package` item {i + 1} is not a table")
         name, version = package.get("name"), package.get("version")
         if isinstance(name, str) and isinstance(version, str):
             entries.append(Entry(name_of(name), _exact(version), f"{name} {version}",
                                  toml.offset_of(("package", i, "name"))))
     return entries
+
+
+def _not_a_lock(toml: TomlFile, path: tuple[str | int, ...], problem: str) -> Unparsable:
+    return Unparsable(line_at(toml.text, toml.offset_of(path)), f"not a lockfile ({problem})")
 
 
 def _pipfile_lock(text: str) -> list[Entry]:

@@ -8,12 +8,12 @@ from types import ModuleType
 from typing import Any
 
 import tomlkit
-from tomlkit.exceptions import ParseError
 
 from codemod.deps.entries import (
     Edit, Manifest, Unparsable, entry_from, parse_requirement, written_head,
 )
 from codemod.deps.lines import newline_of
+from codemod.deps.toml_errors import unclosed
 from codemod.deps.toml_locate import Located, Path, locate
 
 tomllib: ModuleType | None
@@ -33,10 +33,12 @@ def parse_toml(text: str) -> dict[str, Any]:
             pass  # ask tomlkit where the problem is
     try:
         return tomlkit.parse(text).unwrap()
-    except ParseError as error:
-        raise Unparsable(error.line, f"not valid TOML ({error})") from None
-    except Exception as error:  # tomlkit raises a few other kinds on odd input
-        raise Unparsable(0, f"not valid TOML ({error})") from None
+    except Exception as error:  # ParseError, and a few other kinds on odd input
+        problem = unclosed(text)
+        if problem is not None:
+            raise Unparsable(problem[0], f"not valid TOML ({problem[1]})") from None
+        message = str(error).replace("Unexpected character: '\\x00'", "unexpected end of file")
+        raise Unparsable(getattr(error, "line", 0), f"not valid TOML ({message})") from None
 
 
 def lookup(document: dict[str, Any], path: Path) -> Any:
