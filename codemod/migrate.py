@@ -83,6 +83,8 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     if isinstance(done, str):
         return FileResult(path, original=data, error=done)
     new, rewriter, encoding = done
+    if new and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
+        new += b"\r"  # LibCST drops a last line ending that is a lone "\r" (old Mac files)
     findings = tuple(sorted((*_findings(path, rewriter, Locator(text)),
                              *_unused(path, suppressions, registry)),
                             key=lambda f: (f.line, f.column, f.rule_id)))

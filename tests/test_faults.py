@@ -307,3 +307,14 @@ def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: s
               line.startswith("m") and "changes" in line}
     assert listed == changed
     assert "interrupted" in err and "Traceback" not in err
+
+
+def test_carriage_return_only_line_endings_survive(in_tmp: Path) -> None:
+    """Old Mac files end every line, the last included, with a lone carriage return."""
+    (in_tmp / "cr.py").write_bytes(b"import torch_xla\rtorch_xla.sync()\rx = 1\r")
+    (in_tmp / "requirements.txt").write_bytes(b"torch-neuronx==2.1.2\rnumpy\r")
+    assert cli("apply", ".").exit_code == 0
+    assert (in_tmp / "cr.py").read_bytes() == b"x = 1\r"
+    pins = (in_tmp / "requirements.txt").read_bytes()
+    assert b"\n" not in pins and pins.endswith(b"numpy\r") and b"torch-neuronx==2.14.*\r" in pins
+    assert cli("check", ".").exit_code == 0

@@ -34,6 +34,8 @@ def physical_lines(text: str) -> list[Physical]:
 def newline_of(text: str) -> str:
     """The file's own line ending, for the lines an edit adds."""
     index = text.find("\n")
+    if index < 0:
+        return "\r" if "\r" in text else "\n"  # old Mac files end lines with "\r" alone
     return "\r\n" if index > 0 and text[index - 1] == "\r" else "\n"
 
 
