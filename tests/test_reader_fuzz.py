@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 
 import pytest
 import tomlkit
@@ -156,3 +157,28 @@ CELLS = st.lists(st.fixed_dictionaries(
 def test_notebooks_of_any_shape(cells: object, metadata: object, odd: str) -> None:
     document = json.dumps({"cells": cells, "metadata": metadata, "nbformat": 4})
     _must_not_crash("nb.ipynb", document.replace("neuron", odd, 1))
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("run.sh", "#!/bin/bash\nset -e\ncat <<EOF > requirements.txt\ntorch-neuronx==2.1.2\n"
+               "pip install torch-neuronx==2.1.2\n"),
+    ("run.sh", "cat << 'END' | sh\npip install torch-neuronx==2.1.2\nEND \n"),
+    ("run.sh", "cat <<-EOF | sh\n\tpip install torch-neuronx==2.1.2\n  EOF\n"),
+    ("Dockerfile", "FROM ubuntu\nRUN <<EOF\npip install torch-neuronx==2.1.2\n"),
+])
+def test_an_unended_heredoc_is_refused_naming_its_line(name: str, text: str) -> None:
+    """A shell script and a Dockerfile alike: the rest of the file is the heredoc's text."""
+    result = migrate_data(name, text.encode(), REGISTRY)
+    assert result.new_source is None and result.error is not None
+    assert re.fullmatch(rf"{name}:\d: the heredoc <<\w+ opened here is never ended; file left "
+                        "untouched", result.error), result.error
+    assert result.error.split(":")[1] == str(text.split("\n").index(
+        next(line for line in text.split("\n") if "<<" in line)) + 1)
+
+
+def test_an_ended_heredoc_and_other_shifts_are_read_as_before() -> None:
+    text = ("cat <<-EOF > req.txt\n\tpip install torch-neuronx==2.1.2\n\tEOF\n"
+            "echo $((1 << 2)); cat <<< x; echo '<<EOF'\npip install torch-neuronx==2.1.2\n")
+    result = migrate_data("run.sh", text.encode(), REGISTRY)
+    assert result.error is None
+    assert sorted({f.line for f in result.findings if f.rule_id == "NM801"}) == [2, 5]

@@ -175,7 +175,7 @@ def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
                       can_edit=frozenset({LAUNCH}) if editable else False,
                       paths=paths if rule_enabled(registry, LAUNCH) else None)
     try:
-        shell.scan(text, emitter, path)
+        shell.read(text, emitter)
     except Unparsable:
         pass  # a notebook line that is not shell: nothing to say about it
     edits = []

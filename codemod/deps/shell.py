@@ -3,17 +3,20 @@ neuron_parallel_compile runs, and launches of scripts that spawn their own worke
 
 from __future__ import annotations
 
+import re
+
 from codemod.deps import check, ids
 from codemod.deps.commands import (
     Variable, Word, assignment, expand, pip_arguments, simple_commands, split_words,
 )
 from codemod.deps.emit import Emitter
-from codemod.deps.entries import Index, Manifest
+from codemod.deps.entries import Index, Manifest, Unparsable, line_at
 from codemod.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
 from codemod.deps.lines import logical_lines
 from codemod.deps.pip_words import read_pip_install
 from codemod.deps.signals import check_variable, scan_text_signals
 
+HEREDOC_DELIMITER = re.compile(r"[A-Za-z_][\w.-]*")
 DECLARE = frozenset({"export", "declare", "readonly", "local", "typeset"})
 INDEX_SETTINGS = frozenset({"global.extra-index-url", "global.index-url",
                             "install.extra-index-url", "install.index-url"})
@@ -73,6 +76,14 @@ def read_command(command: list[Word], text: str, variables: dict[str, Variable],
 
 
 def scan(text: str, emitter: Emitter, path: str = "") -> None:
+    """A shell script. One whose heredoc is never ended is refused, as a Dockerfile's is:
+    what follows the marker is that document's text, not commands to read or rewrite."""
+    _check_heredocs(text)
+    read(text, emitter)
+
+
+def read(text: str, emitter: Emitter) -> None:
+    """Shell lines, one by one (also a notebook's `!` lines, where a heredoc cannot be)."""
     manifest = Manifest()
     variables: dict[str, Variable] = {}
     for line in logical_lines(text):
@@ -81,3 +92,30 @@ def scan(text: str, emitter: Emitter, path: str = "") -> None:
         note_script_dir(line.text, variables, emitter.paths)
     check.emit(manifest, emitter)
     scan_text_signals(text, emitter)
+
+
+def _check_heredocs(text: str) -> None:
+    lines = list(logical_lines(text))
+    ends = [line.last.end for line in lines]
+    for number, line in enumerate(lines):
+        for word, following in zip(words := split_words(line), [*words[1:], None]):
+            marker = _heredoc_marker(word, following)
+            if marker is None:
+                continue
+            strip_tabs, delimiter = marker
+            body = text[ends[number]:].splitlines()
+            if not any((row.lstrip("\t") if strip_tabs else row) == delimiter for row in body):
+                raise Unparsable(line_at(text, word.start),
+                                 f"the heredoc <<{delimiter} opened here is never ended")
+
+
+def _heredoc_marker(word: Word, following: Word | None) -> tuple[bool, str] | None:
+    """`<<EOF`, `<<-EOF`, `<< 'EOF'`: whether tabs are stripped, and the delimiter."""
+    if word.separator or word.quote or not word.raw.startswith("<<") or \
+            word.raw.startswith("<<<"):
+        return None
+    strip_tabs = word.raw.startswith("<<-")
+    delimiter = word.value[3 if strip_tabs else 2:]
+    if not delimiter and following is not None and not following.separator:
+        delimiter = following.value
+    return (strip_tabs, delimiter) if HEREDOC_DELIMITER.fullmatch(delimiter) else None
