@@ -57,12 +57,18 @@ class Part:
     """The module line of the cell's line 1."""
 
 
-def migrate_notebook(path: str, data: bytes, registry: Registry) -> FileResult:
-    """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`."""
-    return never_raise(path, data, lambda: _migrate(path, data, registry), (NotebookError,))
+def migrate_notebook(path: str, data: bytes, registry: Registry, code: bool = True,
+                     fix: bool = True) -> FileResult:
+    """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`.
+
+    Without `code` (what `scan` does), only the install and shell lines and the dependency
+    files `%%writefile` cells write are read; without `fix`, their pins are only reported."""
+    return never_raise(path, data, lambda: _migrate(path, data, registry, code, fix),
+                       (NotebookError,))
 
 
-def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
+def _migrate(path: str, data: bytes, registry: Registry, code_too: bool = True,
+             fix: bool = True) -> FileResult:
     notebook = read_notebook(path, data)
     if notebook.language is not None and not notebook.language.lower().startswith(
             ("python", "ipython")):
@@ -73,14 +79,17 @@ def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
             if cell.cell_type == "code" and cell.python]
     imported = _imported_names(m for _, m in code)
     code = [(cell, reference_names(masked, imported)) for cell, masked in code]
-    findings, launches = _shell_findings(path, code, registry)
+    findings, launches = _shell_findings(path, code, registry, fix)
     if launches:  # `!python train.py` lines now read `!torchrun ...` (NM816): cells read anew
         code = [(cell, reference_names(mask_cell(cell.text, numbers), imported))
                 for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
-    errors = [_written_file(path, cell, masked.written, registry, findings, new_texts)
-              for cell, masked in code if masked.written is not None]
-    errors.append(_migrate_cells(path, data, code, registry, findings, new_texts))
+    errors = [_written_file(path, cell, masked.written, registry, findings, new_texts, fix,
+                            code_too)
+              for cell, masked in code if masked.written is not None
+              and (code_too or is_dependency_file(Path(masked.written[0])))]
+    if code_too:
+        errors.append(_migrate_cells(path, data, code, registry, findings, new_texts))
     for cell in launches.values():
         new_texts.setdefault(cell.index, cell.text)
     error = next((e for e in errors if e is not None), None)
@@ -113,14 +122,16 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
 
 
 def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Registry,
-                  findings: list[Finding], new_texts: dict[int, str]) -> str | None:
+                  findings: list[Finding], new_texts: dict[int, str],
+                  fix: bool = True, code_too: bool = True) -> str | None:
     """Migrate the file a `%%writefile` cell writes, as a file of its name; adds to the two
     collections as `_migrate_cells` does, and returns the error if it cannot be migrated."""
     name, first = written
     if not name.endswith(".py") and not is_dependency_file(Path(name)):
         return None
     lines = split_lines(cell.text)
-    result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry)
+    result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry, fix,
+                          code=code_too)
     shift = first - 1
     if result.error is not None:
         match = re.match(rf"{re.escape(name)}:(\d+):", result.error)
@@ -251,7 +262,7 @@ def _same_edges(new: str, original: str) -> str:
 
 
 def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
-                    registry: Registry) -> tuple[list[Finding], dict[int, Cell]]:
+                    registry: Registry, fix: bool = True) -> tuple[list[Finding], dict[int, Cell]]:
     """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines;
     and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
@@ -259,7 +270,8 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
     paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
-            found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths)
+            found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths,
+                                          fix=fix)
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
                          for f in found]
             if edits:

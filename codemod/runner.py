@@ -77,6 +77,7 @@ class Job:
     fix_pins: bool = True  # rewrite pins in dependency files and Dockerfiles
     per_file_ignores: PerFileIgnores | None = None
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
+    code: bool = True  # Python code migrated too; `scan` reads dependencies only
 
     @property
     def generate(self) -> bool:
@@ -150,7 +151,7 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     writes (`finish`), so an interrupted run stops its workers and nothing more is written."""
     job = job or _JOB
     assert job is not None
-    result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate)
+    result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate, job.code)
     if not result.changed and not job.keep_sources and result.original is not None:
         result = dataclasses.replace(result, original=None, new_source=None)  # less to send
     return result
@@ -217,8 +218,9 @@ MAX_BYTES = 5 * 1024 * 1024
 
 
 def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
-                 generate: bool = True) -> FileResult:
-    """One file, by kind: Python code, a notebook, or a dependency/container file."""
+                 generate: bool = True, code: bool = True) -> FileResult:
+    """One file, by kind: Python code, a notebook, or a dependency/container file. Without
+    `code`, only dependency findings: a notebook's install lines, a setup.py's pins."""
     name = str(path)
     try:
         if path.stat().st_size > MAX_BYTES:
@@ -231,17 +233,19 @@ def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
     except WriteError as error:
         return FileResult(name, error=str(error))
     if path.suffix == ".ipynb":
-        return _notebook(name, data, registry)
-    return migrate_data(name, data, registry, fix_pins, generate)
+        return _notebook(name, data, registry, code, fix_pins)
+    return migrate_data(name, data, registry, fix_pins, generate, code)
 
 
 def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = True,
-                 generate: bool = True) -> FileResult:
+                 generate: bool = True, code: bool = True) -> FileResult:
     """A file's bytes, by the kind its name says: Python code or a dependency/container
     file (also what a notebook's `%%writefile NAME` cell writes)."""
     kind = deps.kind_of(Path(name))
     if kind is not None and kind != "setup.py":
         return deps.scan_source(name, data, registry, fix=fix_pins)
+    if kind == "setup.py" and not code:
+        return deps.scan_source(name, data, registry, fix=False)
     result = migrate_source(name, data, registry, generate=generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
@@ -255,18 +259,19 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
     return result
 
 
-def _notebook(name: str, data: bytes, registry: Registry) -> FileResult:
+def _notebook(name: str, data: bytes, registry: Registry, code: bool,
+              fix: bool) -> FileResult:
     from codemod.notebook import migrate_notebook
 
-    return migrate_notebook(name, data, registry)
+    return migrate_notebook(name, data, registry, code, fix=fix or code)
 
 
 def accepts(job_python: bool) -> Callable[[Path], bool]:
     """What discovery hands to a run: code, notebooks and dependency files, or (for `scan`)
-    dependency files only."""
+    dependency files and notebooks (for their install lines)."""
     if job_python:
         return lambda path: path.suffix in (".py", ".ipynb") or deps.is_dependency_file(path)
-    return deps.is_dependency_file
+    return lambda path: path.suffix == ".ipynb" or deps.is_dependency_file(path)
 
 
 def default_jobs() -> int:
@@ -286,9 +291,13 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     """
     found = discover(paths, excludes, accepts(python))
+    if not python:  # named on the command line: taken whatever they are, by `apply`
+        found.skipped += [f"{f}: not a file `scan` reads (use `check` for code)"
+                          for f in found.files if not accepts(False)(f)]
+        found.files = [f for f in found.files if accepts(False)(f)]
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
-    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
+    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected, python)
     results: list[FileResult] = []
     interrupted, interrupts = False, _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,36 @@ def test_scan_fix_rewrites_launches_in_manifests_and_reports_an_unknown_count(
         "command:\n  - torchrun\n  - --nproc-per-node=16\n  - train.py\n"
         "args: [\"--steps\", \"3\"]\n")
     assert (in_tmp / "Dockerfile").read_text().endswith("CMD python3 -u pretrain.py\n")
+
+
+NOTEBOOK_WITH_CODE = json.dumps({
+    "cells": [{"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+               "source": ["!pip install torch-neuronx==2.1.2.2.3.0\n",
+                          "import torch_xla.core.xla_model as xm\n", "d = xm.xla_device()\n"]}],
+    "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+CODE = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
+
+
+def test_scan_reads_notebooks_install_lines_only(in_tmp: Path) -> None:
+    """`scan` reads a notebook's install lines whether named or found in a folder, and
+    reports dependency findings only: never the code rewrites `check` would."""
+    (in_tmp / "train.ipynb").write_text(NOTEBOOK_WITH_CODE)
+    named, walked = (cli("scan", "--format", "json", path).json() for path in ("train.ipynb", "."))
+    for report in (named, walked):
+        ids = sorted({f["rule_id"] for f in report["findings"]})
+        assert ids and all(i.startswith("NM8") for i in ids), ids
+    assert named["findings"] == walked["findings"]
+    fixed = cli("scan", "--fix", ".")
+    assert (in_tmp / "train.ipynb").read_text() == NOTEBOOK_WITH_CODE, fixed.stdout
+
+
+def test_scan_reports_no_code_rewrites_in_setup_py_or_named_python(in_tmp: Path) -> None:
+    (in_tmp / "setup.py").write_text(CODE + "setup(install_requires=['torch-neuronx==2.1.2'])\n")
+    (in_tmp / "train.py").write_text(CODE)
+    report = cli("scan", "--format", "json", "setup.py", "train.py").json()
+    assert {f["path"] for f in report["findings"]} == {"setup.py"}
+    assert all(f["rule_id"].startswith("NM8") for f in report["findings"])
+    skipped = cli("scan", "-v", "train.py")
+    assert "train.py: not a file `scan` reads" in skipped.stdout + skipped.stderr
+    assert cli("scan", "--fix", ".").exit_code in (0, 1)
+    assert (in_tmp / "train.py").read_text() == CODE
