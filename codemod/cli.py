@@ -391,7 +391,8 @@ def scan(
     verbose: Verbose = False,
 ) -> None:
     """Find XLA-era torch-neuronx pins and installs in requirements, lockfiles, pyproject,
-    setup files, Pipfiles, conda environments, Dockerfiles, shell scripts and YAML images.
+    setup files, Pipfiles, conda environments, Dockerfiles, shell scripts, YAML and the
+    install and shell lines of notebooks; never code (that is `check`).
 
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
