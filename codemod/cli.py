@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -142,6 +143,16 @@ def _first(*values: bool | None) -> bool:
 
 
 def _execute(request: _Request) -> None:
+    """One command; Ctrl-C outside the migration itself (which stops in its own way) is exit
+    130 too, not click's "Aborted!" and 1, which means "findings" to `check`."""
+    try:
+        _execute_request(request)
+    except KeyboardInterrupt:
+        Console(stderr=True).print(Text("interrupted (Ctrl-C)", style="bold red"))
+        raise typer.Exit(130) from None
+
+
+def _execute_request(request: _Request) -> None:
     if request.fmt not in FORMATS:
         raise typer.BadParameter(f"unknown format {request.fmt!r}; choose from "
                                  f"{', '.join(FORMATS)}", param_hint="--format")
@@ -181,8 +192,10 @@ def _execute(request: _Request) -> None:
                      protected=protected, only=only)
     _report(result, registry, request)
     if result.interrupted:
-        errors.print(Text("interrupted: stopped at Ctrl-C; the files listed above are done, "
-                          "no other file was touched", style="bold red"))
+        name = "Ctrl-C" if result.interrupted == signal.SIGINT else \
+            signal.Signals(result.interrupted).name
+        errors.print(Text(f"interrupted ({name}): the files listed above are done, no other "
+                          "file was touched", style="bold red"))
     raise typer.Exit(result.exit_code())
 
 

@@ -35,7 +35,8 @@ class RunResult:
     skipped: tuple[str, ...] = ()
     written: bool = False
     strict: bool = False  # after writing, what could not be fixed still fails (scan --fix)
-    interrupted: bool = False  # Ctrl-C: `files` are those done (and written) before it
+    interrupted: int = 0  # the signal (Ctrl-C, SIGTERM) that stopped the run: `files` are
+    # those done (and written) before it
 
     @property
     def findings(self) -> tuple[Finding, ...]:
@@ -57,7 +58,7 @@ class RunResult:
 
     def exit_code(self) -> int:
         if self.interrupted:
-            return 130  # 128 + SIGINT, as a shell reports it
+            return 128 + self.interrupted  # as a shell reports a signal: 130 for Ctrl-C
         if self.failed:
             return 2
         if self.written and not self.strict:
@@ -128,8 +129,10 @@ _JOB: Job | None = None
 def _start_worker(job: Job) -> None:
     global _JOB
     _JOB = job
-    # Ctrl-C reaches the whole process group: the main process alone decides what happens
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Ctrl-C reaches the whole process group: the main process alone decides what happens,
+    # and ends its workers itself (or the kernel does, when it dies)
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_IGN)
     _die_with_parent()
 
 
@@ -174,33 +177,35 @@ def finish(result: FileResult, job: Job) -> FileResult:
 
 
 class _Interrupts:
-    """Ctrl-C during a run: raised as usual, except while a file is being written and
-    recorded, where it waits until the file is whole (written or not at all, its temporary
-    file gone) and listed among the results. A flag rather than a blocked signal: the
-    interpreter may take the signal on any thread and still raises it in the main one."""
+    """Ctrl-C (or SIGTERM) during a run: raised as KeyboardInterrupt, except while a file is
+    being written and recorded, where it waits until the file is whole (written or not at
+    all, its temporary file gone) and listed among the results. A flag rather than a blocked
+    signal: the interpreter may take the signal on any thread and still raises it in the
+    main one."""
+
+    USUAL = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: signal.SIG_DFL}
 
     def __init__(self) -> None:
         self.holding = False
-        self.pending = False
+        self.received = 0
 
     def _handle(self, signum: int, frame: object) -> None:
-        if self.holding:
-            self.pending = True
-        else:
+        self.received = self.received or signum
+        if not self.holding:
             raise KeyboardInterrupt
 
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
-        usual = threading.current_thread() is threading.main_thread() and \
-            signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        if not usual:  # ignored by the caller, or a thread: leave it as it is
-            yield
-            return
-        signal.signal(signal.SIGINT, self._handle)
+        main = threading.current_thread() is threading.main_thread()
+        # a signal the caller ignores or handles itself is left as it is
+        taken = [s for s, usual in self.USUAL.items() if main and signal.getsignal(s) is usual]
+        for number in taken:
+            signal.signal(number, self._handle)
         try:
             yield
         finally:
-            signal.signal(signal.SIGINT, signal.default_int_handler)
+            for number in taken:
+                signal.signal(number, self.USUAL[number])
 
     @contextlib.contextmanager
     def held(self) -> Iterator[None]:
@@ -209,7 +214,7 @@ class _Interrupts:
             yield
         finally:
             self.holding = False
-        if self.pending:
+        if self.received:
             raise KeyboardInterrupt
 
 
@@ -299,7 +304,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         found.files = [f for f in found.files if f.resolve() in only]
     job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected, python)
     results: list[FileResult] = []
-    interrupted, interrupts = False, _Interrupts()
+    interrupts = _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(
             _map(_phases(found.files, write), job, jobs)) as migrated:
         try:
@@ -309,10 +314,10 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
                 if progress is not None:
                     progress(done, len(found.files))
         except KeyboardInterrupt:
-            interrupted = True
+            interrupts.received = interrupts.received or signal.SIGINT
     results.sort(key=lambda r: r.path)
     return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write,
-                     strict=strict, interrupted=interrupted)
+                     strict=strict, interrupted=interrupts.received)
 
 
 @contextlib.contextmanager

@@ -278,26 +278,34 @@ def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> Non
     assert (in_tmp / "ran-as-file").exists() and not (in_tmp / "ran-as-code").exists()
 
 
-@pytest.mark.parametrize("jobs", ["2", "1"])
-def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: str) -> None:
-    """Ctrl-C part-way: exit 130 within seconds; each file is fully migrated or untouched, no
-    temporary file is left, and the printed list is exactly the files that changed."""
+@pytest.mark.parametrize(("jobs", "sent", "group"), [("2", signal.SIGINT, True),
+                                                     ("1", signal.SIGINT, False),
+                                                     ("2", signal.SIGTERM, True)])
+def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: str,
+                                                         sent: int, group: bool) -> None:
+    """Ctrl-C (to the whole process group, as a terminal sends it) or SIGTERM part-way: exit
+    128 + the signal within seconds; each file is fully migrated or untouched, no temporary
+    file is left, and the printed list is exactly the files that changed."""
     source = OLD + "".join(f"def f{i}(t):\n    return xm.mark_step()\n" for i in range(40))
     source = "import torch_xla.core.xla_model as xm\n" + source
     for i in range(300):
         (tmp_path / f"m{i:03}.py").write_text(source)
     run = subprocess.Popen([sys.executable, "-m", "codemod", "apply", "-j", jobs, "."],
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                           text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                           start_new_session=True)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and \
             sum((tmp_path / f"m{i:03}.py").read_text() != source for i in range(300)) < 3:
         time.sleep(0.05)
-    run.send_signal(signal.SIGINT)
+    if group:
+        os.killpg(run.pid, sent)
+    else:
+        run.send_signal(sent)
     interrupted = time.monotonic()
     out, err = run.communicate(timeout=30)
     assert time.monotonic() - interrupted < 3
-    assert run.returncode == 130, err
+    assert run.returncode == 128 + sent, err
     changed = {p.name for p in tmp_path.iterdir() if p.read_text() != source}
     assert 3 <= len(changed) < 300, "the run was not interrupted part-way"
     migrated = {p.read_text() for p in tmp_path.iterdir() if p.name in changed}
@@ -318,3 +326,92 @@ def test_carriage_return_only_line_endings_survive(in_tmp: Path) -> None:
     pins = (in_tmp / "requirements.txt").read_bytes()
     assert b"\n" not in pins and pins.endswith(b"numpy\r") and b"torch-neuronx==2.14.*\r" in pins
     assert cli("check", ".").exit_code == 0
+
+
+def _no_temporary_files(folder: Path) -> bool:
+    return not any(p.name.endswith(".neuron-migrate") for p in folder.rglob("*"))
+
+
+@pytest.mark.parametrize(("target", "error", "message"), [
+    ("os.fsync", OSError(28, "No space left on device"), "cannot write (No space left on device)"),
+    ("os.replace", OSError(16, "Device or resource busy"), "cannot write (Device or resource busy)"),
+    ("tempfile.mkstemp", PermissionError(13, "Permission denied"), "cannot write (Permission denied)"),
+])
+def test_a_failed_write_leaves_the_file_whole_and_no_temporary_file(
+        in_tmp: Path, monkeypatch, target: str, error: OSError, message: str) -> None:
+    """A full disk, a busy file, a folder that refuses new files: each file fails on its own
+    line, keeps its old content, and nothing is left behind."""
+    for name in ("a.py", "b.py"):
+        (in_tmp / name).write_text(OLD)
+
+    def fail(*args: object, **kwargs: object) -> None:
+        raise error
+
+    monkeypatch.setattr(target, fail)
+    run = cli("apply", ".")
+    assert run.exit_code == 2
+    assert run.stderr.splitlines() == [f"error: {n}: {message}" for n in ("a.py", "b.py")]
+    assert (in_tmp / "a.py").read_text() == OLD and _no_temporary_files(in_tmp)
+
+
+def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch) -> None:
+    from codemod import runner
+
+    for name in ("gone.py", "dir.py", "kept.py"):
+        (in_tmp / name).write_text(OLD)
+    real_read, real_write = runner.read_bytes, runner.write_atomic
+
+    def read_bytes(path: Path) -> bytes:
+        if path.name == "gone.py":
+            path.unlink()
+        return real_read(path)
+
+    def write_atomic(path: Path, data: bytes, original: bytes) -> None:
+        if path.name == "dir.py":
+            path.unlink()
+            path.mkdir()
+        real_write(path, data, original)
+
+    monkeypatch.setattr(runner, "read_bytes", read_bytes)
+    monkeypatch.setattr(runner, "write_atomic", write_atomic)
+    run = cli("apply", ".")
+    assert run.exit_code == 2 and "Traceback" not in run.stderr
+    assert "gone.py: cannot read (No such file or directory)" in run.stderr
+    assert "dir.py: cannot re-read before writing (Is a directory)" in run.stderr
+    assert (in_tmp / "kept.py").read_text() == NEW and _no_temporary_files(in_tmp)
+
+
+def test_odd_entries_in_the_tree(in_tmp: Path) -> None:
+    """A dangling symlink, a folder named like a module, the same file named three times, a
+    binary file, one nested too deeply and one too large: each is one line or skipped."""
+    (in_tmp / "dangling.py").symlink_to(in_tmp / "nowhere.py")
+    (in_tmp / "pkg.py").mkdir()
+    (in_tmp / "pkg.py" / "train.py").write_text(OLD)
+    (in_tmp / "binary.py").write_bytes(b"\x00torch_xla\xff")
+    (in_tmp / "deep.py").write_text("import torch_xla\nx = " + "(" * 5000 + ")" * 5000 + "\n")
+    (in_tmp / "big.py").write_text(OLD + "#" * (6 * 2**20) + "\n")
+    run = cli("apply", ".", "pkg.py", "pkg.py/train.py")
+    assert run.exit_code == 2 and "Traceback" not in run.stderr
+    assert sorted(run.stderr.splitlines()) == [
+        "error: binary.py: cannot parse (source code string cannot contain null bytes); "
+        "file skipped",
+        "error: deep.py:2: cannot parse (too many nested parentheses); file skipped"]
+    assert (in_tmp / "pkg.py" / "train.py").read_text() == NEW
+    assert "4 files scanned, 1 changed, 2 failed" in run.stdout
+    assert (in_tmp / "big.py").read_text().startswith(OLD)
+    for named, problem in (("dangling.py", "no such file or directory"),
+                           ("/dev/null", "not a regular file or folder; skipped")):
+        assert cli("check", named).stderr == f"error: {named}: {problem}\n"
+
+
+def test_ctrl_c_before_the_migration_is_exit_130(in_tmp: Path, monkeypatch) -> None:
+    """Interrupted while finding files: 130 as well, never 1 ("findings" to `check`)."""
+    from codemod import runner
+
+    def discover(*args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runner, "discover", discover)
+    (in_tmp / "train.py").write_text(OLD)
+    run = cli("check", ".")
+    assert run.exit_code == 130 and "interrupted" in run.stderr
