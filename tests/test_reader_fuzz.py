@@ -182,3 +182,23 @@ def test_an_ended_heredoc_and_other_shifts_are_read_as_before() -> None:
     result = migrate_data("run.sh", text.encode(), REGISTRY)
     assert result.error is None
     assert sorted({f.line for f in result.findings if f.rule_id == "NM801"}) == [2, 5]
+
+
+ODD_TEXT = st.lists(st.tuples(LINE, st.sampled_from(["\n", "\r\n", "\r", "\x0b", "\x0c",
+                                                     "\x1c", "\u2028", "\x85", "\\\n"])),
+                    max_size=8).map(lambda pairs: "".join(a + b for a, b in pairs))
+
+
+@FUZZ
+@given(ODD_TEXT, st.sampled_from(["requirements.txt", "Dockerfile", "run.sh", "setup.cfg",
+                                  "pyproject.toml", "environment.yml", "ci.yaml", "Pipfile"]))
+def test_text_with_any_line_separators(text: str, name: str) -> None:
+    """Readers split lines in more than one way (str.splitlines also splits on form feeds,
+    U+2028 ...); a mismatch must never become an internal error."""
+    _must_not_crash(name, text)
+
+
+def test_a_character_yaml_refuses_is_one_line_with_its_line() -> None:
+    result = migrate_data("ci.yaml", b"image: neuron\nx: 1\n\x0b\n", REGISTRY)
+    assert result.error == ("ci.yaml:3: not valid YAML (character U+000B is not allowed); "
+                            "file left untouched")

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from codemod.deps.entries import Unparsable
+from codemod.deps.entries import Unparsable, line_at
 
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -21,9 +21,18 @@ def compose(text: str) -> list[Node]:
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         raise Unparsable(mark.line + 1 if mark else 0,
-                         f"not valid YAML ({error.problem or error})") from None
+                         f"not valid YAML ({' '.join(str(error.problem or error).split())})"
+                         ) from None
+    except yaml.reader.ReaderError as error:  # a character YAML does not allow
+        raise Unparsable(line_at(text, error.position),
+                         f"not valid YAML (character U+{_code(error.character):04X} is not "
+                         "allowed)") from None
     except yaml.YAMLError as error:
-        raise Unparsable(0, f"not valid YAML ({error})") from None
+        raise Unparsable(0, f"not valid YAML ({' '.join(str(error).split())})") from None
+
+
+def _code(character: int | str) -> int:
+    return character if isinstance(character, int) else ord(character[:1] or "\0")
 
 
 def pairs(node: Node) -> Iterator[tuple[ScalarNode, Node]]:
