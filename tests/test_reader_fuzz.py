@@ -202,3 +202,19 @@ def test_a_character_yaml_refuses_is_one_line_with_its_line() -> None:
     result = migrate_data("ci.yaml", b"image: neuron\nx: 1\n\x0b\n", REGISTRY)
     assert result.error == ("ci.yaml:3: not valid YAML (character U+000B is not allowed); "
                             "file left untouched")
+
+
+@FUZZ
+@given(st.lists(st.one_of(LINE.map(str.encode), st.binary(max_size=6)), max_size=8),
+       st.sampled_from(["requirements.txt", "Dockerfile", "run.sh", "pyproject.toml",
+                        "poetry.lock", "Pipfile.lock", "environment.yml", "setup.cfg",
+                        "nb.ipynb"]))
+def test_bytes_of_any_kind(chunks: list[bytes], name: str) -> None:
+    """Invalid UTF-8, stray BOMs, NUL bytes between the words a reader looks for."""
+    _must_not_crash(name, b"\n".join(chunks))
+
+
+def test_yaml_that_is_not_utf8_is_one_line_with_its_line() -> None:
+    result = migrate_data("ci.yaml", b"image: neuron\nx: caf\xe9\n", REGISTRY)
+    assert result.error == ("ci.yaml:2: not valid YAML (not UTF-8: byte 0xE9); "
+                            "file left untouched")

@@ -3,6 +3,7 @@ which give the span to edit and the line to report."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 import yaml
@@ -11,11 +12,17 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from codemod.deps.entries import Unparsable, line_at
 
 
+_SURROGATE = re.compile("[\udc80-\udcff]")
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader where PyYAML was built with it: same nodes and marks, several times faster."""
 
 
 def compose(text: str) -> list[Node]:
+    undecodable = _SURROGATE.search(text)  # bytes that are not UTF-8, kept as surrogates
+    if undecodable is not None:
+        byte = ord(undecodable.group()) & 0xFF
+        raise Unparsable(line_at(text, undecodable.start()),
+                         f"not valid YAML (not UTF-8: byte 0x{byte:02X})")
     try:
         return [n for n in yaml.compose_all(text, Loader=LOADER) if n is not None]
     except yaml.MarkedYAMLError as error:
