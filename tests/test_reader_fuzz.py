@@ -47,19 +47,20 @@ LINE = st.lists(st.sampled_from(WORDS + ["pip install", "RUN", "FROM", "<<EOF", 
 TEXT = st.lists(LINE, max_size=8).map("\n".join)
 
 
-def _must_not_crash(name: str, text: str | bytes) -> None:
+def _must_not_crash(name: str, text: str | bytes, code: bool = True) -> None:
     data = text.encode("utf-8", "surrogatepass") if isinstance(text, str) else text
     data = b"# neuron\n" + data if not name.endswith((".lock", ".ipynb")) else data
-    result = _migrate(name, data)
+    result = _migrate(name, data, code)
     assert result.error is None or ("internal error" not in result.error
                                     and result.error.startswith(name)
                                     and "\n" not in result.error), result.error
 
 
-def _migrate(name: str, data: bytes) -> FileResult:
+def _migrate(name: str, data: bytes, code: bool = True) -> FileResult:
+    """As `apply` reads a file, or (without `code`) as `scan --fix` does."""
     if name.endswith(".ipynb"):
-        return migrate_notebook(name, data, REGISTRY)
-    return migrate_data(name, data, REGISTRY)
+        return migrate_notebook(name, data, REGISTRY, code)
+    return migrate_data(name, data, REGISTRY, code=code)
 
 
 def _toml(document: dict) -> str | None:
@@ -218,3 +219,33 @@ def test_yaml_that_is_not_utf8_is_one_line_with_its_line() -> None:
     result = migrate_data("ci.yaml", b"image: neuron\nx: caf\xe9\n", REGISTRY)
     assert result.error == ("ci.yaml:2: not valid YAML (not UTF-8: byte 0xE9); "
                             "file left untouched")
+
+
+DOCKER_LINES = st.sampled_from([
+    "FROM ubuntu AS base", "RUN <<EOF", "RUN <<-EOF bash", "EOF", "\tEOF", "END",
+    "COPY <<EOF /app/requirements.txt", "COPY <<A <<B /app/", "A", "B",
+    "RUN pip install torch-neuronx==2.1.2 \\", "  neuronx-cc==2.12 \\", "# escape=`", "`",
+    "ARG V=2.1.2", "RUN pip install torch-neuronx==$V", "ENV NEURON_CC_FLAGS=--model-type=x",
+    "CMD python train.py", "ENTRYPOINT [\"python\", \"train.py\"]", 'RUN ["sh", "-c", "x <<EOF"]',
+    "torch-neuronx==2.1.2", "", "# comment", "cat <<EOF > requirements.txt"])
+MAGIC_LINES = st.sampled_from([
+    "%%writefile requirements.txt", "%%writefile train.py", "%%writefile run.sh", "%%bash",
+    "!pip install torch-neuronx==2.1.2", "%pip install -U torch-neuronx", "!python train.py",
+    "%env XLA_USE_BF16=1", "!cat <<EOF", "EOF", "import torch_xla.core.xla_model as xm",
+    "xmp.spawn(f, args=())", "torch-neuronx==2.1.2", "!torchrun --nproc-per-node=2 train.py",
+    "%%capture", "  ", "\\", "!!ls", "x = !ls", "%time xm.mark_step()", "?xm"])
+
+
+@FUZZ
+@given(st.lists(DOCKER_LINES, max_size=10), st.sampled_from(["Dockerfile", "run.sh"]))
+def test_dockerfiles_and_scripts_of_any_order(lines: list[str], name: str) -> None:
+    _must_not_crash(name, "\n".join(lines) + "\n")
+
+
+@FUZZ
+@given(st.lists(st.lists(MAGIC_LINES, max_size=5), min_size=1, max_size=3), st.booleans())
+def test_notebooks_of_any_magics(cells: list[list[str]], code: bool) -> None:
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None, "source": [line + "\n" for line in cell]}
+                          for cell in cells], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    _must_not_crash("nb.ipynb", json.dumps(notebook), code)
