@@ -1,0 +1,285 @@
+"""The PyTorch/XLA utilities training scripts use around the training itself: fake data
+(NM302), throughput (NM303), progress lines and TensorBoard summaries (NM304), metrics
+reports (NM305), and the device-kind query (NM104).
+
+None of them touches the device, so each becomes a plain-Python helper defined in the user's
+file, or a note where the XLA thing it reported does not exist natively.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.quote import code
+from codemod.rule import Example, Outcome, Remove, Replace, Review, Rule, Site
+from codemod.transform import dotted
+from rules.device import neuron_device_string
+from rules.helpers import HELPERS
+from rules.support import argument, has_star_args, string, string_value, template, with_string
+
+D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
+D_PROF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/"
+          "how-to-profile-pytorch.html")
+D_TENSORBOARD = "https://docs.pytorch.org/docs/stable/tensorboard.html"
+XM = "torch_xla.core.xla_model"
+XU = "torch_xla.utils.utils"
+TEST_UTILS = "torch_xla.test.test_utils"
+METRICS = "torch_xla.debug.metrics"
+
+METRICS_NOTE = "XLA metrics: none on TorchNeuron; profile with torch.profiler"
+"""What a migrated script prints where it printed an XLA metrics report."""
+
+# a report whose text decides something (`"CompileTime" in met.metrics_report()`) is reviewed
+_DECIDES = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation,
+            cst.If, cst.While, cst.Assert, cst.IfExp)
+
+
+def _defined(*names: str) -> str:
+    """The helpers as the engine writes them into a file: each with what it requires first."""
+    order: list[str] = []
+    for name in names:
+        for needed in (*HELPERS[name].requires, name):
+            if needed not in order:
+                order.append(needed)
+    return "".join("\n\n" + HELPERS[n].source for n in order)
+
+
+def _called_here(node: cst.BaseExpression, site: Site) -> cst.Call | None:
+    """The call whose callee `node` is, if it is one."""
+    parent = site.parent
+    if isinstance(parent, cst.Call) and dotted(parent.func) == dotted(node):
+        return parent
+    return None
+
+
+class HelperRename(Rule):
+    """A utility whose helper takes the same arguments: every reference (a call, or the
+    function passed around, as to `xm.add_step_closure`) becomes the helper's name."""
+
+    kind = Kind.FIX
+    helpers: ClassVar[dict[str, str]] = {}
+    """qualified name -> the helper (rules/helpers.py) that replaces it"""
+
+    def __init_subclass__(cls, **kwargs: object) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.names = frozenset(cls.helpers)
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        helper = site.helper(self.helpers[site.qualname or ""])
+        what = "call" if _called_here(node, site) is not None else "reference"
+        message = f"`{code(node)}` → `{helper.value}`: {self.consequence(node, site)}"
+        return Replace(helper, message if what == "call" else message + " (passed as a value)")
+
+    def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
+        """What the helper does, and what differs, for the finding."""
+        return self.summary
+
+
+class SampleGenerator(HelperRename):
+    id = "NM302"
+    name = "xla-sample-generator"
+    summary = "`xu.SampleGenerator(data, sample_count)` becomes a helper serving the same fake data"
+    explanation = """\
+What it does: replaces torch_xla's `SampleGenerator` (from `torch_xla.utils.utils`) with a
+small class defined in your file that takes the same arguments and serves `data`
+`sample_count` times per pass, each pass starting afresh, with the same length.
+
+Why: scripts use it as fake data in place of a DataLoader (`--fake_data`); it has nothing to
+do with XLA, but importing it needs torch_xla, which TorchNeuron does not install.
+
+What differs: nothing. The batches stay where `data` was created (usually the CPU), and the
+device loader that wraps it moves them, as before."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.utils.utils as xu\n\n"
+               "loader = xu.SampleGenerator(data=(x, y), sample_count=100)\n",
+        after=_defined("_NeuronSampleGenerator").lstrip("\n")
+              + "\n\nloader = _NeuronSampleGenerator(data=(x, y), sample_count=100)\n",
+    )
+    helpers = {f"{XU}.SampleGenerator": "_NeuronSampleGenerator"}
+
+    def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
+        return "the same fake data, `sample_count` times per pass"
+
+
+class RateTracker(HelperRename):
+    id = "NM303"
+    name = "xla-rate-tracker"
+    summary = "`xm.RateTracker()` becomes a helper class measuring the same rates"
+    explanation = """\
+What it does: replaces `xm.RateTracker` with a small class defined in your file with the same
+methods: `add(count)`, `rate()` (samples per second since the previous call, smoothed with the
+previous rate by `smooth_factor`, 0.4 by default or RATE_TRACKER_SMOOTHING) and
+`global_rate()` (samples per second since the tracker was created).
+
+Why: the tracker only reads the wall clock; importing it needs torch_xla, which TorchNeuron
+does not install.
+
+What differs: nothing in the arithmetic. With eager execution the rate measures the work as it
+runs, where under XLA's lazy tensors it measured graph building between synchronisations;
+call `torch.neuron.synchronize()` before `rate()` if you need device time."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\ntracker = xm.RateTracker()\n",
+        after=_defined("_NeuronRateTracker").lstrip("\n") + "\n\ntracker = _NeuronRateTracker()\n",
+    )
+    helpers = {f"{XM}.RateTracker": "_NeuronRateTracker"}
+
+    def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
+        return "the same add(), rate() and global_rate()"
+
+
+class TestUtils(HelperRename):
+    id = "NM304"
+    name = "xla-test-utils"
+    summary = ("`torch_xla.test.test_utils` progress lines and TensorBoard summaries become "
+               "helpers in the file")
+    explanation = """\
+What it does: replaces the helpers of `torch_xla.test.test_utils` that training scripts use
+with functions defined in your file that take the same arguments:
+`print_training_update` and `print_test_update` print the same progress line (`| Training
+Device=neuron/0 Epoch=1 Step=10 Loss=... Rate=... GlobalRate=... Time=...`);
+`get_summary_writer(logdir)` returns a `torch.utils.tensorboard.SummaryWriter` when a log
+directory is given and None otherwise; `write_to_summary` and `close_summary_writer` write to
+and close it, doing nothing for None; `now()` formats the local time.
+
+Why: these print and log; they never touched the device, but importing them needs torch_xla,
+which TorchNeuron does not install.
+
+What differs: the device shows as `neuron` with the process's rank (`neuron/1`), where XLA
+printed `xla:0/1`. A log directory needs the `tensorboard` package (PyTorch/XLA used
+`tensorboardX`; both write the same event files); without one, tensorboard is never imported.
+`write_to_summary(..., write_xla_metrics=True)` writes no XLA metrics: there are none natively."""
+    doc_url = D_TENSORBOARD
+    example = Example(
+        before="import torch_xla.test.test_utils as test_utils\n\n"
+               "print(\"train begin\", test_utils.now())\n",
+        after=_defined("_neuron_now").lstrip("\n")
+              + "\n\nprint(\"train begin\", _neuron_now())\n",
+    )
+    helpers = {f"{TEST_UTILS}.{name}": f"_neuron_{name}" for name in (
+        "print_training_update", "print_test_update", "get_summary_writer", "write_to_summary",
+        "close_summary_writer", "now")}
+    emits = ("torch.distributed.is_initialized", "torch.distributed.get_rank")
+
+    def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
+        function = (site.qualname or "").rsplit(".", 1)[-1]
+        if function in ("print_training_update", "print_test_update"):
+            return "the same progress line, the device shown as `neuron/<rank>`"
+        if function == "get_summary_writer":
+            return ("a torch.utils.tensorboard SummaryWriter when a log directory is given "
+                    "(needs the `tensorboard` package; XLA used tensorboardX), None otherwise")
+        if function == "write_to_summary":
+            call = _called_here(node, site)
+            metrics = argument(call.args, 3, "write_xla_metrics") if call is not None else None
+            if metrics is not None and code(metrics.value) != "False":
+                return ("the same scalars; `write_xla_metrics` writes nothing: there are no "
+                        "XLA metrics natively")
+            return "the same scalars, nothing written without a writer"
+        if function == "close_summary_writer":
+            return "flushes and closes the writer, if there is one"
+        return "the local time as text"
+
+
+class MetricsReport(Rule):
+    id = "NM305"
+    name = "xla-metrics-report"
+    kind = Kind.FIX
+    summary = ("`met.metrics_report()` becomes a note that XLA metrics do not exist natively; "
+               "`met.clear_all()` is removed")
+    explanation = f"""\
+What it does: replaces `met.metrics_report()` and `met.short_metrics_report(...)` (from
+`torch_xla.debug.metrics`) with the text "{METRICS_NOTE}", so that a script that prints or
+logs its metrics report keeps running and says why there is no report; deletes
+`met.clear_all()`, `clear_counters()` and `clear_metrics()` statements.
+
+Why: the report counted XLA graph compilations, executions and host-device transfers.
+TorchNeuron runs eagerly and compiles through torch.compile; none of those counters exist,
+and AWS documents no native report with the same content.
+
+What differs: the report's content is gone. Profile with `torch.profiler` (with Neuron's
+ProfilerActivity.PrivateUse1) or Neuron Explorer to see where time goes. A report whose text
+decides something (`"CompileTime" in met.metrics_report()`), and the counter and metric
+queries (`counter_value`, `metric_data`, ...), are reported for review (NM707) instead."""
+    doc_url = D_PROF
+    example = Example(
+        before="import torch_xla.debug.metrics as met\n\nprint(met.metrics_report())\n"
+               "met.clear_all()\n",
+        after=f"print(\"{METRICS_NOTE}\")\n",
+    )
+    calls = frozenset(f"{METRICS}.{name}" for name in (
+        "metrics_report", "short_metrics_report", "clear_all", "clear_counters", "clear_metrics"))
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        function = (site.qualname or "").rsplit(".", 1)[-1]
+        if function.startswith("clear_"):
+            return Remove(f"`{code(node)}` deleted: there are no XLA metrics or counters to "
+                          "clear natively")
+        if isinstance(site.parent, _DECIDES):
+            return Review(f"`{code(node)}`: the report's text decides something here, and XLA "
+                          "metrics do not exist natively; delete the check, or measure with "
+                          "torch.profiler")
+        note = string(METRICS_NOTE)
+        dropped = " (its arguments are dropped)" if node.args else ""
+        return Replace(note, f"`{code(node)}` → a note that TorchNeuron has no XLA metrics"
+                       f"{dropped}: the report's content is lost; profile with torch.profiler")
+
+
+class XlaDeviceHw(Rule):
+    id = "NM104"
+    name = "xla-device-hw"
+    kind = Kind.FIX
+    summary = "`xm.xla_device_hw(device)` becomes `torch.device(device).type.upper()`"
+    explanation = """\
+What it does: replaces `xm.xla_device_hw(device)` with `torch.device(device).type.upper()`.
+
+Why: xla_device_hw named the hardware behind an XLA device in capitals: "NEURON" on
+Trainium, "TPU", "CUDA" or "GPU", "CPU". The native device of a migrated script is `neuron`,
+whose type in capitals is the same "NEURON", so comparisons such as
+`xm.xla_device_hw(device) == "NEURON"` (or `!= "TPU"`) keep their result; a CPU device still
+gives "CPU".
+
+What differs: nothing on Trainium. The argument must name a device (a torch.device, or a
+string such as "neuron"); a literal "xla" or "xla:N" argument is renamed to "neuron"."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\n"
+               "if xm.xla_device_hw(device) == \"NEURON\":\n    pass\n",
+        after="import torch\n\nif torch.device(device).type.upper() == \"NEURON\":\n    pass\n",
+    )
+    calls = frozenset({f"{XM}.xla_device_hw"})
+    prefixes = (f"{XM}.xla_device_hw",)
+    emits = ("torch.device",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        device_arg = argument(node.args, 0, "device")
+        device = site.ref("torch.device")
+        if has_star_args(node.args) or device_arg is None or len(node.args) != 1:
+            return Review(f"`{code(node)}`: expected one device; use "
+                          "`torch.device(device).type.upper()` (\"NEURON\" on Trainium)")
+        if device is None:
+            return Review("`torch` means something else here; use "
+                          "`torch.device(device).type.upper()`")
+        value = device_arg.value
+        literal = string_value(value)
+        renamed = neuron_device_string(literal) if literal is not None else None
+        if renamed is not None:
+            value = with_string(value, renamed)  # type: ignore[arg-type]
+        # the call keeps its own argument (and any comment beside it); torch.device takes it
+        # by position
+        arg = device_arg.with_changes(value=value, keyword=None,
+                                      equal=cst.MaybeSentinel.DEFAULT)
+        new = template("{c}.type.upper()", c=node.with_changes(func=device, args=[arg]))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: \"NEURON\" for the neuron "
+                       "device, as xla_device_hw returned on Trainium")
+
+    def leftover_reference(self, qualname: str) -> str:
+        return (f"`{qualname}`: use `torch.device(device).type.upper()` (\"NEURON\" for the "
+                "neuron device, as on Trainium)")
+
+
+RULES: tuple[type[Rule], ...] = (XlaDeviceHw, SampleGenerator, RateTracker, TestUtils,
+                                 MetricsReport)
