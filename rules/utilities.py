@@ -1,6 +1,6 @@
 """The PyTorch/XLA utilities training scripts use around the training itself: fake data
 (NM302), throughput (NM303), progress lines and TensorBoard summaries (NM304), metrics
-reports (NM305), and the device-kind query (NM104).
+reports (NM305), profiler annotations (NM306), and the device-kind query (NM104).
 
 None of them touches the device, so each becomes a plain-Python helper defined in the user's
 file, or a note where the XLA thing it reported does not exist natively.
@@ -14,7 +14,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.quote import code
-from codemod.rule import Example, Outcome, Remove, Replace, Review, Rule, Site
+from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
 from codemod.transform import dotted
 from rules.device import neuron_device_string
 from rules.helpers import HELPERS
@@ -28,6 +28,7 @@ XM = "torch_xla.core.xla_model"
 XU = "torch_xla.utils.utils"
 TEST_UTILS = "torch_xla.test.test_utils"
 METRICS = "torch_xla.debug.metrics"
+PROFILER = "torch_xla.debug.profiler"
 
 METRICS_NOTE = "XLA metrics: none on TorchNeuron; profile with torch.profiler"
 """What a migrated script prints where it printed an XLA metrics report."""
@@ -228,6 +229,65 @@ queries (`counter_value`, `metric_data`, ...), are reported for review (NM707) i
                        f"{dropped}: the report's content is lost; profile with torch.profiler")
 
 
+class ProfilerAnnotation(Rule):
+    id = "NM306"
+    name = "xla-profiler-annotation"
+    kind = Kind.FIX
+    summary = ("`xp.Trace(name)` / `xp.StepTrace(name)` / `@xp.trace_me(name)` become "
+               "`torch.profiler.record_function(name)`; `xp.start_server` is dropped")
+    explanation = """\
+What it does: replaces the profiler annotations of `torch_xla.debug.profiler`, `Trace`,
+`StepTrace` (as context managers) and `trace_me` (as a decorator), with
+`torch.profiler.record_function(name)`, which labels the same region in a torch.profiler
+trace. `xp.start_server(port)` is removed (a bare statement) or becomes `None` (its server
+assigned to a name).
+
+Why: the annotations only named regions for XLA's profiler and cost nothing when no profile
+was being captured; record_function does the same for PyTorch's profiler, which Neuron
+extends (ProfilerActivity.PrivateUse1). StepTrace also cut the lazy graph at its end, which
+eager execution does not need.
+
+What differs: metadata keywords (`step_num=` and the like) are dropped. There is no profiler
+server natively, so a run can no longer be captured from outside: wrap the steps you want in
+`torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])`,
+as the Neuron Explorer guide shows."""
+    doc_url = D_PROF
+    example = Example(
+        before="import torch_xla.debug.profiler as xp\n\n"
+               "with xp.StepTrace(\"train\", step_num=step):\n    train_step()\n",
+        after="import torch\n\nwith torch.profiler.record_function(\"train\"):\n"
+              "    train_step()\n",
+    )
+    calls = frozenset(f"{PROFILER}.{name}" for name in ("Trace", "StepTrace", "trace_me",
+                                                        "start_server"))
+    emits = ("torch.profiler.record_function",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if site.qualname == f"{PROFILER}.start_server":
+            return self._server(node, site)
+        keyword = "scope" if (site.qualname or "").endswith("trace_me") else "name"
+        name = argument(node.args, 0, keyword)
+        record = site.ref("torch.profiler.record_function")
+        if has_star_args(node.args) or name is None or record is None:
+            return Review(f"`{code(node)}`: label the region with "
+                          "`torch.profiler.record_function(name)`")
+        new = node.with_changes(func=record, args=[name.with_changes(
+            keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT)])
+        dropped = [code(a).rstrip(", ") for a in node.args if a is not name]
+        note = f"; dropped {', '.join(dropped)} (profiler metadata)" if dropped else ""
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: labels the same region in a "
+                       f"torch.profiler trace{note}")
+
+    def _server(self, node: cst.Call, site: Site) -> Outcome:
+        message = (f"`{code(node)}` dropped: there is no profiler server natively, so this run "
+                   "can no longer be captured from outside; profile the steps with "
+                   "torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                   "ProfilerActivity.PrivateUse1])")
+        if site.role is not Role.EXPRESSION:
+            return Remove(message)
+        return Replace(cst.Name("None"), message)
+
+
 class XlaDeviceHw(Rule):
     id = "NM104"
     name = "xla-device-hw"
@@ -282,4 +342,4 @@ string such as "neuron"); a literal "xla" or "xla:N" argument is renamed to "neu
 
 
 RULES: tuple[type[Rule], ...] = (XlaDeviceHw, SampleGenerator, RateTracker, TestUtils,
-                                 MetricsReport)
+                                 MetricsReport, ProfilerAnnotation)
