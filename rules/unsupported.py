@@ -235,7 +235,7 @@ class DeviceQueries(ReviewRule):
     name = "xla-device-query"
     summary = "XLA device-kind, device-count and memory queries need native equivalents by hand"
     explanation = """\
-What it does: reports `xm.xla_device_kind()`, `xr.device_type()`,
+What it does: reports `xm.xla_device_kind()`,
 the device counts (`xr.global_device_count()`, `xr.addressable_device_count()`,
 `xr.local_device_count()`, `torch_xla.device_count()`), `xm.get_memory_info()`,
 `xm.send_cpu_data_to_device()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
@@ -245,16 +245,14 @@ against "NEURON" / "TPU" / "GPU" strings, while the native device type is "neuro
 depend on whether you mean processes or cores.
 
 What to do: `torch.device(dev).type == "neuron"` for kind checks (NM104 rewrites
-`xm.xla_device_hw(dev)` itself); `dist.get_world_size()`
+`xm.xla_device_hw(dev)` and `xr.device_type()` themselves); `dist.get_world_size()`
 for the number of workers or `torch.neuron.device_count()` for the cores this process sees;
 `torch.neuron.memory_allocated()` / `memory_stats()` after `torch.neuron.synchronize()`;
 `.to(device)` for host-to-device copies; drop `unlazy` and `optimization_barrier_`."""
     doc_url = D_MEM
-    example = _example("if xr.device_type() == \"NEURON\":\n    pass", "import torch_xla.runtime as xr")
+    example = _example("if xr.local_device_count() > 1:\n    pass", "import torch_xla.runtime as xr")
     guidance = {
         f"{XM}.xla_device_kind": "no documented native equivalent (core generation); drop it",
-        f"{XR}.device_type": "the native device type is \"neuron\": compare "
-                             "torch.device(dev).type == \"neuron\"",
         f"{XR}.global_device_count": "one device per process: use dist.get_world_size()",
         f"{XR}.addressable_device_count": "use torch.neuron.device_count() (cores this process "
                                           "sees)",

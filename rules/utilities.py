@@ -1,6 +1,6 @@
 """The PyTorch/XLA utilities training scripts use around the training itself: fake data
 (NM302), throughput (NM303), progress lines and TensorBoard summaries (NM304), metrics
-reports (NM305), profiler annotations (NM306), and the device-kind query (NM104).
+reports (NM305), profiler annotations (NM306), and the device-kind queries (NM104).
 
 None of them touches the device, so each becomes a plain-Python helper defined in the user's
 file, or a note where the XLA thing it reported does not exist natively.
@@ -25,6 +25,7 @@ D_PROF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-
           "how-to-profile-pytorch.html")
 D_TENSORBOARD = "https://docs.pytorch.org/docs/stable/tensorboard.html"
 XM = "torch_xla.core.xla_model"
+XR = "torch_xla.runtime"
 XU = "torch_xla.utils.utils"
 TEST_UTILS = "torch_xla.test.test_utils"
 METRICS = "torch_xla.debug.metrics"
@@ -292,35 +293,47 @@ class XlaDeviceHw(Rule):
     id = "NM104"
     name = "xla-device-hw"
     kind = Kind.FIX
-    summary = "`xm.xla_device_hw(device)` becomes `torch.device(device).type.upper()`"
+    summary = ("`xm.xla_device_hw(device)` / `xr.device_type()` become the native device type "
+               "in capitals (\"NEURON\")")
     explanation = """\
-What it does: replaces `xm.xla_device_hw(device)` with `torch.device(device).type.upper()`.
+What it does: replaces `xm.xla_device_hw(device)` with `torch.device(device).type.upper()`,
+and `xr.device_type()` with the type of the process's accelerator in capitals
+(`(torch.accelerator.current_accelerator() or torch.device("cpu")).type.upper()`).
 
-Why: xla_device_hw named the hardware behind an XLA device in capitals: "NEURON" on
-Trainium, "TPU", "CUDA" or "GPU", "CPU". The native device of a migrated script is `neuron`,
-whose type in capitals is the same "NEURON", so comparisons such as
-`xm.xla_device_hw(device) == "NEURON"` (or `!= "TPU"`) keep their result; a CPU device still
-gives "CPU".
+Why: both named the hardware behind the XLA device in capitals: "NEURON" on Trainium, "TPU",
+"CUDA" or "GPU", "CPU". The native device of a migrated script is `neuron`, whose type in
+capitals is the same "NEURON", so comparisons such as `xr.device_type() == "NEURON"` (or
+`!= "TPU"`) keep their result; a CPU device, or a host without an accelerator, still gives
+"CPU".
 
-What differs: nothing on Trainium. The argument must name a device (a torch.device, or a
-string such as "neuron"); a literal "xla" or "xla:N" argument is renamed to "neuron"."""
+What differs: nothing on Trainium. The argument of xla_device_hw must name a device (a
+torch.device, or a string such as "neuron"); a literal "xla" or "xla:N" argument is renamed
+to "neuron"."""
     doc_url = D_HOME
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
                "if xm.xla_device_hw(device) == \"NEURON\":\n    pass\n",
         after="import torch\n\nif torch.device(device).type.upper() == \"NEURON\":\n    pass\n",
     )
-    calls = frozenset({f"{XM}.xla_device_hw"})
-    prefixes = (f"{XM}.xla_device_hw",)
-    emits = ("torch.device",)
+    calls = frozenset({f"{XM}.xla_device_hw", f"{XR}.device_type"})
+    prefixes = (f"{XM}.xla_device_hw", f"{XR}.device_type")
+    emits = ("torch.device", "torch.accelerator.current_accelerator")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        torch_ = site.ref("torch")
+        if site.qualname == f"{XR}.device_type":
+            if node.args or torch_ is None:
+                return Review(f"`{code(node)}`: use `torch.accelerator.current_accelerator()"
+                              ".type.upper()` (\"NEURON\" on Trainium)")
+            new = template('({t}.accelerator.current_accelerator() or {t}.device("cpu"))'
+                           ".type.upper()", t=torch_)
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: \"NEURON\" on the neuron "
+                           "device, as on Trainium; \"CPU\" without an accelerator")
         device_arg = argument(node.args, 0, "device")
-        device = site.ref("torch.device")
         if has_star_args(node.args) or device_arg is None or len(node.args) != 1:
             return Review(f"`{code(node)}`: expected one device; use "
                           "`torch.device(device).type.upper()` (\"NEURON\" on Trainium)")
-        if device is None:
+        if torch_ is None:
             return Review("`torch` means something else here; use "
                           "`torch.device(device).type.upper()`")
         value = device_arg.value
@@ -332,6 +345,7 @@ string such as "neuron"); a literal "xla" or "xla:N" argument is renamed to "neu
         # by position
         arg = device_arg.with_changes(value=value, keyword=None,
                                       equal=cst.MaybeSentinel.DEFAULT)
+        device = template("{t}.device", t=torch_)
         new = template("{c}.type.upper()", c=node.with_changes(func=device, args=[arg]))
         return Replace(new, f"`{code(node)}` → `{code(new)}`: \"NEURON\" for the neuron "
                        "device, as xla_device_hw returned on Trainium")

@@ -228,3 +228,16 @@ def test_xla_device_hw_gives_what_it_gave_on_trainium() -> None:
     exec(compile(migrated, "t.py", "exec"), namespace)  # noqa: S102
     assert namespace["kinds"](torch.device("cpu")) == ("CPU", "CPU")
     assert namespace["kinds"]("meta") == ("META", "META")
+
+
+def test_device_type_names_the_accelerator_or_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = "import torch_xla.runtime as xr\n\ndef kind():\n    return xr.device_type()\n"
+    migrated, rules = _migrate(source)
+    assert "NM104" in rules and "torch_xla" not in migrated
+    namespace: dict = {}
+    exec(compile(migrated, "t.py", "exec"), namespace)  # noqa: S102
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda: None)
+    assert namespace["kind"]() == "CPU"  # what PJRT_DEVICE=CPU reported
+    neuron = types.SimpleNamespace(type="neuron")  # torch.device("neuron") needs TorchNeuron
+    monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda: neuron)
+    assert namespace["kind"]() == "NEURON"  # what Trainium reported
