@@ -194,9 +194,10 @@ class MetricsReport(Rule):
                "`met.clear_all()` is removed")
     explanation = f"""\
 What it does: replaces `met.metrics_report()` and `met.short_metrics_report(...)` (from
-`torch_xla.debug.metrics`) with the text "{METRICS_NOTE}", so that a script that prints or
-logs its metrics report keeps running and says why there is no report; deletes
-`met.clear_all()`, `clear_counters()` and `clear_metrics()` statements.
+`torch_xla.debug.metrics`, or `torch_xla._XLAC._xla_metrics_report()` called directly) with
+the text "{METRICS_NOTE}", so that a script that prints or logs its metrics report keeps
+running and says why there is no report; deletes `met.clear_all()`, `clear_counters()` and
+`clear_metrics()` statements.
 
 Why: the report counted XLA graph compilations, executions and host-device transfers.
 TorchNeuron runs eagerly and compiles through torch.compile; none of those counters exist,
@@ -212,12 +213,16 @@ queries (`counter_value`, `metric_data`, ...), are reported for review (NM707) i
                "met.clear_all()\n",
         after=f"print(\"{METRICS_NOTE}\")\n",
     )
-    calls = frozenset(f"{METRICS}.{name}" for name in (
-        "metrics_report", "short_metrics_report", "clear_all", "clear_counters", "clear_metrics"))
+    calls = frozenset({*(f"{METRICS}.{name}" for name in (
+        "metrics_report", "short_metrics_report", "clear_all", "clear_counters", "clear_metrics")),
+        # the same report and clears, called on the C++ extension directly
+        *(f"torch_xla._XLAC.{name}" for name in (
+            "_xla_metrics_report", "_short_xla_metrics_report", "_clear_xla_counters",
+            "_clear_xla_metrics"))})
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         function = (site.qualname or "").rsplit(".", 1)[-1]
-        if function.startswith("clear_"):
+        if function.startswith(("clear_", "_clear_")):
             return Remove(f"`{code(node)}` deleted: there are no XLA metrics or counters to "
                           "clear natively")
         if isinstance(site.parent, _DECIDES):
