@@ -273,4 +273,12 @@ def _neuron_print_test_update(device, accuracy, epoch=None, step=None):
               f"Time={_neuron_now()}"]
     print("|", " ".join(field for field in fields if field), flush=True)
 ''', requires=("_neuron_device_spec", "_neuron_now"), imports=()),
+    "_neuron_send_cpu_data_to_device": _helper('''
+def _neuron_send_cpu_data_to_device(datas, device):
+    """Copy the tensors in `datas` (also inside lists, tuples and dicts) to `device`; a lone
+    tensor comes back in a list (what xm.send_cpu_data_to_device returned)."""
+    if isinstance(datas, torch.Tensor):
+        datas = [datas]
+    return _neuron_to_device(datas, device)
+''', requires=("_neuron_to_device",)),
 }

@@ -235,10 +235,9 @@ class DeviceQueries(ReviewRule):
     name = "xla-device-query"
     summary = "XLA device-kind, device-count and memory queries need native equivalents by hand"
     explanation = """\
-What it does: reports `xm.xla_device_kind()`,
-the device counts (`xr.global_device_count()`, `xr.addressable_device_count()`,
-`xr.local_device_count()`, `torch_xla.device_count()`), `xm.get_memory_info()`,
-`xm.send_cpu_data_to_device()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
+What it does: reports `xm.xla_device_kind()`, the device counts (`xr.global_device_count()`,
+`xr.addressable_device_count()`, `xr.local_device_count()`, `torch_xla.device_count()`),
+`xm.get_memory_info()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
 
 Why: each has a native counterpart whose meaning differs: device-kind checks compared
 against "NEURON" / "TPU" / "GPU" strings, while the native device type is "neuron"; counts
@@ -248,7 +247,7 @@ What to do: `torch.device(dev).type == "neuron"` for kind checks (NM104 rewrites
 `xm.xla_device_hw(dev)` and `xr.device_type()` themselves); `dist.get_world_size()`
 for the number of workers or `torch.neuron.device_count()` for the cores this process sees;
 `torch.neuron.memory_allocated()` / `memory_stats()` after `torch.neuron.synchronize()`;
-`.to(device)` for host-to-device copies; drop `unlazy` and `optimization_barrier_`."""
+drop `unlazy` and `optimization_barrier_`."""
     doc_url = D_MEM
     example = _example("if xr.local_device_count() > 1:\n    pass", "import torch_xla.runtime as xr")
     guidance = {
@@ -260,7 +259,6 @@ for the number of workers or `torch.neuron.device_count()` for the cores this pr
         "torch_xla.device_count": "use dist.get_world_size() or torch.neuron.device_count()",
         f"{XM}.get_memory_info": "use torch.neuron.memory_allocated() / memory_stats() after "
                                  "torch.neuron.synchronize()",
-        f"{XM}.send_cpu_data_to_device": "move the data with .to(device)",
         f"{XM}.unlazy": "eager tensors are already materialised: drop it (or "
                         "torch.neuron.synchronize() to wait)",
         f"{XM}.optimization_barrier_": "an XLA compiler hint with no native equivalent: drop it",

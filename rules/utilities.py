@@ -360,5 +360,64 @@ to "neuron"."""
                 "neuron device, as on Trainium)")
 
 
+class TensorTransfers(Rule):
+    id = "NM105"
+    name = "xla-tensor-transfer"
+    kind = Kind.FIX
+    summary = ("`xm.is_xla_tensor(t)`, `xm.send_cpu_data_to_device(data, device)` and "
+               "`xm._maybe_convert_to_cpu(data)` become device checks and moves")
+    explanation = """\
+What it does: replaces `xm.is_xla_tensor(t)` with `t.device.type == "neuron"`;
+`xm.send_cpu_data_to_device(data, device)` with a helper that copies the tensors in `data`
+(also inside lists, tuples and dicts) to `device`, returning a lone tensor in a list as the
+XLA call did; and `xm._maybe_convert_to_cpu(data)` with a helper that moves them to the CPU.
+
+Why: these asked whether a tensor lived on the XLA device and moved nested data between the
+host and the device; with the native `neuron` device that is the device type and `.to()`.
+
+What differs: send_cpu_data_to_device copied only tensors on the CPU; the helper also moves a
+tensor already on another device. `input_sharding=` (SPMD) and `_maybe_convert_to_cpu(...,
+convert=False)` (a sync without a copy) are reported for review."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.core.xla_model as xm\n\nif xm.is_xla_tensor(t):\n    pass\n",
+        after="if t.device.type == \"neuron\":\n    pass\n",
+    )
+    calls = frozenset({f"{XM}.is_xla_tensor", f"{XM}.send_cpu_data_to_device",
+                       f"{XM}._maybe_convert_to_cpu"})
+    emits = ("torch.Tensor.to",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        function = (site.qualname or "").rsplit(".", 1)[-1]
+        first = argument(node.args, 0, "tensor" if function == "is_xla_tensor" else "data"
+                         if function == "_maybe_convert_to_cpu" else "datas")
+        if has_star_args(node.args) or first is None:
+            return Review(f"`{code(node)}`: unpacked or missing arguments; rewrite by hand")
+        if function == "is_xla_tensor":
+            value = first.value
+            if not isinstance(value, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)):
+                value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            new = site.parenthesized(template('{v}.device.type == "neuron"', v=value),
+                                     comparison=True)
+            return Replace(new, f"`{code(node)}` → `{code(new)}`")
+        if function == "_maybe_convert_to_cpu":
+            convert = argument(node.args, 1, "convert")
+            if convert is not None and code(convert.value) != "True":
+                return Review(f"`{code(node)}`: without `convert` this only waited for the "
+                              "tensors; use torch.neuron.synchronize()")
+            new = cst.Call(site.helper("_neuron_to_device"), [
+                cst.Arg(first.value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                cst.Arg(string("cpu"))])
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: the same data, tensors on "
+                           "the CPU")
+        device = argument(node.args, 1, "device")
+        if device is None or argument(node.args, 2, "input_sharding") is not None:
+            return Review(f"`{code(node)}`: input_sharding is SPMD sharding; use DTensor "
+                          "(distribute_tensor) instead")
+        new = node.with_changes(func=site.helper("_neuron_send_cpu_data_to_device"))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the same data on the device (a "
+                       "lone tensor in a list, as before)")
+
+
 RULES: tuple[type[Rule], ...] = (XlaDeviceHw, SampleGenerator, RateTracker, TestUtils,
-                                 MetricsReport, ProfilerAnnotation)
+                                 MetricsReport, ProfilerAnnotation, TensorTransfers)

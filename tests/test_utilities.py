@@ -172,6 +172,15 @@ def test_the_summary_writer_the_helper_imports_ships_with_torch() -> None:
     assert "SummaryWriter" in Path(spec.origin).read_text()
 
 
+# ------------------------------------------------------------- tensor transfers (NM105)
+def test_send_cpu_data_to_device_returns_a_lone_tensor_in_a_list() -> None:
+    meta = torch.device("meta")
+    [lone] = H["_neuron_send_cpu_data_to_device"](torch.ones(2), meta)
+    assert lone.device == meta
+    moved = H["_neuron_send_cpu_data_to_device"]({"w": torch.ones(1), "n": 3}, meta)
+    assert moved["w"].device == meta and moved["n"] == 3
+
+
 # ------------------------------------------------------------ migrated code runs (all)
 def _migrate(source: str) -> tuple[str, set[str]]:
     result = migrate_source("train.py", source.encode(), REGISTRY)
