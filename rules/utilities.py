@@ -32,9 +32,9 @@ PROFILER = "torch_xla.debug.profiler"
 METRICS_NOTE = "XLA metrics: none on TorchNeuron; profile with torch.profiler"
 """What a migrated script prints where it printed an XLA metrics report."""
 
-# a report whose text decides something (`"CompileTime" in met.metrics_report()`) is reviewed
-_DECIDES = (cst.Comparison, cst.ComparisonTarget, cst.BooleanOperation, cst.UnaryOperation,
-            cst.If, cst.While, cst.Assert, cst.IfExp)
+# calls that only show a report: print, master_print, a logger's or a file's methods
+_SHOWS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "exception", "log",
+                    "write", "print"})
 
 
 def _defined(*names: str) -> str:
@@ -53,6 +53,33 @@ def _called_here(node: cst.BaseExpression, site: Site) -> cst.Call | None:
     if isinstance(parent, cst.Call) and dotted(parent.func) == dotted(node):
         return parent
     return None
+
+
+def _shown(site: Site) -> bool:
+    """Whether the matched call is an argument of a call that only shows it (print, a
+    logger), so that a note in its place changes nothing but the text shown. Anywhere else
+    (`assertIn(..., report)`, `report = ...`) the text may decide something."""
+    if not isinstance(site.parent, cst.Arg):
+        return False
+    call = _grandparent(site)
+    if not isinstance(call, cst.Call):
+        return False
+    if site.qualname_of(call.func) == f"{XM}.master_print":
+        return True
+    func = call.func
+    if isinstance(func, cst.Name):
+        return func.value == "print"
+    return isinstance(func, cst.Attribute) and func.attr.value in _SHOWS
+
+
+def _grandparent(site: Site) -> cst.CSTNode | None:
+    """The node around the matched node's parent. `Site` offers only the parent; the engine's
+    stack of open nodes (whose top `Site.parent` returns) holds the rest. Without it, nothing
+    counts as shown and the report is reviewed."""
+    stack = getattr(getattr(site, "_rewriter", None), "parents", None)
+    if not isinstance(stack, list) or len(stack) < 2 or stack[-1] is not site.parent:
+        return None
+    return stack[-2]
 
 
 class HelperRename(Rule):
@@ -188,8 +215,8 @@ class MetricsReport(Rule):
     id = "NM305"
     name = "xla-metrics-report"
     kind = Kind.FIX
-    summary = ("`met.metrics_report()` becomes a note that XLA metrics do not exist natively; "
-               "`met.clear_all()` is removed")
+    summary = ("a printed or logged `met.metrics_report()` becomes a note that XLA metrics do "
+               "not exist natively; `met.clear_all()` is removed")
     explanation = f"""\
 What it does: replaces `met.metrics_report()` and `met.short_metrics_report(...)` (from
 `torch_xla.debug.metrics`, or `torch_xla._XLAC._xla_metrics_report()` called directly) with
@@ -202,9 +229,11 @@ TorchNeuron runs eagerly and compiles through torch.compile; none of those count
 and AWS documents no native report with the same content.
 
 What differs: the report's content is gone. Profile with `torch.profiler` (with Neuron's
-ProfilerActivity.PrivateUse1) or Neuron Explorer to see where time goes. A report whose text
-decides something (`"CompileTime" in met.metrics_report()`), and the counter and metric
-queries (`counter_value`, `metric_data`, ...), are reported for review (NM707) instead."""
+ProfilerActivity.PrivateUse1) or Neuron Explorer to see where time goes. Only a report passed
+straight to `print`, `xm.master_print` or a logger's or file's method is rewritten; one whose
+text is used otherwise (`self.assertIn("CompileTime", met.metrics_report())`, `report =
+met.metrics_report()`) is reported for review, like the counter and metric queries
+(`counter_value`, `metric_data`, ...: NM707)."""
     doc_url = D_PROF
     example = Example(
         before="import torch_xla.debug.metrics as met\n\nprint(met.metrics_report())\n"
@@ -223,10 +252,12 @@ queries (`counter_value`, `metric_data`, ...), are reported for review (NM707) i
         if function.startswith(("clear_", "_clear_")):
             return Remove(f"`{code(node)}` deleted: there are no XLA metrics or counters to "
                           "clear natively")
-        if isinstance(site.parent, _DECIDES):
-            return Review(f"`{code(node)}`: the report's text decides something here, and XLA "
-                          "metrics do not exist natively; delete the check, or measure with "
-                          "torch.profiler")
+        if site.role is Role.STATEMENT:
+            return Remove(f"`{code(node)}` deleted: its report was not used")
+        if not _shown(site):
+            return Review(f"`{code(node)}`: the report's text is used here, not only shown, and "
+                          "XLA metrics do not exist natively; delete what depends on it, or "
+                          "measure with torch.profiler")
         note = string(METRICS_NOTE)
         dropped = " (its arguments are dropped)" if node.args else ""
         return Replace(note, f"`{code(node)}` → a note that TorchNeuron has no XLA metrics"

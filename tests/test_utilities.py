@@ -9,6 +9,7 @@ import sys
 import types
 from pathlib import Path
 
+import libcst as cst
 import pytest
 import torch
 
@@ -250,3 +251,21 @@ def test_device_type_names_the_accelerator_or_the_cpu(monkeypatch: pytest.Monkey
     neuron = types.SimpleNamespace(type="neuron")  # torch.device("neuron") needs TorchNeuron
     monkeypatch.setattr(torch.accelerator, "current_accelerator", lambda: neuron)
     assert namespace["kind"]() == "NEURON"  # what Trainium reported
+
+
+def test_a_report_is_only_rewritten_where_it_is_shown() -> None:
+    source = ("import logging\nimport torch_xla.debug.metrics as met\n\n"
+              "def f(test):\n"
+              "    logging.info(met.metrics_report())\n"  # shown: rewritten
+              "    test.assertIn('CompileTime', met.metrics_report())\n"  # checked: reviewed
+              "    parse(met.metrics_report())\n")  # unknown: reviewed
+    findings = migrate_source("t.py", source.encode(), REGISTRY).findings
+    assert [(f.line, f.applied) for f in findings if f.rule_id == "NM305"] == [
+        (5, True), (6, False), (7, False)]
+
+
+def test_without_the_engines_node_stack_no_report_counts_as_shown() -> None:
+    from rules.utilities import _shown
+
+    site = types.SimpleNamespace(parent=cst.Arg(cst.Name("x")), qualname_of=lambda e: None)
+    assert _shown(site) is False  # type: ignore[arg-type]
