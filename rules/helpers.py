@@ -281,4 +281,24 @@ def _neuron_send_cpu_data_to_device(datas, device):
         datas = [datas]
     return _neuron_to_device(datas, device)
 ''', requires=("_neuron_to_device",)),
+    "_neuron_getenv_as": _helper('''
+def _neuron_getenv_as(name, type, defval=None):
+    """The environment variable `name` converted with `type` (a bool from its integer value),
+    or `defval` when it is not set (PyTorch/XLA's utils.getenv_as)."""
+    import os
+
+    value = os.environ.get(name)
+    if value is None:
+        return defval
+    return type(int(value)) if type == bool else type(value)
+''', imports=()),
+    "_neuron_check_env_flag": _helper('''
+def _neuron_check_env_flag(name, default=""):
+    """Whether the environment variable `name` is "true" or a positive integer
+    (PyTorch/XLA's utils.check_env_flag)."""
+    import os
+
+    flag = os.getenv(name, default)
+    return flag == "true" or (flag.isdigit() and int(flag) > 0)
+''', imports=()),
 }

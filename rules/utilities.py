@@ -1,6 +1,6 @@
-"""NM302-NM306: the PyTorch/XLA utilities training scripts use around the training itself:
+"""NM302-NM307: the PyTorch/XLA utilities training scripts use around the training itself:
 fake data, throughput, progress lines and TensorBoard summaries, metrics reports, profiler
-annotations.
+annotations, environment flags.
 
 None of them touches the device, so each becomes a plain-Python helper defined in the user's
 file, torch.profiler's counterpart, or a note where what it reported does not exist natively.
@@ -157,6 +157,36 @@ call `torch.neuron.synchronize()` before `rate()` if you need device time."""
 
     def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
         return "the same add(), rate() and global_rate()"
+
+
+class EnvironmentUtils(HelperRename):
+    id = "NM307"
+    name = "xla-env-utils"
+    summary = ("`xu.getenv_as(name, type, default)` and `xu.check_env_flag(name)` become helpers "
+               "reading the environment the same way")
+    explanation = """\
+What it does: replaces `getenv_as` and `check_env_flag` from `torch_xla.utils.utils` with
+functions defined in your file that take the same arguments: `getenv_as` returns the variable
+converted with `type` (a bool from its integer value, so "0" is False) or the default when it
+is not set; `check_env_flag` is true for "true" or a positive integer.
+
+Why: they only read `os.environ`; importing them needs torch_xla, which TorchNeuron does not
+install.
+
+What differs: nothing. The variable itself may have been an XLA setting that means nothing
+natively (XLA_USE_BF16, XLA_FLAGS, ...); NM601/NM602 report those where they are named."""
+    doc_url = D_HOME
+    example = Example(
+        before="import torch_xla.utils.utils as xu\n\n"
+               "steps = xu.getenv_as(\"LOG_STEPS\", int, 20)\n",
+        after=_defined("_neuron_getenv_as").lstrip("\n")
+              + "\n\nsteps = _neuron_getenv_as(\"LOG_STEPS\", int, 20)\n",
+    )
+    helpers = {f"{XU}.getenv_as": "_neuron_getenv_as",
+               f"{XU}.check_env_flag": "_neuron_check_env_flag"}
+
+    def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
+        return "reads the environment variable the same way"
 
 
 class TestUtils(HelperRename):
@@ -324,4 +354,4 @@ as the Neuron Explorer guide shows."""
 
 
 RULES: tuple[type[Rule], ...] = (SampleGenerator, RateTracker, TestUtils, MetricsReport,
-                                 ProfilerAnnotation)
+                                 ProfilerAnnotation, EnvironmentUtils)

@@ -173,6 +173,29 @@ def test_the_summary_writer_the_helper_imports_ships_with_torch() -> None:
     assert "SummaryWriter" in Path(spec.origin).read_text()
 
 
+# ----------------------------------------------------------- environment flags (NM307)
+def test_getenv_as_converts_like_xla(monkeypatch: pytest.MonkeyPatch) -> None:
+    getenv_as = H["_neuron_getenv_as"]
+    monkeypatch.delenv("NM_FLAG", raising=False)
+    assert getenv_as("NM_FLAG", int) is None and getenv_as("NM_FLAG", int, defval=7) == 7
+    monkeypatch.setenv("NM_FLAG", "0")
+    assert getenv_as("NM_FLAG", bool, True) is False  # "0" is False: read as an integer
+    assert getenv_as("NM_FLAG", str) == "0" and getenv_as("NM_FLAG", float) == 0.0
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    (None, False), ("true", True), ("1", True), ("2", True), ("0", False), ("TRUE", False),
+    ("yes", False)])
+def test_check_env_flag_accepts_what_xla_accepted(monkeypatch: pytest.MonkeyPatch,
+                                                  value: str | None, expected: bool) -> None:
+    if value is None:
+        monkeypatch.delenv("NM_FLAG", raising=False)
+    else:
+        monkeypatch.setenv("NM_FLAG", value)
+    assert H["_neuron_check_env_flag"]("NM_FLAG") is expected
+    assert H["_neuron_check_env_flag"]("NM_UNSET_FLAG", default="true") is True
+
+
 # ------------------------------------------------------------- tensor transfers (NM105)
 def test_send_cpu_data_to_device_returns_a_lone_tensor_in_a_list() -> None:
     meta = torch.device("meta")
