@@ -248,11 +248,12 @@ class MetricsReport(Rule):
     summary = ("a printed or logged `met.metrics_report()` becomes a note that XLA metrics do "
                "not exist natively; `met.clear_all()` is removed")
     explanation = f"""\
-What it does: replaces `met.metrics_report()` and `met.short_metrics_report(...)` (from
-`torch_xla.debug.metrics`, or `torch_xla._XLAC._xla_metrics_report()` called directly) with
-the text "{METRICS_NOTE}", so that a script that prints or logs its metrics report keeps
-running and says why there is no report; deletes `met.clear_all()`, `clear_counters()` and
-`clear_metrics()` statements.
+What it does: where a script prints or logs `met.metrics_report()` or
+`met.short_metrics_report(...)` (from `torch_xla.debug.metrics`, or
+`torch_xla._XLAC._xla_metrics_report()` called directly), puts this text in its place:
+    "{METRICS_NOTE}"
+so that the script keeps running and says why there is no report. Deletes
+`met.clear_all()`, `clear_counters()` and `clear_metrics()` statements.
 
 Why: the report counted XLA graph compilations, executions and host-device transfers.
 TorchNeuron runs eagerly and compiles through torch.compile; none of those counters exist,
