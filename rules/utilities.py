@@ -82,6 +82,15 @@ def _grandparent(site: Site) -> cst.CSTNode | None:
     return stack[-2]
 
 
+def _assigned(node: cst.BaseExpression, site: Site) -> bool:
+    """Whether `node` is the target of an assignment or a `del` (not a value read)."""
+    parent = site.parent
+    if isinstance(parent, (cst.AssignTarget, cst.Del)):
+        return True
+    if isinstance(parent, (cst.AugAssign, cst.AnnAssign)):
+        return dotted(parent.target) == dotted(node)
+    return False
+
 class HelperRename(Rule):
     """A utility whose helper takes the same arguments: every reference (a call, or the
     function passed around, as to `xm.add_step_closure`) becomes the helper's name."""
@@ -95,10 +104,13 @@ class HelperRename(Rule):
         cls.names = frozenset(cls.helpers)
 
     def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        if _assigned(node, site):
+            return Review(f"`{code(node)}` is assigned here (a patch of the XLA function); "
+                          "patch or replace what calls it by hand")
         helper = site.helper(self.helpers[site.qualname or ""])
         what = "call" if _called_here(node, site) is not None else "reference"
         message = f"`{code(node)}` → `{helper.value}`: {self.consequence(node, site)}"
-        return Replace(helper, message if what == "call" else message + " (passed as a value)")
+        return Replace(helper, message if what == "call" else message + " (used as a value)")
 
     def consequence(self, node: cst.Name | cst.Attribute, site: Site) -> str:
         """What the helper does, and what differs, for the finding."""

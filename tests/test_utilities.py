@@ -292,3 +292,13 @@ def test_without_the_engines_node_stack_no_report_counts_as_shown() -> None:
 
     site = types.SimpleNamespace(parent=cst.Arg(cst.Name("x")), qualname_of=lambda e: None)
     assert _shown(site) is False  # type: ignore[arg-type]
+
+
+def test_a_patched_utility_is_reviewed_not_renamed() -> None:
+    """`test_utils.now = f` renamed to `_neuron_now = f` would rebind the helper, and inside a
+    function make it a local name."""
+    source = ("import torch_xla.test.test_utils as test_utils\n\n"
+              "def patch():\n    test_utils.now = lambda: 't'\n    return test_utils.now()\n")
+    findings = migrate_source("t.py", source.encode(), REGISTRY).findings
+    assert [(f.line, f.rule_id, f.applied) for f in findings] == [
+        (4, "NM304", False), (5, "NM304", True)]
