@@ -107,8 +107,8 @@ class MetricsAndProfiler(ReviewRule):
 What it does: reports what remains of `torch_xla.debug.metrics` once NM305 has rewritten the
 reports and clears: the queries (`counter_value`, `counter_names`, `metric_data`,
 `metric_names`, `executed_fallback_ops`); and what remains of `torch_xla.debug.profiler` once
-NM306 has rewritten the annotations and dropped the server: the capture client (`trace`,
-`trace_detached`) and the rest.
+NM306 has rewritten the annotations and dropped the server and its capture: for example
+`start_trace(log_dir)` / `stop_trace()`.
 
 Why: the metrics counted XLA compilations and transfers, which native execution does not
 have, so a query's answer has no native meaning; such calls usually assert on XLA behaviour

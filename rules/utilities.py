@@ -312,13 +312,15 @@ class ProfilerAnnotation(Rule):
     name = "xla-profiler-annotation"
     kind = Kind.FIX
     summary = ("`xp.Trace(name)` / `xp.StepTrace(name)` / `@xp.trace_me(name)` become "
-               "`torch.profiler.record_function(name)`; `xp.start_server` is dropped")
+               "`torch.profiler.record_function(name)`; the profiler server and its capture "
+               "are dropped")
     explanation = """\
 What it does: replaces the profiler annotations of `torch_xla.debug.profiler`, `Trace`,
 `StepTrace` (as context managers) and `trace_me` (as a decorator), with
 `torch.profiler.record_function(name)`, which labels the same region in a torch.profiler
 trace. `xp.start_server(port)` is removed (a bare statement) or becomes `None` (its server
-assigned to a name).
+assigned to a name); the statements that captured a trace from that server (`xp.trace(...)`,
+`xp.trace_detached(...)`) are removed too.
 
 Why: the annotations only named regions for XLA's profiler and cost nothing when no profile
 was being captured; record_function does the same for PyTorch's profiler, which Neuron
@@ -326,7 +328,8 @@ extends (ProfilerActivity.PrivateUse1). StepTrace also cut the lazy graph at its
 eager execution does not need.
 
 What differs: metadata keywords (`step_num=` and the like) are dropped. There is no profiler
-server natively, so a run can no longer be captured from outside: wrap the steps you want in
+server natively, so a run can no longer be captured from outside and the capture writes no
+trace files: wrap the steps you want in
 `torch.profiler.profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])`,
 as the Neuron Explorer guide shows."""
     doc_url = D_PROF
@@ -337,12 +340,18 @@ as the Neuron Explorer guide shows."""
               "    train_step()\n",
     )
     calls = frozenset(f"{PROFILER}.{name}" for name in ("Trace", "StepTrace", "trace_me",
-                                                        "start_server"))
+                                                        "start_server", "trace",
+                                                        "trace_detached"))
     emits = ("torch.profiler.record_function",)
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         if site.qualname == f"{PROFILER}.start_server":
             return self._server(node, site)
+        if site.qualname in (f"{PROFILER}.trace", f"{PROFILER}.trace_detached"):
+            return Remove(f"`{code(node)}` deleted: it captured a trace from XLA's profiler "
+                          "server, which does not exist natively; profile the steps with "
+                          "torch.profiler.profile(activities=[ProfilerActivity.CPU, "
+                          "ProfilerActivity.PrivateUse1]) instead")
         keyword = "scope" if (site.qualname or "").endswith("trace_me") else "name"
         name = argument(node.args, 0, keyword)
         record = site.ref("torch.profiler.record_function")
