@@ -33,6 +33,8 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SAME_TEXT = frozenset({"lower", "strip", "lstrip", "rstrip", "casefold"})
 _COMPARED = frozenset({"startswith", "endswith", "__eq__"})
+_ASSERTED = frozenset({"assertEqual", "assertNotEqual", "assertIn", "assertNotIn",
+                       "assertEquals"})  # unittest's comparisons
 _OPTION = frozenset({"add_argument"})
 _DEFAULTS = frozenset({"set_defaults"})
 
@@ -236,6 +238,9 @@ class _Builder:
                         self.attributes.add(target)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
                 self.attributes.add(node.attr)
+            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and \
+                    isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                self.attributes.add(node.slice.value)  # `kwargs["device_type"] = ...`
             elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
                 if node.func.attr in _OPTION:
                     dest = _option_dest(node)
@@ -685,6 +690,14 @@ class _Builder:
             key = self.union(self.value(func.value), *(self.value(a) for a in compared))
             if self.guard is not None:
                 self.record(key).guards.append(self.guard)
+            return self.new()
+        if name in _ASSERTED and len(args) >= 2 and not _starred(args):
+            first, second = args[0], args[1]
+            compared = second.elts if name.endswith("In") and \
+                isinstance(second, (ast.Tuple, ast.List, ast.Set)) else [second]
+            self.union(self.value(first), *(self.value(a) for a in compared))
+            for extra in args[2:]:
+                self.discard(extra)  # the message
             return self.new()
         if name in _SAME_TEXT and not args and not node.keywords:
             return self.value(func.value)

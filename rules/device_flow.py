@@ -22,12 +22,13 @@ _INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",
                                  "torch.distributed.distributed_c10d.init_process_group"})
 _AUTOCAST = frozenset({"torch.autocast", "torch.amp.autocast", "torch.amp.autocast_mode.autocast",
                        "torch_xla.amp.autocast", "torch_xla.amp.autocast_mode.autocast"})
-_OWN_STRINGS = _INIT_PROCESS_GROUP | _AUTOCAST
-"""Calls whose own rules (NM201, NM401) rename a literal written straight into them."""
-
 _DEVICE_KEYWORDS = frozenset({"device", "device_type", "map_location"})
+_MESHES = frozenset(f"torch.distributed.{module}.{name}"
+                    for module in ("device_mesh", "tensor", "_tensor")
+                    for name in ("DeviceMesh", "init_device_mesh"))
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module",
-                           *_AUTOCAST})
+                           *_AUTOCAST, *_MESHES})
+_DEVICE_ATTRIBUTES = frozenset({"type", "device", "device_type"})
 _DEVICE_GETTERS = frozenset({"torch.device", "torch_xla.core.xla_model.xla_device",
                              "torch_xla.device", "torch_xla.torch_xla.device"})
 _DISPLAY_NAMES = frozenset({"print", "str", "repr", "format", "len"})
@@ -52,24 +53,22 @@ def judge(flow: Flow, site: Site) -> Verdict:
         return Verdict(False, "", deferred=True)
     sources = [(source, _source_kind(source)) for source in flow.sources]
     others = _others(flow, renamed=False)
-    blocked = [f"goes to {_code(u)} (line {_line(u.node)})" for u, k in ends if k == "unknown"]
-    blocked += [f"comes from {s.label}" + (f" (line {s.line})" if s.line else "")
-                for s, k in sources if k == "external"]
+    blocked = [_goes(u) for u, k in ends if k == "unknown"]
+    blocked += [f"its value comes from {s.label}" + (f" (line {s.line})" if s.line else "")
+                + ", which neuron-migrate cannot follow" for s, k in sources if k == "external"]
     if blocked:
-        return Verdict(False, f"{others}: its value {blocked[0]}, which neuron-migrate cannot "
-                       "follow; if it names a device, change them all to "
-                       f"{_new(flow)!r}")
+        return Verdict(False, f"{others}: {blocked[0]}; if it names a device, change them all "
+                       f"to {_new(flow)!r}")
     evidence = any(k in ("device", "backend", "rewritten") for _, k in ends) or \
         any(k == "device" for _, k in sources) or bool(flow.guards) or \
         any(device_like(name) for name in flow.names)
-    outside = [s.label for s, k in sources if k == "interface"]
-    outside += [f"returned by `{u.grandparent.name}` to callers outside this file"  # type: ignore[union-attr]
+    outside = [_outside(s) for s, k in sources if k == "interface"]
+    outside += [f"is returned by `{u.grandparent.name}` to callers outside this file"  # type: ignore[union-attr]
                 for u, k in ends if k == "returned"]
     if outside and not evidence:
-        return Verdict(False, f"{others}: it is a value of {outside[0]} and never selects a "
-                       "device here, "
-                       "so it reads as a name of your own; if it names a device, rename it "
-                       "everywhere it flows")
+        return Verdict(False, f"{others}: its value {outside[0]}; it never selects a device "
+                       "here, so it reads as a name of your own; if it names a device, rename "
+                       "it everywhere it flows")
     return Verdict(True, _others(flow, renamed=True) + _notes(flow, ends, sources))
 
 
@@ -124,8 +123,8 @@ def _source_kind(source: Source) -> str:
     node = source.node
     if source.kind != "expr" or node is None:
         return "external"
-    if isinstance(node, ast.Attribute) and node.attr in ("type", "device"):
-        return "device"  # `t.device.type`, `model.device`
+    if isinstance(node, ast.Attribute) and node.attr in _DEVICE_ATTRIBUTES:
+        return "device"  # `t.device.type`, `model.device`, `mesh.device_type`
     if isinstance(node, ast.Call) and source.scope is not None and \
             source.scope.qualname(ast_dotted(node.func)) in _DEVICE_GETTERS:
         return "device"
@@ -133,13 +132,19 @@ def _source_kind(source: Source) -> str:
 
 
 def _deferred(flow: Flow, ends: list[tuple[Use, str]]) -> bool:
+    """A literal written straight into init_process_group (NM201) or autocast (NM401, which
+    leaves calls with unpacked arguments alone) is that rule's to rename."""
     if len(flow.literals) != 1:
         return False
     literal = flow.literals[0]
     for use, _ in ends:
         call = use.parent if isinstance(use.parent, ast.Call) else use.grandparent
-        if use.node is literal and isinstance(call, ast.Call) and use.scope is not None and \
-                use.scope.qualname(ast_dotted(call.func)) in _OWN_STRINGS:
+        if use.node is not literal or not isinstance(call, ast.Call) or use.scope is None:
+            continue
+        qualname = use.scope.qualname(ast_dotted(call.func))
+        unpacked = any(isinstance(a, ast.Starred) for a in call.args) or \
+            any(k.arg is None for k in call.keywords)
+        if qualname in _INIT_PROCESS_GROUP or qualname in _AUTOCAST and not unpacked:
             return True
     return False
 
@@ -189,6 +194,26 @@ def _neuron(value: str) -> str:
 
 def _line(node: ast.AST) -> int:
     return getattr(node, "lineno", 0)
+
+
+def _outside(source: Source) -> str:
+    if source.kind == "option":
+        return f"comes from {source.label}"
+    if source.kind == "parameter":
+        return f"comes from callers of `{source.owner}` outside this file"
+    return f"is {source.label}"
+
+
+def _goes(use: Use) -> str:
+    """Where the value goes, for a review message."""
+    parent, line = use.parent, _line(use.node)
+    if isinstance(parent, ast.Subscript) and use.node is parent.slice:
+        return f"it is used as a key in {_code(use)} (line {line})"
+    if isinstance(parent, ast.Dict):
+        return f"it is a key or value of the dict on line {line}"
+    if isinstance(parent, (ast.List, ast.Tuple, ast.Set)):
+        return f"it is an element of {_code(use)} (line {line})"
+    return f"its value goes to {_code(use)} (line {line}), which neuron-migrate cannot follow"
 
 
 def _code(use: Use) -> str:
