@@ -309,3 +309,51 @@ def test_generated_programs_never_split_a_flow(lines: list[tuple[str, str, str]]
     except SyntaxError:  # `self.device, label = ...` at module level is fine; others skip
         return
     _assert_all_or_none(source)
+
+
+# --------------------------------------------------------------------- end to end
+BENCHMARK = '''\
+import argparse
+
+import torch
+import torch_xla.core.xla_model as xm
+
+DEFAULT_DEVICE = "xla"
+
+
+def resolve(requested=DEFAULT_DEVICE):
+    if requested == "xla" or requested.startswith("xla:"):
+        return xm.xla_device(), "xla"
+    return torch.device("cpu"), "cpu"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--device", default=DEFAULT_DEVICE, choices=["xla", "cpu"])
+    device, kind = resolve(parser.parse_args().device)
+    model = torch.nn.Linear(8, 2).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        optimizer.zero_grad()
+        model(torch.randn(4, 8, device=device)).sum().backward()
+        optimizer.step()
+    print(f"trained on {kind}")
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+def test_a_migrated_benchmark_trains_on_the_neuron_device_not_the_cpu(tmp_path: Path) -> None:
+    """The issue's benchmark: with the comparison renamed and the default not, smoke passed
+    with every op on the CPU. The smoke report counts the ops run on the device."""
+    from codemod.smoke import SmokeOptions, run_smoke
+
+    new, findings = _migrate(BENCHMARK)
+    assert not [f for f in findings if not f.applied]
+    script = tmp_path / "bench.py"
+    script.write_text(new)
+    result = run_smoke(SmokeOptions(script=script, steps=2, timeout=120))
+    assert result.passed, result.error
+    assert result.optimizer_steps == 2 and "aten::addmm" in result.ops
