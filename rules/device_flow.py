@@ -29,8 +29,9 @@ _MESHES = frozenset(f"torch.distributed.{module}.{name}"
 _DEVICE_FIRST = frozenset({"torch.device", "torch.set_default_device", "torch.get_device_module",
                            *_AUTOCAST, *_MESHES})
 _DEVICE_ATTRIBUTES = frozenset({"type", "device", "device_type"})
-_DEVICE_GETTERS = frozenset({"torch.device", "torch_xla.core.xla_model.xla_device",
-                             "torch_xla.device", "torch_xla.torch_xla.device"})
+_XLA_GETTERS = frozenset({"torch_xla.core.xla_model.xla_device", "torch_xla.device",
+                          "torch_xla.torch_xla.device"})
+_DEVICE_GETTERS = _XLA_GETTERS | {"torch.device"}
 _DISPLAY_NAMES = frozenset({"print", "str", "repr", "format", "len"})
 _DISPLAY_METHODS = frozenset({"debug", "info", "warning", "warn", "error", "critical",
                               "exception", "log", "write", "set_description", "set_postfix_str",
@@ -56,6 +57,7 @@ def judge(flow: Flow, site: Site) -> Verdict:
     blocked = [_goes(u) for u, k in ends if k == "unknown"]
     blocked += [f"its value comes from {s.label}" + (f" (line {s.line})" if s.line else "")
                 + ", which neuron-migrate cannot follow" for s, k in sources if k == "external"]
+    blocked += _unindexed(flow, sources)
     if blocked:
         return Verdict(False, f"{others}: {blocked[0]}; if it names a device, change them all "
                        f"to {_new(flow)!r}")
@@ -129,6 +131,21 @@ def _source_kind(source: Source) -> str:
             source.scope.qualname(ast_dotted(node.func)) in _DEVICE_GETTERS:
         return "device"
     return "external"
+
+
+def _unindexed(flow: Flow, sources: list[tuple[Source, str]]) -> list[str]:
+    """`str(xm.xla_device()) == "xla:0"`: the XLA device carried its index; its replacement,
+    `torch.device("neuron")`, prints as "neuron", so "neuron:0" would never match."""
+    indexed = any(isinstance(n, ast.JoinedStr) or ":" in n.value for n in flow.literals)  # type: ignore[attr-defined]
+    for source, kind in sources:
+        node = source.node
+        if indexed and kind == "device" and isinstance(node, ast.Call) and \
+                source.scope is not None and \
+                source.scope.qualname(ast_dotted(node.func)) in _XLA_GETTERS:
+            return [f"it is compared with the device from {source.label} (line {source.line}), "
+                    "which printed as \"xla:0\"; its replacement torch.device(\"neuron\") "
+                    "prints as \"neuron\", without an index: compare `.type` instead"]
+    return []
 
 
 def _deferred(flow: Flow, ends: list[tuple[Use, str]]) -> bool:

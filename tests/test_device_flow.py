@@ -231,6 +231,17 @@ def test_a_label_on_the_command_line_that_never_selects_a_device_is_left() -> No
     assert {f.kind for f in findings if f.rule_id == "NM102"} == {Kind.REVIEW}
 
 
+def test_an_index_compared_with_the_xla_device_itself_is_reported() -> None:
+    new, findings = _migrate("""\
+        import torch_xla.core.xla_model as xm
+        device = xm.xla_device()
+        same = str(device) == "xla:0"
+    """)
+    assert '"xla:0"' in new
+    [review] = [f for f in findings if f.rule_id == "NM102"]
+    assert review.kind is Kind.REVIEW and "without an index" in review.message
+
+
 def test_strings_another_rule_renames_in_its_own_call_are_left_to_it() -> None:
     new, findings = _migrate("""\
         import torch
