@@ -141,15 +141,17 @@ class _Builder(Values):
 
     def statement(self, stmt: ast.stmt) -> None:
         self.scope = self.analysis.scope_of.get(id(stmt), self.scope)
+        outer, self.unit = self.unit, stmt
         handler = _STATEMENTS.get(type(stmt))
         if handler is not None:
             handler(self, stmt)
-            return
-        for child in ast.iter_child_nodes(stmt):  # anything else: whatever it holds ends here
-            if isinstance(child, ast.stmt):
-                self.statement(child)
-            elif isinstance(child, ast.expr):
-                self.end(self.value(child), child, stmt)
+        else:
+            for child in ast.iter_child_nodes(stmt):  # anything else: what it holds ends here
+                if isinstance(child, ast.stmt):
+                    self.statement(child)
+                elif isinstance(child, ast.expr):
+                    self.end(self.value(child), child, stmt)
+        self.unit = outer
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         scope = self.scope

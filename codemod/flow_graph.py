@@ -41,6 +41,7 @@ class Flow:
     ends: list[Use] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
     guards: list[int] = field(default_factory=list)  # lines of tests that pick the XLA device
+    units: dict[int, ast.stmt] = field(default_factory=dict)  # each literal's statement, by id
     memo: dict[str, object] = field(default_factory=dict)  # a rule's verdict, worked out once
 
     def lines(self) -> list[int]:
@@ -54,6 +55,7 @@ class Record:
     ends: list[Use] = field(default_factory=list)
     sources: list[Source] = field(default_factory=list)
     guards: list[int] = field(default_factory=list)
+    units: dict[int, ast.stmt] = field(default_factory=dict)
 
 
 @dataclass
@@ -91,6 +93,7 @@ class Graph:
         self.class_body = False
         self.locals: list[tuple[int, set[str]]] = []
         self.guard: int | None = None
+        self.unit: ast.stmt | None = None  # the statement being walked
 
     def find(self, key: Key) -> Key:
         root = key
@@ -131,6 +134,8 @@ class Graph:
     def literal_key(self, node: ast.expr) -> Key:
         key = ("literal", id(node))
         self.record(key).literals.append(node)
+        if self.unit is not None:
+            self.record(key).units[id(node)] = self.unit
         return key
 
     def parameter(self, function: Function, name: str) -> Key | None:
@@ -170,6 +175,7 @@ class Graph:
             flow.ends.extend(record.ends)
             flow.sources.extend(record.sources)
             flow.guards.extend(record.guards)
+            flow.units.update(record.units)
         return {id(literal): flow for flow in flows.values() for literal in flow.literals}
 
 

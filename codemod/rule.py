@@ -107,6 +107,9 @@ class Site(Protocol):
     def rewrites(self, qualname: str) -> bool:
         """Whether some rule in force rewrites calls of this qualified name."""
 
+    def silenced(self, rule_id: str, statement: ast.stmt) -> bool:
+        """Whether a `# neuron-migrate: ignore` comment silences the rule on this statement."""
+
     def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
                       ) -> cst.BaseExpression:
         """`node`, in parentheses unless where it goes needs none."""

@@ -3,6 +3,7 @@ things a rule may add to the file (an import, a helper, a statement after this o
 
 from __future__ import annotations
 
+import ast
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -10,6 +11,7 @@ import libcst as cst
 from codemod.flow import Flow, string_flows
 from codemod.model import Options
 from codemod.rule import Role
+from codemod.suppress import span
 
 if TYPE_CHECKING:
     from codemod.transform import UnitRewriter
@@ -114,6 +116,9 @@ class UnitSite:
             analysis.flows = string_flows(analysis, registry.flow_string, registry.device_calls)
         signature, rank = rewriter.occurrence(self._original)
         return analysis.flows.at(rewriter.ast_unit, signature, rank)
+
+    def silenced(self, rule_id: str, statement: ast.stmt) -> bool:
+        return self._rewriter.context.suppressions.silences(rule_id, *span(statement))
 
     def rewrites(self, qualname: str) -> bool:
         registry = self._rewriter.registry

@@ -58,6 +58,10 @@ def judge(flow: Flow, site: Site) -> Verdict:
     blocked += [f"its value comes from {s.label}" + (f" (line {s.line})" if s.line else "")
                 + ", which neuron-migrate cannot follow" for s, k in sources if k == "external"]
     blocked += _unindexed(flow, sources)
+    if len(flow.literals) > 1:
+        blocked += [f"the string on line {unit.lineno} is silenced by a "
+                    "`neuron-migrate: ignore` comment" for unit in flow.units.values()
+                    if site.silenced("NM102", unit)][:1]
     if blocked:
         return Verdict(False, f"{others}: {blocked[0]}; if it names a device, change them all "
                        f"to {_new(flow)!r}")

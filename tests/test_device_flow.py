@@ -242,6 +242,17 @@ def test_an_index_compared_with_the_xla_device_itself_is_reported() -> None:
     assert review.kind is Kind.REVIEW and "without an index" in review.message
 
 
+def test_a_string_silenced_on_one_line_keeps_its_whole_flow() -> None:
+    new, findings = _migrate("""\
+        def pick(t, device="xla"):  # neuron-migrate: ignore[NM102]
+            if device == "xla":
+                return t.to(device)
+    """)
+    assert new.count('"xla"') == 2
+    [review] = [f for f in findings if f.rule_id == "NM102"]
+    assert review.line == 2 and "silenced" in review.message
+
+
 def test_strings_another_rule_renames_in_its_own_call_are_left_to_it() -> None:
     new, findings = _migrate("""\
         import torch
