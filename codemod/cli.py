@@ -26,6 +26,9 @@ from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
 from codemod.smoke import smoke
 from rules import all_rules
 
+MAX_JOBS_PER_CORE = 4
+"""More workers than this per core only add memory (each holds LibCST and the catalogue)."""
+
 app = typer.Typer(
     name="neuron-migrate",
     help="Migrate PyTorch code from the XLA-based Neuron stack (torch_xla, torch-neuronx "
@@ -59,7 +62,8 @@ Annotate = Annotated[Optional[bool], typer.Option(
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", min=1, help="Worker processes (default: all cores).", show_default=False)]
+    "--jobs", "-j", min=1, help="Worker processes (default: all cores; at most four per core "
+    "and one per file).", show_default=False)]
 Force = Annotated[bool, typer.Option(
     "--force", help="Write files that have uncommitted changes in git too.")]
 ChangedSince = Annotated[Optional[str], typer.Option(
@@ -82,6 +86,18 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
                                                help="Show the version and exit.")] = False
          ) -> None:
     """neuron-migrate."""
+    _names_as_bytes()
+
+
+def _names_as_bytes() -> None:
+    """A file name that is not valid UTF-8 reaches Python with surrogates in it; printed,
+    it would abort the run. Written back with surrogateescape, it comes out as the bytes
+    the file system holds, as `ls` and git print it."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "encoding", "").lower() in ("utf-8",
+                                                                                    "utf8"):
+            reconfigure(errors="surrogateescape")
 
 
 @dataclass(frozen=True)
@@ -136,6 +152,9 @@ def _execute(request: _Request) -> None:
     except ConfigError as error:
         errors.print(Text(f"error: {error}", style="bold red"))
         raise typer.Exit(2) from None
+    if request.output is not None and (problem := _unwritable(request.output)):
+        errors.print(Text(f"error: --output {request.output}: {problem}", style="bold red"))
+        raise typer.Exit(2)
     registry = Registry(all_rules(), options)
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
@@ -155,7 +174,8 @@ def _execute(request: _Request) -> None:
     with _progress(request.quiet) as advance:
         result = run(request.paths, registry, write=writes,
                      excludes=_excludes(config, request),
-                     jobs=request.jobs or default_jobs(), keep_sources=keep, progress=advance,
+                     jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
+                     keep_sources=keep, progress=advance,
                      python=not scan_only, fix_pins=request.mode != "scan",
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only)
@@ -208,8 +228,13 @@ def _report(result: RunResult, registry: Registry, request: _Request) -> None:
     errors = Console(stderr=True, highlight=False, soft_wrap=True)
     document = _document(result, registry, request)
     if request.output is not None:
-        request.output.write_text(document if document is not None else
-                                  _plain_text(result, registry, request), encoding="utf-8")
+        try:
+            request.output.write_text(document if document is not None else
+                                      _plain_text(result, registry, request), encoding="utf-8")
+        except OSError as error:
+            errors.print(Text(f"error: --output {request.output}: cannot write the report "
+                              f"({error.strerror or error})", style="bold red"))
+            raise typer.Exit(2) from None
     for message in [f.error for f in result.files if f.error] + list(result.errors):
         errors.print(Text(f"error: {message}", style="bold red"))
     if request.quiet:
@@ -226,6 +251,19 @@ def _report(result: RunResult, registry: Registry, request: _Request) -> None:
             elif style != "error":
                 console.print(Text(text, style={"heading": "bold", "dim": "dim"}.get(style, "")))
     _print_summary(console, result)
+
+
+def _unwritable(output: Path) -> str | None:
+    """Why the report could not be written there, asked before any file is migrated (an
+    `apply` would otherwise write the files and then fail on its report)."""
+    if output.is_dir():
+        return "is a folder"
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        return "permission denied"
+    return None
 
 
 def _document(result: RunResult, registry: Registry, request: _Request) -> str | None:

@@ -44,7 +44,10 @@ _BOOLS = {"compile", "unsafe-fixes", "annotate"}
 def find_pyproject(paths: Iterable[Path]) -> Path | None:
     """The nearest pyproject.toml with a [tool.neuron-migrate] table above the first path."""
     for given in paths:
-        start = given.resolve()
+        try:
+            start = given.resolve()
+        except (OSError, RuntimeError):  # a symlink loop: discovery reports it
+            start = given.absolute()
         directory = start if start.is_dir() else start.parent
         for candidate in (directory, *directory.parents):
             pyproject = candidate / "pyproject.toml"

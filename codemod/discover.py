@@ -9,6 +9,7 @@ symlinked file out of the tree it was found in.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,19 +79,37 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
         Excludes.of((Path.cwd(), list(excludes)))
     seen: set[Path] = set()
     for given in paths:
-        if not given.exists():
-            result.errors.append(f"{given}: no such file or directory")
+        problem = _unreadable(given)
+        if problem is not None:
+            result.errors.append(f"{given}: {problem}")
             continue
+        real = given.resolve()
         if given.is_dir():
-            real = given.resolve()
             walk = _Walk(real, exclude, accept, result)
             for path, real_path in walk.directory(given, real, _parent_ignores(real)):
                 _add(path, real_path, seen, result)
-        elif exclude.match(given.resolve(), is_dir=False):
+        elif exclude.match(real, is_dir=False):
             result.skipped.append(f"{given}: excluded")
         else:
-            _add(given, given.resolve(), seen, result)
+            _add(given, real, seen, result)
     return result
+
+
+def _unreadable(given: Path) -> str | None:
+    """Why a path named on the command line cannot be taken, or None. Only folders and
+    regular files are: reading a FIFO or a device would block the run or never end."""
+    try:
+        mode = given.stat().st_mode
+        given.resolve()
+    except FileNotFoundError:
+        return "no such file or directory"
+    except RuntimeError:  # Python before 3.13 raises this for a symlink loop
+        return "symlink loop"
+    except OSError as error:
+        return f"cannot read ({error.strerror or error})"
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return None
+    return "not a regular file or folder; skipped"
 
 
 def _add(path: Path, real: Path, seen: set[Path], result: Discovery) -> None:
@@ -126,12 +145,18 @@ class _Walk:
         try:
             is_link = entry.is_symlink()
             is_dir = entry.is_dir(follow_symlinks=False)
+            if not (is_link or is_dir or entry.is_file(follow_symlinks=False)):
+                return  # a FIFO, socket or device: reading it could block forever
         except OSError:
             return
         if is_link:
-            target = path.resolve()
-            if not target.exists() or target.is_dir():
-                return  # broken, or a symlinked folder: never descended into (no loops)
+            try:
+                target = path.resolve()
+                if not target.is_file():
+                    return  # broken, a folder (never descended into) or not a regular file
+            except (OSError, RuntimeError):  # a symlink loop (RuntimeError before 3.13)
+                self.result.skipped.append(f"{path}: symlink loop or unreadable link")
+                return
             if not target.is_relative_to(self.root_real):
                 self.result.skipped.append(f"{path}: symlink to a file outside the tree")
                 return
@@ -164,10 +189,11 @@ def _ignored(ignores: list[_Ignore], path: Path, is_dir: bool) -> bool:
 
 
 def _load_gitignore(directory: Path, real: Path) -> _Ignore | None:
+    """A folder's .gitignore; none when the folder cannot be read (listing it reports that)."""
     gitignore = directory / ".gitignore"
-    if not gitignore.is_file():
-        return None
     try:
+        if not gitignore.is_file():
+            return None
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None

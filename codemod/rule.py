@@ -23,6 +23,7 @@ class Role(enum.Enum):
 
     STATEMENT = "statement"  # the whole of an expression statement
     WITH_ITEM = "with-item"  # a `with` item without `as`
+    DECORATOR = "decorator"  # the whole expression of a `@decorator` line
     EXPRESSION = "expression"
 
 
@@ -37,7 +38,7 @@ class Replace:
 
 @dataclass(frozen=True)
 class Remove:
-    """Delete the statement (or `with` item) the matched call makes up."""
+    """Delete the statement (or `with` item, or decorator) the matched node makes up."""
 
     message: str
 
@@ -117,6 +118,15 @@ class Site(Protocol):
     @property
     def options(self) -> Options:
         """The run's options."""
+
+    @property
+    def statement(self) -> ast.stmt:
+        """The stdlib-ast statement the matched node sits in (for questions about the code
+        around it: which assignments reach it, what a called function does)."""
+
+    @property
+    def module_tree(self) -> ast.Module:
+        """The stdlib-ast tree of the whole file, as the analysis parsed it."""
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import dataclasses
 import functools
 import gc
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -122,6 +123,20 @@ _JOB: Job | None = None
 def _start_worker(job: Job) -> None:
     global _JOB
     _JOB = job
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker writes files; once the run that started it is gone (killed, even with
+    SIGKILL), it must stop at once rather than go on writing for minutes. Linux tells the
+    kernel so; elsewhere the pool's own shutdown is all there is."""
+    parent = os.getppid()
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the request was made
+        os._exit(1)
 
 
 def process(path: Path, job: Job | None = None) -> FileResult:
@@ -221,7 +236,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
     with _fewer_collections():
-        for done, result in enumerate(_map(found.files, job, jobs), start=1):
+        for done, result in enumerate(_map(_phases(found.files, write), job, jobs), start=1):
             results.append(result)
             if progress is not None:
                 progress(done, len(found.files))
@@ -247,16 +262,28 @@ def _fewer_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
-    if jobs <= 1 or len(files) < 2:
-        for path in files:
-            yield process(path, job)
+def _phases(files: list[Path], write: bool) -> list[list[Path]]:
+    """In apply mode, every other file is done before any Python file is written: a launch
+    line (NM816) is rewritten by what the script it starts says before its migration."""
+    if not write:
+        return [files]
+    phases = ([f for f in files if f.suffix != ".py"], [f for f in files if f.suffix == ".py"])
+    return [phase for phase in phases if phase]
+
+
+def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
+    total = sum(len(phase) for phase in phases)
+    if jobs <= 1 or total < 2:
+        for phase in phases:
+            for path in phase:
+                yield process(path, job)
         return
-    workers = min(jobs, len(files))
-    chunk = max(1, min(64, len(files) // (workers * 8)))
+    workers = min(jobs, total)
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
                              initargs=(job,)) as pool:
-        yield from pool.map(process, files, chunksize=chunk)
+        for phase in phases:  # each phase is finished before the next is handed out
+            chunk = max(1, min(64, len(phase) // (workers * 8)))
+            yield from pool.map(process, phase, chunksize=chunk)
 
 
 def _write(result: FileResult) -> FileResult:

@@ -108,6 +108,14 @@ class UnitSite:
     def options(self) -> Options:
         return self._rewriter.options
 
+    @property
+    def statement(self) -> ast.stmt:
+        return self._rewriter.ast_unit
+
+    @property
+    def module_tree(self) -> ast.Module:
+        return self._rewriter.analysis.tree
+
     def string_flow(self) -> Flow | None:
         rewriter = self._rewriter
         analysis = rewriter.analysis

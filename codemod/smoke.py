@@ -7,8 +7,9 @@ device API on CPU*: device placement, API and backend names, compile rules, dist
 wiring, checkpoints. It says nothing about which ops Trainium supports, its numerics, its
 compiler or its speed: every op runs on the CPU.
 
-Exit status: 0 when the script ran, 1 when it failed (or timed out, or the replicas
-diverged), 2 on usage errors and when the emulator cannot be installed in the interpreter.
+Exit status: 0 when the script ran, 1 when it failed (or timed out; with --check-replicas,
+when data parallelism was lost or the replicas diverged), 2 on usage errors and when the
+emulator cannot be installed in the interpreter.
 """
 
 from __future__ import annotations
@@ -34,14 +35,14 @@ from rich.console import Console
 from rich.text import Text
 
 import emulator
-from emulator.diagnosis import diagnose_text, pick_frame
+from codemod.smoke_diagnosis import origin, parallelism_problems, problem_lines
+from codemod.smoke_report import render_json, render_text
+from emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
 INSTALL_FAILED = 3  # emulator/bootstrap/sitecustomize.py exits with this when it cannot install
 GRACE_SECONDS = 5.0  # how long the other workers may take to fail on their own, as torchrun waits
-POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
-               "supports, its numerics, its compiler or its speed.")
 FORMATS = ("text", "json")
 
 
@@ -93,6 +94,7 @@ class SmokeResult:
     stopped_after_steps: int | None = None
     steps_requested: int | None = None
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
     workers: list[Worker] = field(default_factory=list)
 
     def exit_code(self) -> int:
@@ -158,7 +160,7 @@ def run_smoke(options: SmokeOptions) -> SmokeResult:
             report = Path(scratch) / f"rank{rank}.json"
             with open(logs / f"rank{rank}.out", "wb") as out, open(logs / f"rank{rank}.err", "wb") as err:
                 processes.append(subprocess.Popen(
-                    [options.python, str(options.script), *options.script_args],
+                    [options.python, _as_path(options.script), *options.script_args],
                     env=worker_environment(options, rank, report, ports), stdout=out,
                     stderr=err, stdin=subprocess.DEVNULL, start_new_session=True))
             workers.append(Worker(rank, str(options.script)))
@@ -222,6 +224,12 @@ def _tail(path: Path, lines: int = 40) -> str:
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
 
 
+def _as_path(script: Path) -> str:
+    """The script as Python must read it: a name such as `-c` or `-m` would be an option."""
+    text = str(script)
+    return text if not text.startswith("-") else os.path.join(os.curdir, text)
+
+
 def _error_from_stderr(stderr: str, script: str) -> dict[str, Any] | None:
     """For a worker that died without a session report (a crash in C++, os._exit, sys.exit
     after printing a traceback): the last traceback in its stderr."""
@@ -258,78 +266,42 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
     if failed:
         first = failed[0]
         # ranks that hit the same error at about the same time: name the lowest, as torchrun does
-        same = [w for w in failed if w.error and first.error
-                and (w.error["type"], w.error["message"]) == (first.error["type"], first.error["message"])]
+        same = [w for w in failed if w.error and first.error and _kind(w.error) == _kind(first.error)]
         first = min(same, key=lambda w: w.rank) if same else first
-        result.failing_rank, result.error = first.rank, first.error
+        result.failing_rank, result.error = first.rank, _with_origin(first.error)
     result.passed = not timed_out and not failed and all(w.returncode == 0 for w in workers)
+    if not failed and not timed_out:
+        _judge_parallelism(result, outcomes, options.check_replicas)
     return result
 
 
-# ---------------------------------------------------------------------------- reports
-def render_json(result: SmokeResult) -> str:
-    data = asdict(result)
-    data["workers"] = [{"rank": w.rank, "returncode": w.returncode, "killed": w.killed,
-                        "optimizer_steps": (w.outcome or {}).get("optimizer_steps")}
-                       for w in result.workers]
-    data["exit_code"] = result.exit_code()
-    data["distinct_ops"] = len(result.ops)
-    data["positioning"] = POSITIONING
-    return json.dumps(data, indent=2)
-
-
-def render_text(result: SmokeResult) -> list[tuple[str, str]]:
-    """(line, style) pairs; styles: heading, error, dim, plain."""
-    workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
-    verdict = "PASSED" if result.passed else "FAILED"
-    lines = [(f"smoke {verdict}: {result.script} ({workers}, emulated neuron device on CPU, "
-              f"{result.seconds:.1f}s)", "heading" if result.passed else "error")]
-    if result.install_failed:
-        lines.append((f"  the emulator could not be installed: {result.install_failed}", "error"))
-    elif result.timed_out:
-        lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
-                      "different collectives, or for a process group that never forms)", "error"))
-    if result.error:
-        lines.extend(_error_lines(result))
-    elif not result.passed and not result.timed_out and not result.install_failed:
-        failing = next((w for w in result.workers if w.returncode != 0 and not w.killed), None)
-        if failing is not None:
-            lines.append((f"  rank {failing.rank} exited with status {failing.returncode}", "error"))
-            lines.extend((f"    {line}", "dim") for line in failing.stderr_tail.splitlines()[-10:])
-    stop = f" (stopped after {result.stopped_after_steps} as asked)" if result.stopped_after_steps else ""
-    if result.steps_requested and not result.stopped_after_steps and result.passed:
-        stop = f" (the script ended before the {result.steps_requested} asked)"
-    lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
-    lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
-    lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
-                  f"{len(result.ops)}", "plain"))
-    if result.ops:
-        lines.append(("    " + ", ".join(result.ops), "dim"))
-    lines.append((f"  {POSITIONING}", "dim"))
-    return lines
-
-
-def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
-    error = result.error or {}
-    rank = f" (rank {result.failing_rank})" if result.nproc > 1 else ""
-    message = [line for line in error.get("message", "").splitlines() if line.strip()] or [""]
-    lines = [(f"  error{rank}: {error.get('type')}: {message[0]}", "error")]
-    lines.extend((f"    {line.strip()}", "error") for line in message[1:2])
-    location = error.get("location")
-    if location:
-        lines.append((f"    at {_relative(location['file'])}:{location['line']}"
-                      f" in {location.get('function') or '?'}", "plain"))
+def _kind(error: dict[str, Any]) -> tuple[str, str]:
+    """Errors alike across ranks: the same type and cause (messages may name the rank)."""
     cause = error.get("cause")
-    lines.append((f"  likely cause: {cause['text']}" if cause
-                  else "  likely cause: not recognised; read the error above", "plain"))
-    return lines
+    return error["type"], cause["key"] if cause else error["message"]
 
 
-def _relative(path: str) -> str:
-    try:
-        return str(Path(path).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return path
+def _with_origin(error: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The error, with the rule that wrote the code it was raised in, when the tool wrote it."""
+    return None if error is None else dict(error, origin=origin(error))
+
+
+def _judge_parallelism(result: SmokeResult, outcomes: list[dict[str, Any]],
+                       check_replicas: bool) -> None:
+    """Lost data parallelism that no worker raised (they raise only under --check-replicas,
+    and only at a step): a warning, or with --check-replicas the run's failure."""
+    problems = parallelism_problems(outcomes, result.nproc)
+    if not problems:
+        return
+    if not check_replicas:
+        result.warnings.extend(problem_lines(problems))
+        return
+    first = problems[0]
+    cause = diagnose("DataParallelismLost", first["message"])
+    result.passed, result.failing_rank = False, first["rank"]
+    result.error = {"type": "DataParallelismLost", "message": first["message"], "location": None,
+                    "frames": [], "step": first["step"], "origin": None,
+                    "cause": None if cause is None else asdict(cause)}
 
 
 # ---------------------------------------------------------------------------- command
@@ -345,10 +317,14 @@ def smoke(
     steps: Annotated[Optional[int], typer.Option(
         "--steps", min=1, help="Stop the run cleanly after K optimizer steps.")] = None,
     check_replicas: Annotated[bool, typer.Option(
-        "--check-replicas", help="After every optimizer step, compare parameter checksums "
-        "across the data-parallel replicas and fail, naming the step, when they diverge "
-        "(catches xm.optimizer_step turned into a bare optimizer.step() without DDP). "
-        "Needs --nproc 2 or more; wrong for FSDP, tensor or pipeline parallelism.")] = False,
+        "--check-replicas", help="Fail when data parallelism is lost: a worker steps its "
+        "optimizer without a process group, or without averaging its gradients since its "
+        "previous step (no DDP, all_reduce or reduce_scatter), or no worker ever creates a "
+        "process group (without this option these are warnings); and compare parameter "
+        "checksums across the replicas after every step, failing when they diverge. Catches "
+        "xm.optimizer_step turned into a bare optimizer.step() without DDP. Needs --nproc 2 "
+        "or more. Both checks assume data parallelism: they are wrong for tensor or pipeline "
+        "parallelism, and the checksums for FSDP.")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, help="Kill the run (every worker's process group) after S "
         "seconds.")] = 300.0,
@@ -364,9 +340,12 @@ def smoke(
 
     Runs on the device API on CPU: it checks device placement, API and backend names, compile
     rules, distributed wiring and checkpoints. It says nothing about which ops Trainium
-    supports, its numerics, its compiler or its speed. The report gives the first error and
-    its likely migration cause, the optimizer steps run, the graphs compiled and the distinct
-    aten ops executed (to compare with AWS's operator support table).
+    supports, its numerics, its compiler or its speed. The report gives the first error, its
+    likely migration cause and, when it was raised in code neuron-migrate wrote (a `_neuron_*`
+    helper, a compiled training step), the rule that wrote it; a warning when data parallelism
+    was lost (a worker stepped without a process group or without averaging its gradients);
+    the optimizer steps run, the graphs compiled and the distinct aten ops executed (to compare
+    with AWS's operator support table).
 
     Exit status: 0 when the script ran, 1 when it failed, 2 on usage errors or when the
     emulator cannot be installed in the interpreter.
@@ -377,7 +356,8 @@ def smoke(
         sys.stdout.write(render_json(result) + "\n")
     else:
         console = Console(highlight=False, soft_wrap=True)
-        styles = {"heading": "bold green", "error": "bold red", "dim": "dim", "plain": ""}
+        styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
+                  "dim": "dim", "plain": ""}
         for line, style in render_text(result):
             console.print(Text(line, style=styles[style]))
     raise typer.Exit(result.exit_code())

@@ -286,6 +286,8 @@ class UnitRewriter(_ScopedVisitor):
             self.roles[id(node.value)] = Role.STATEMENT  # type: ignore[attr-defined]
         elif kind is cst.WithItem and node.asname is None:  # type: ignore[attr-defined]
             self.roles[id(node.item)] = Role.WITH_ITEM
+        elif kind is cst.Decorator:
+            self.roles[id(node.decorator)] = Role.DECORATOR  # type: ignore[attr-defined]
         elif kind is cst.Name:
             if node.value in self.analysis.import_names:  # type: ignore[attr-defined]
                 self.notable += 1
@@ -314,6 +316,8 @@ class UnitRewriter(_ScopedVisitor):
             if id(original) in self.inner:
                 return updated
             return self._reference(original, updated)  # type: ignore[arg-type]
+        if kind is cst.UnaryOperation:
+            return _not_equal(original, updated)  # type: ignore[arg-type]
         if kind is cst.Comparison:
             return self._hooks(self.registry.comparison, "on_comparison", original, updated)
         if kind is cst.Assign or kind is cst.AugAssign:
@@ -328,6 +332,8 @@ class UnitRewriter(_ScopedVisitor):
             return cst.RemovalSentinel.REMOVE
         if kind is cst.With:
             return self._with(updated)  # type: ignore[arg-type]
+        if kind is cst.FunctionDef or kind is cst.ClassDef:
+            return self._decorators(updated)  # type: ignore[arg-type]
         return updated
 
     # --------------------------------------------------------------------- hooks
@@ -356,12 +362,15 @@ class UnitRewriter(_ScopedVisitor):
         rule = self.registry.name_rule(resolution.qualnames)
         if rule is None or not self.registry.enabled(rule):
             return updated
-        site = UnitSite(self, Role.EXPRESSION, resolution.qualnames[0], original)
+        role = self.roles.get(id(original), Role.EXPRESSION)
+        site = UnitSite(self, role, resolution.qualnames[0], original)
         saved = self._save()
         outcome = rule.on_reference(updated, site)
         if outcome is None:
             return updated
-        return self._apply(rule, outcome, original, updated, Role.EXPRESSION, saved)
+        if role is not Role.EXPRESSION:
+            self.roles[id(updated)] = role
+        return self._apply(rule, outcome, original, updated, role, saved)
 
     def _hooks(self, rules: tuple[Rule, ...], hook: str, original: cst.CSTNode,
                updated: cst.CSTNode, role: Role = Role.EXPRESSION) -> cst.CSTNode:
@@ -465,6 +474,26 @@ class UnitRewriter(_ScopedVisitor):
         self.reported.add(id(head))
         self.quiet.add(id(node))
 
+    def _decorators(self, node: cst.FunctionDef | cst.ClassDef
+                    ) -> cst.FunctionDef | cst.ClassDef:
+        """Drops the decorators a rule removed; their comments stay, on lines of their own."""
+        kept: list[cst.Decorator] = []
+        carried: list[cst.EmptyLine] = []
+        for decorator in node.decorators:
+            if id(decorator.decorator) not in self.remove:
+                kept.append(decorator.with_changes(
+                    leading_lines=[*carried, *decorator.leading_lines]))
+                carried = []
+                continue
+            carried.extend(decorator.leading_lines)
+            comment = decorator.trailing_whitespace.comment
+            if comment is not None:
+                carried.append(cst.EmptyLine(comment=comment))
+        if len(kept) == len(node.decorators):
+            return node
+        return node.with_changes(decorators=kept, lines_after_decorators=[
+            *carried, *node.lines_after_decorators])
+
     def _with(self, node: cst.With) -> cst.With:
         items = [item for item in node.items if id(item.item) not in self.remove]
         if len(items) == len(node.items):
@@ -475,3 +504,18 @@ class UnitRewriter(_ScopedVisitor):
         items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return node.with_changes(items=items)
 
+
+def _not_equal(original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
+    """`not a == b`, where a rule turned the operand into that comparison (`not
+    xm.is_master_ordinal()`), reads `a != b`. Comparisons the user wrote stay as they are."""
+    operand = updated.expression
+    if type(updated.operator) is not cst.Not or type(operand) is not cst.Comparison \
+            or type(original.expression) is cst.Comparison or operand.lpar:  # type: ignore[attr-defined]
+        return updated
+    comparisons = operand.comparisons  # type: ignore[attr-defined]
+    if len(comparisons) != 1 or type(comparisons[0].operator) is not cst.Equal:
+        return updated
+    equal = comparisons[0].operator
+    flipped = comparisons[0].with_changes(operator=cst.NotEqual(
+        whitespace_before=equal.whitespace_before, whitespace_after=equal.whitespace_after))
+    return operand.with_changes(comparisons=[flipped], lpar=updated.lpar, rpar=updated.rpar)

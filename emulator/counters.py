@@ -17,6 +17,10 @@ class Counters:
     executed: Counter[Any] = field(default_factory=Counter)
     optimizer_steps: int = 0
     graphs_compiled: int = 0
+    # data parallelism (emulator/parallelism.py): elements in the largest cross-rank reduction
+    # since the last optimizer step, and whether a process group was ever seen
+    largest_reduction: int = 0
+    process_group_seen: bool = False
 
     def ops(self) -> dict[str, int]:
         """Executions per op packet (``aten::addmm``), overloads folded together."""

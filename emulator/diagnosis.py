@@ -37,6 +37,47 @@ _PATTERNS = (
        "xm.optimizer_step all-reduced them; a bare optimizer.step() does not. Wrap the model "
        "in DistributedDataParallel (or all-reduce the gradients before stepping).",
        ("ReplicasDiverged",), r"replicas diverged"),
+    _p("data-parallel-no-process-group",
+       "data parallelism was lost: with WORLD_SIZE > 1 the script stepped its optimizer without "
+       "a process group, so each process trained alone. Under PJRT, xm.optimizer_step, "
+       "xm.all_reduce and xm.rendezvous needed no init_process_group; native collectives do: "
+       "call torch.distributed.init_process_group(\"neuron\") at the start of each worker.",
+       ("DataParallelismLost",), r"without a process group"),
+    _p("data-parallel-never-created",
+       "data parallelism was lost: with WORLD_SIZE > 1 no worker created a process group, so "
+       "each ran the whole script alone. xmp.spawn and PJRT set the group up; under torchrun "
+       "call torch.distributed.init_process_group(\"neuron\") at the start of each worker "
+       "(a single-process script runs without --nproc).",
+       ("DataParallelismLost",), r"none ever created a process group"),
+    _p("data-parallel-no-averaging",
+       "data parallelism was lost: a rank stepped its optimizer with no gradient all-reduce "
+       "since its previous step, so each process trained alone on its own data. "
+       "xm.optimizer_step averaged the gradients; a bare optimizer.step() does not. Wrap the "
+       "model in DistributedDataParallel (or all-reduce each gradient before stepping).",
+       ("DataParallelismLost",), r"without averaging"),
+    _p("helper-no-process-group",
+       "a helper neuron-migrate wrote into the script found WORLD_SIZE > 1 and no process "
+       "group: it refuses to skip the collective silently. Create the group at the start of "
+       "each worker: torch.distributed.init_process_group(\"neuron\") (xmp.spawn and PJRT "
+       "used to set it up).",
+       (), r"^neuron-migrate helper.*process group"),
+    _p("compile-traced-training-step",
+       "torch.compile traced a whole training step (optimizer.zero_grad/step or "
+       "loss.backward), which Dynamo refuses under fullgraph=True. torch_xla.compile cut the "
+       "lazy graph around such a function; with eager TorchNeuron call the function itself "
+       "and compile only the model's forward (model.compile(backend=\"neuron\", "
+       "dynamic=False)).",
+       ("Unsupported",), r"Optimizer\.\w+|Tensor\.backward|[/\\]torch[/\\]optim[/\\]"),
+    _p("compile-data-dependent",
+       "torch.compile(fullgraph=True) met a value that depends on the data (.item(), a tensor "
+       "in an `if`): it cannot be one static graph. Move that code out of the compiled "
+       "function, or drop fullgraph=True to let it run eagerly around the break.",
+       ("UserError", "Unsupported"), r"data-dependent"),
+    _p("compile-graph-break",
+       "torch.compile(fullgraph=True) met code it cannot capture in one graph (a graph "
+       "break, named above): move that code out of the compiled function, or drop "
+       "fullgraph=True to let it run eagerly around the break.",
+       ("Unsupported",), r""),
     _p("torch-xla-import",
        "a leftover torch_xla import: native TorchNeuron does not use torch_xla. Remove it and "
        "use the neuron device API instead (neuron-migrate apply rewrites the APIs it knows).",

@@ -14,6 +14,7 @@ from typing import Any
 import torch
 
 from emulator import NAME
+from emulator.counters import COUNTERS
 from emulator.tensor import payload
 
 
@@ -30,6 +31,7 @@ def register_backend() -> None:
             store, rank, size, timeout = o.store, o.group_rank, o.group_size, o.timeout
         else:
             store, rank, size, timeout = args[:4]
+        COUNTERS.process_group_seen = True
         return dist.ProcessGroupGloo(store, rank, size, timeout)
 
     dist.Backend.register_backend(NAME, create, devices=["cpu", NAME])

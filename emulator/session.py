@@ -3,7 +3,9 @@
 Configured by the smoke runner through the environment (the user's script is not touched):
 - ``NEURON_EMU_REPORT``: where this worker writes its JSON outcome when it exits;
 - ``NEURON_EMU_STEPS``: stop cleanly (exit 0) after this many optimizer steps;
-- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port;
+- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port, and
+  raise when a step lost data parallelism (emulator/parallelism.py; without it, such a step
+  is only recorded for the report, as a warning);
 - ``NEURON_EMU_SCRIPT``: the user's script, to pick the traceback frame worth naming.
 
 Only the worker process itself reports: ``NEURON_EMU_REPORT_OWNER`` is set to its pid and
@@ -38,6 +40,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 from emulator.counters import COUNTERS
 from emulator.diagnosis import diagnose, pick_frame
 from emulator.distributed import ReplicaCheck
+from emulator.parallelism import ParallelismCheck, nested_step
 
 _GLOO_GRACE_SECONDS = 0.05
 _FRAMES_KEPT = 40  # innermost; a deep recursion would otherwise bloat the report
@@ -45,6 +48,7 @@ _outcome: dict[str, Any] = {"status": "ok", "error": None, "stopped_after_steps"
 _report: Path | None = None  # set by start() in the worker process itself
 _owner = 0  # its pid: a forked child inherits the two above, and must not report
 _check: ReplicaCheck | None = None
+_parallelism: ParallelismCheck | None = None
 
 
 class StepLimitReached(SystemExit):
@@ -57,10 +61,11 @@ def start() -> None:
     owner = os.environ.setdefault("NEURON_EMU_REPORT_OWNER", str(os.getpid()))
     if not report or owner != str(os.getpid()):
         return
-    global _report, _owner, _check
+    global _report, _owner, _check, _parallelism
     steps = int(os.environ.get("NEURON_EMU_STEPS", "0"))
     _check = ReplicaCheck.from_environment()
-    register_optimizer_step_post_hook(_after_step(steps, _check))
+    _parallelism = ParallelismCheck.from_environment()
+    register_optimizer_step_post_hook(_after_step(steps, _check, _parallelism))
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
@@ -113,9 +118,14 @@ def _release_process_groups() -> None:
         time.sleep(_GLOO_GRACE_SECONDS)
 
 
-def _after_step(limit: int, check: ReplicaCheck | None) -> Any:
+def _after_step(limit: int, check: ReplicaCheck | None,
+                parallelism: ParallelismCheck | None) -> Any:
     def hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if nested_step():  # an inner optimizer stepped by a wrapper: the outer step counts
+            return
         COUNTERS.optimizer_steps += 1
+        if parallelism is not None:
+            parallelism(optimizer, COUNTERS.optimizer_steps)
         if check is not None:
             check(optimizer, COUNTERS.optimizer_steps)
         if limit and COUNTERS.optimizer_steps >= limit:
@@ -153,8 +163,24 @@ def _type_name(kind: type) -> str:
     return f"{kind.__module__}.{kind.__qualname__}"
 
 
+def _parallelism_facts() -> dict[str, Any]:
+    """What the runner needs to judge data parallelism: the world size, whether a process
+    group was ever seen (a script may destroy it before exit), the first step that did not
+    average its gradients, and how many did not."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        COUNTERS.process_group_seen = True
+    return {"world_size": int(os.environ.get("WORLD_SIZE", "1") or 1),
+            "process_group": COUNTERS.process_group_seen,
+            "parallelism": None if _parallelism is None else _parallelism.first_problem,
+            "steps_without_averaging": 0 if _parallelism is None
+            else _parallelism.steps_without_averaging}
+
+
 def _write(path: Path) -> None:
-    outcome = dict(_outcome, rank=int(os.environ.get("RANK", "0")), **COUNTERS.snapshot())
+    outcome = dict(_outcome, rank=int(os.environ.get("RANK", "0")), **COUNTERS.snapshot(),
+                   **_parallelism_facts())
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(outcome), encoding="utf-8")
     os.replace(tmp, path)

@@ -15,6 +15,7 @@ import torch
 
 from emulator import NAME, ordinals
 from emulator.counters import COUNTERS
+from emulator.parallelism import note_op
 from emulator.serialization import SAVING
 
 aten = torch.ops.aten
@@ -169,6 +170,7 @@ def _rewrap(out: Any, elems: dict[int, NeuronTensor], index: int) -> Any:
 def run_on_cpu(func: Any, args: tuple, kwargs: dict) -> Any:
     """Run one op on the payloads; wrap the results unless it asks for a non-neuron device."""
     COUNTERS.executed[func] += 1
+    note_op(func, args)
     unwrap = _Unwrapper()
     cpu_args = tuple(unwrap(a) for a in args)
     cpu_kwargs = {k: unwrap(v) for k, v in kwargs.items()} if kwargs else {}

@@ -3,8 +3,9 @@
 Where an XLA call did more than one native call does (`xm.optimizer_step` also averaged the
 gradients; `MpDeviceLoader` also moved every batch), the rewrite calls a small helper defined
 once in the migrated file, so the behaviour stays the same and the output never imports
-neuron-migrate. Each helper works whether or not torch.distributed is initialised, as the XLA
-calls did. The test suite executes every one of them.
+neuron-migrate. Like the XLA calls, each helper works in a single process without a process
+group; with WORLD_SIZE > 1 and no group it raises (`_neuron_distributed`) instead of letting each
+process train alone. The test suite executes every one of them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ class Helper:
     source: str
     requires: tuple[str, ...] = ()
     imports: tuple[str, ...] = ("torch",)
+
+
+def defined(name: str) -> str:
+    """The text the engine writes for `name`: the helpers it requires, then itself (for the
+    rules' before/after examples)."""
+    return "\n\n".join(HELPERS[n].source for n in (*HELPERS[name].requires, name))
 
 
 def _helper(source: str, requires: tuple[str, ...] = (),
@@ -53,11 +60,26 @@ class _NeuronDeviceLoader:
     def __len__(self):
         return len(self.loader)
 ''', requires=("_neuron_to_device",)),
+    "_neuron_distributed": _helper('''
+def _neuron_distributed():
+    """Whether collectives have a process group to run in. One process needs none, as with
+    XLA; several processes without one would each train alone, so that is an error."""
+    if torch.distributed.is_initialized():
+        return True
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1:
+        raise RuntimeError(
+            f"WORLD_SIZE is {world_size} but no torch.distributed process group exists, so "
+            "this process would not exchange anything with the others: call "
+            "torch.distributed.init_process_group('neuron') at the start of the worker, "
+            "before the model is moved to the device")
+    return False
+''', imports=("torch", "os")),
     "_neuron_reduce_gradients": _helper('''
 def _neuron_reduce_gradients(optimizer):
     """Average the gradients of the optimizer's parameters over all processes
     (what xm.reduce_gradients and xm.optimizer_step did)."""
-    if not torch.distributed.is_initialized() or torch.distributed.get_world_size() == 1:
+    if not _neuron_distributed() or torch.distributed.get_world_size() == 1:
         return
     world_size = torch.distributed.get_world_size()
     for group in optimizer.param_groups:
@@ -65,78 +87,80 @@ def _neuron_reduce_gradients(optimizer):
             if param.grad is not None:
                 torch.distributed.all_reduce(param.grad, op=torch.distributed.ReduceOp.SUM)
                 param.grad.div_(world_size)
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_optimizer_step": _helper('''
 def _neuron_optimizer_step(optimizer, optimizer_args=None):
     """Average the gradients over all processes, then step (what xm.optimizer_step did)."""
     _neuron_reduce_gradients(optimizer)
     return optimizer.step(**(optimizer_args or {}))
-''', requires=("_neuron_reduce_gradients",)),
+''', requires=("_neuron_distributed", "_neuron_reduce_gradients")),
     "_neuron_all_reduce": _helper('''
 def _neuron_all_reduce(op, value, scale=1.0):
     """xm.all_reduce: a tensor is reduced into a new tensor; a list is reduced in place."""
     tensors = list(value) if isinstance(value, (list, tuple)) else [value.clone()]
+    distributed = _neuron_distributed()
     for tensor in tensors:
-        if torch.distributed.is_initialized():
+        if distributed:
             torch.distributed.all_reduce(tensor, op=op)
         if scale != 1.0:
             tensor.mul_(scale)
     return value if isinstance(value, (list, tuple)) else tensors[0]
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_all_gather": _helper('''
 def _neuron_all_gather(value, dim=0):
     """xm.all_gather: the tensors of all processes, concatenated along `dim`."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return value.clone()
     parts = [torch.empty_like(value) for _ in range(torch.distributed.get_world_size())]
     torch.distributed.all_gather(parts, value.contiguous())
     return torch.cat(parts, dim=dim)
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_reduce_scatter": _helper('''
 def _neuron_reduce_scatter(op, value, scale, scatter_dim, shard_count):
     """xm.reduce_scatter: reduce over all processes, keep this process's shard."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return value.mul(scale)
     chunks = [c.contiguous() for c in value.chunk(shard_count, dim=scatter_dim)]
     output = torch.empty_like(chunks[0])
     torch.distributed.reduce_scatter(output, chunks, op=op)
     return output.mul_(scale) if scale != 1.0 else output
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_gather_objects": _helper('''
 def _neuron_gather_objects(payload):
     """Every process's `payload`, in rank order (xm.rendezvous with a payload)."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return [payload]
     gathered = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(gathered, payload)
     return gathered
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_mesh_reduce": _helper('''
 def _neuron_mesh_reduce(data, reduce_fn):
     """xm.mesh_reduce: gather `data` from every process to the host, then reduce it."""
     return reduce_fn(_neuron_gather_objects(_neuron_to_device(data, "cpu")))
-''', requires=("_neuron_gather_objects", "_neuron_to_device")),
+''', requires=("_neuron_distributed", "_neuron_gather_objects", "_neuron_to_device")),
     "_neuron_save": _helper('''
 def _neuron_save(data, path, master_only=True, global_master=False):
     """xm.save: move tensors to the CPU and write from one process per host (or the global
     master with global_master=True); every process waits until it is written."""
+    distributed = _neuron_distributed()
     if not master_only:
         writer = True
     elif global_master:
-        writer = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+        writer = not distributed or torch.distributed.get_rank() == 0
     else:
         writer = int(os.environ.get("LOCAL_RANK", 0)) == 0
     if writer:
         torch.save(_neuron_to_device(data, "cpu"), path)
-    if torch.distributed.is_initialized():
+    if distributed:
         torch.distributed.barrier()
-''', requires=("_neuron_to_device",), imports=("torch", "os")),
+''', requires=("_neuron_distributed", "_neuron_to_device"), imports=("torch", "os")),
     "_neuron_broadcast_master_param": _helper('''
 def _neuron_broadcast_master_param(model):
     """Copy rank 0's parameters and buffers to every process (xm.broadcast_master_param)."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return
     for tensor in [*model.parameters(), *model.buffers()]:
         torch.distributed.broadcast(tensor.data, src=0)
-'''),
+''', requires=("_neuron_distributed",)),
 }

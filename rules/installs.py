@@ -40,7 +40,9 @@ def install_advice(value: str) -> str | None:
         line, verdicts = f"pip install {shlex.quote(value.strip())}", _VERDICTS - {ids.UNPINNED}
     else:
         return None
-    messages = [f.message for f in scan_text_lines("code", [(1, line)], _scanner_rules())
+    # a multi-line string is read as the lines it holds, as a script would be
+    lines = list(enumerate(line.splitlines() or [line], start=1))
+    messages = [f.message for f in scan_text_lines("code", lines, _scanner_rules())
                 if f.rule_id in verdicts]
     return "; ".join(dict.fromkeys(messages)) or None
 

@@ -8,20 +8,11 @@ from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
 from rules.helpers import HELPERS
-from rules.support import argument, has_star_args
+from rules.support import argument, has_star_args, keep_args
+from rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"
-
-WRAPPERS = frozenset({
-    "torch.nn.parallel.DistributedDataParallel",
-    "torch.nn.parallel.distributed.DistributedDataParallel",
-    "torch.distributed.fsdp.FullyShardedDataParallel",
-    "torch.distributed.fsdp.fully_shard",
-    "torch.distributed._composable.fsdp.fully_shard",
-})
-"""Wrappers that average gradients themselves during backward."""
-
 
 def _helper_text(name: str) -> str:
     return HELPERS[name].source
@@ -31,17 +22,22 @@ class OptimizerStep(Rule):
     id = "NM210"
     name = "optimizer-step"
     kind = Kind.FIX
-    summary = ("`xm.optimizer_step(opt)` keeps its gradient averaging; plain `opt.step()` "
-               "only under DDP/FSDP (unsafe)")
+    summary = ("`xm.optimizer_step(opt)` becomes a helper that averages the gradients and "
+               "steps; plain `opt.step()` only where DDP/FSDP is proved (unsafe)")
     explanation = """\
 What it does: `xm.optimizer_step(optimizer)` all-reduced every gradient the optimizer holds
-(sum, then divided by the world size) and then called `optimizer.step()`. Without a
-DistributedDataParallel or FSDP wrapper in the file, it becomes a helper that does exactly
-that with torch.distributed, so the replicas keep training the same model. When the file
-visibly wraps the model in DistributedDataParallel or FSDP (which average the gradients during
-backward), the suggested rewrite is plain `optimizer.step()`; that is an unsafe fix, applied
-only with --unsafe-fixes, because neuron-migrate cannot prove the wrapped model is the one this
-optimizer steps.
+(sum, then divided by the world size) and then called `optimizer.step()`. It becomes a helper
+that does exactly that with torch.distributed, so the replicas keep training the same model.
+This is the default everywhere, DistributedDataParallel or not: averaging gradients that DDP
+has already averaged changes nothing.
+
+With --unsafe-fixes, plain `optimizer.step()` is written instead, but only where the
+optimizer's parameters provably come from a model wrapped in DistributedDataParallel or FSDP
+on every path that reaches the call: every assignment of the optimizer that can reach it is
+built from `model.parameters()`, and every assignment of `model` that can reach it is
+`DDP(model)` / `FSDP(model)` (or `fully_shard(model)` ran). `if use_ddp: model = DDP(model)`
+proves nothing for the path where use_ddp is false, and an optimizer passed in as a parameter
+proves nothing either: there the averaging stays and no unsafe alternative is offered.
 
 Why: a bare `optimizer.step()` in a data-parallel script without DDP silently stops averaging
 gradients: every replica drifts apart and nothing fails. This is the most dangerous
@@ -49,12 +45,15 @@ migration bug; `neuron-migrate smoke --check-replicas` detects it at run time.
 
 What differs: nothing with the helper. `optimizer_args=` is passed on to `step()`;
 `barrier=True` only added a graph cut, which eager execution does not need; `groups=` is
-reported for review. Wrapping the model in DistributedDataParallel is the faster long-term
-replacement: it overlaps the all-reduce with the backward pass."""
+reported for review. The unsafe `optimizer.step()` also stops averaging where backward ran
+outside the wrapper (`with model.no_sync():`, or a forward through the unwrapped module).
+Wrapping the model in DistributedDataParallel is the faster long-term replacement: it overlaps
+the all-reduce with the backward pass."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.optimizer_step(optimizer)\n",
-        after="import torch\n\n\n" + _helper_text("_neuron_reduce_gradients") + "\n\n"
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients") + "\n\n"
               + _helper_text("_neuron_optimizer_step") + "\n\n_neuron_optimizer_step(optimizer)\n",
     )
     calls = frozenset({f"{XM}.optimizer_step"})
@@ -69,21 +68,38 @@ replacement: it overlaps the all-reduce with the backward pass."""
             return Review(f"`{code(node)}`: `groups` averages over subsets of processes; "
                           "use DistributedDataParallel with process_group=dist.new_group(...)")
         step_args = argument(node.args, 2, "optimizer_args")
-        if site.module_mentions(WRAPPERS):
+        proof = averaged_by_wrapper(optimizer.value, site)
+        if proof is not None and site.options.unsafe_fixes:
             step = cst.Attribute(value=optimizer.value, attr=cst.Name("step"))
             args = [cst.Arg(step_args.value, star="**")] if step_args is not None else []
             new = cst.Call(step, args)
-            return Replace(new, f"`{code(node)}` → `{code(new)}`: this file wraps a model in "
-                           "DistributedDataParallel/FSDP, which average the gradients; check "
-                           "that this optimizer belongs to that model", kind=Kind.UNSAFE_FIX)
-        args = [cst.Arg(optimizer.value)]
-        if step_args is not None:
-            args = [cst.Arg(optimizer.value, comma=cst.Comma(
-                whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(step_args.value)]
-        new = cst.Call(site.helper("_neuron_optimizer_step"), args)
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: {_wrapped(proof.models)} on "
+                           "every path to this call, so its gradients are averaged during "
+                           "backward; check that backward runs through the wrapper (not in "
+                           "`no_sync()`)", kind=Kind.UNSAFE_FIX)
+        kept = [a for a in (optimizer, step_args) if a is not None]
+        new = node.with_changes(func=site.helper("_neuron_optimizer_step"),
+                                args=keep_args(node.args, kept))
         return Replace(new, f"`{code(node)}` → `{code(new)}`: averages the gradients over all "
-                       "processes, then steps, as optimizer_step did (no DDP/FSDP wrapper in "
-                       "this file)")
+                       f"processes, then steps, as optimizer_step did; "
+                       f"{_why(proof, code(optimizer.value), site)}")
+
+
+def _wrapped(models: tuple[str, ...]) -> str:
+    names = ", ".join(f"`{m}`" for m in models)
+    return f"DistributedDataParallel/FSDP wraps {names}"
+
+
+def _why(proof: Proof | None, optimizer: str, site: Site) -> str:
+    if proof is not None:
+        return (f"{_wrapped(proof.models)} on every path here, so averaging again changes "
+                f"nothing; --unsafe-fixes writes plain `{optimizer}.step()` instead")
+    if site.module_mentions(WRAPPERS):
+        return ("this file uses DistributedDataParallel/FSDP, but it cannot be shown that they "
+                f"wrap the model whose parameters `{optimizer}` holds on every path to this "
+                f"call, so plain `{optimizer}.step()` could stop the averaging here and is not "
+                "offered")
+    return "no DDP/FSDP wrapper in this file"
 
 
 class ReduceGradients(Rule):
@@ -99,12 +115,13 @@ call did.
 Why: scripts that clip gradients call reduce_gradients before clipping and stepping; the
 averaging must stay or the replicas diverge.
 
-What differs: nothing; without a process group it does nothing. `groups=` is reported for
-review. DistributedDataParallel does this averaging during backward and is faster."""
+What differs: nothing; without a process group (one process) it does nothing, and with
+WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. DistributedDataParallel does this averaging during backward and is faster."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.reduce_gradients(optimizer)\n",
-        after="import torch\n\n\n" + _helper_text("_neuron_reduce_gradients")
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients")
               + "\n\n_neuron_reduce_gradients(optimizer)\n",
     )
     calls = frozenset({f"{XM}.reduce_gradients"})
@@ -117,7 +134,8 @@ review. DistributedDataParallel does this averaging during backward and is faste
                 (groups is not None and code(groups.value) != "None"):
             return Review(f"`{code(node)}`: groups or unpacked arguments; average the "
                           "gradients with torch.distributed.all_reduce by hand")
-        new = cst.Call(site.helper("_neuron_reduce_gradients"), [cst.Arg(optimizer.value)])
+        new = node.with_changes(func=site.helper("_neuron_reduce_gradients"),
+                                args=keep_args(node.args, [optimizer]))
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 
 

@@ -9,8 +9,8 @@ from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
 from rules.device import neuron_device_string
 from rules.review_base import ReviewRule
-from rules.support import (append_arg, argument, has_star_args, keyword, keyword_arg, string,
-                           string_value, with_string)
+from rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
+                           string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 XLA_AMP = "https://docs.pytorch.org/xla/release/r2.8/perf/amp.html"
@@ -130,41 +130,48 @@ What to do: with bfloat16, delete the scaler and call `loss.backward()` and
 class RngState(Rule):
     id = "NM404"
     name = "xla-rng-state"
-    kind = Kind.UNSAFE_FIX
-    summary = "`xm.set_rng_state(seed)` becomes `torch.manual_seed(seed)` (unsafe); `get_rng_state` is reviewed"
+    kind = Kind.FIX
+    summary = "`xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`; `get_rng_state` is reviewed"
     explanation = """\
-What it does: suggests `torch.manual_seed(seed)` for `xm.set_rng_state(seed)`; applied only
-with --unsafe-fixes. `xm.get_rng_state()` is reported for review.
+What it does: `xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`.
+`xm.get_rng_state()` is reported for review.
 
-Why: set_rng_state seeded the XLA device's generator only. torch.manual_seed seeds every
-generator, the CPU's included, so data shuffling or augmentation that used the CPU generator
-changes too, and the device's random stream differs from XLA's anyway: results will not
-match the XLA run number for number.
+Why: set_rng_state seeded the XLA device's random generator and nothing else;
+`torch.neuron.manual_seed` seeds the Neuron device's generator and nothing else (it is the
+device module's standard `manual_seed`, which `torch.manual_seed` itself calls for the
+`neuron` device). The CPU generator, which data shuffling and augmentation use, is left alone,
+as before.
 
-What to do: if you need the old CPU stream untouched, seed only the device generator
-(`torch.neuron.manual_seed(seed)` in TorchNeuron). `xm.get_rng_state()` returned an integer
-seed; `torch.neuron.get_rng_state()` returns a state tensor instead, so code storing it
-needs adapting."""
+What differs: the device's random stream is not XLA's, so random numbers (dropout masks,
+initialisations made on the device) differ from the XLA run's for the same seed, as any run on
+a different backend's generator does. `device=` is dropped: each process drives one
+NeuronCore, its current device. `xm.get_rng_state()` returned an integer seed;
+`torch.neuron.get_rng_state()` returns a state tensor instead (restore it with
+`torch.neuron.set_rng_state(state)`), so code that stores the value needs adapting."""
     doc_url = D_HOME
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n",
-        after="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n",
+        after="import torch\n\ntorch.neuron.manual_seed(1234)\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.set_rng_state",
                        "torch_xla.core.xla_model.get_rng_state"})
-    emits = ("torch.manual_seed",)
+    emits = ("torch.neuron.manual_seed",)
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         if site.qualname and site.qualname.endswith("get_rng_state"):
             return Review(f"`{code(node)}` returned an integer seed; torch.neuron.get_rng_state()"
-                          " returns a state tensor: adapt the code that stores it")
+                          " returns a state tensor (restored with torch.neuron.set_rng_state): "
+                          "adapt the code that stores it")
         seed = argument(node.args, 0, "seed")
-        manual_seed = site.ref("torch.manual_seed")
+        manual_seed = site.ref("torch.neuron.manual_seed")
         if seed is None or manual_seed is None or has_star_args(node.args):
-            return Review(f"`{code(node)}`: seed with torch.manual_seed(seed)")
-        new = cst.Call(manual_seed, [cst.Arg(seed.value)])
-        return Replace(new, f"`{code(node)}` → `{code(new)}`: also reseeds the CPU generator, "
-                       "and the random stream differs from XLA's")
+            return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
+        new = node.with_changes(func=manual_seed, args=keep_args(node.args, [seed]))
+        device = argument(node.args, 1, "device")
+        note = "; device= dropped (each process drives its current NeuronCore)" \
+            if device is not None and code(device.value) != "None" else ""
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: seeds the device generator only, "
+                       f"as before (its random stream differs from XLA's){note}")
 
 
 RULES: tuple[type[Rule], ...] = (Autocast, SyncfreeOptimizer, GradScaler, RngState)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from codemod.model import Kind
-from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from codemod.rule import (Example, Outcome, Remove, Replace, ReplaceStatement, Review, Role,
+                          Rule, Site)
 from codemod.quote import code
 from rules.support import argument, bool_value, call
 
@@ -41,8 +42,9 @@ which `torch.neuron.synchronize()` still does.
 What differs: `mark_step` also ran the closures queued by `xm.add_step_closure`; if the file
 uses those, they are reported separately. Several `mark_step` calls placed to split forward,
 backward and optimizer graphs need no replacement; to get one compiled graph per step, compile
-the model (`model.compile(backend="neuron", dynamic=False)`). A call whose value is used, or
-whose `wait` is not a literal, is reported for review."""
+the model (`model.compile(backend="neuron", dynamic=False)`). A call whose `wait` is computed
+(`mark_step(wait=flag)`) becomes `if flag: torch.neuron.synchronize()` where it is a statement
+of its own; a call whose value is used becomes `None`, the value it always returned."""
     doc_url = D_ABOUT
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nfor batch in loader:\n"
@@ -58,12 +60,22 @@ whose `wait` is not a literal, is reported for review."""
         flag = False if wait is None else bool_value(wait.value)
         if flag is None:
             assert wait is not None
-            return Review(f"`{code(node)}`: `wait` is computed; delete the call, and where it "
-                          "was true call `torch.neuron.synchronize()` instead",
-                          suggestion=f"if {code(wait.value)}:\n    torch.neuron.synchronize()")
+            sync = site.ref("torch.neuron.synchronize")
+            if site.role is not Role.STATEMENT or sync is None:
+                return Review(f"`{code(node)}`: `wait` is computed; delete the call, and where "
+                              "it was true call `torch.neuron.synchronize()` instead",
+                              suggestion=f"if {code(wait.value)}:\n    torch.neuron.synchronize()")
+            guarded = cst.If(test=wait.value, body=cst.IndentedBlock(
+                [cst.SimpleStatementLine([cst.Expr(call(sync))])]))
+            return ReplaceStatement((guarded,), f"`{code(node)}` → `if {code(wait.value)}: "
+                                    f"{code(call(sync))}`: eager execution has no graph to cut; "
+                                    "where the call waited for the device, synchronize() does")
         if flag:
             return _synchronize(site, node, "eager execution has no graph to cut, but the "
                                 "call also waited for the device, which synchronize() does")
+        if site.role is Role.EXPRESSION:  # its value is used: it was always None
+            return Replace(cst.Name("None"), f"`{code(node)}` → `None`: eager execution has no "
+                           "graph to cut, and the call always returned None")
         return Remove(f"deleted `{code(node)}`: TorchNeuron executes eagerly, there is no "
                       "pending graph to cut")
 

@@ -113,6 +113,28 @@ def drop_args(args: Sequence[cst.Arg], drop: set[int]) -> list[cst.Arg]:
     return kept
 
 
+def keep_args(args: Sequence[cst.Arg], keep: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """The arguments in `keep`, as they were written (keywords, layout, comments); the new
+    last one ends as the old last one did, unless a comment follows its own comma."""
+    kept = [a for a in args if any(a is k for k in keep)]
+    if not kept or kept[-1] is args[-1]:
+        return kept
+    own, last = kept[-1].comma, args[-1].comma
+    if "#" not in _text(own):
+        return [*kept[:-1], kept[-1].with_changes(comma=last)]
+    if isinstance(own, cst.Comma) and isinstance(own.whitespace_after, cst.ParenthesizedWhitespace) \
+            and isinstance(last, cst.Comma) and \
+            isinstance(last.whitespace_after, cst.ParenthesizedWhitespace):
+        # the comment stays; the closing parenthesis keeps the indentation it had
+        own = own.with_changes(whitespace_after=own.whitespace_after.with_changes(
+            last_line=last.whitespace_after.last_line))
+    return [*kept[:-1], kept[-1].with_changes(comma=own)]
+
+
+def _text(node: cst.CSTNode | cst.MaybeSentinel) -> str:
+    return cst.Module([]).code_for_node(node) if isinstance(node, cst.CSTNode) else ""
+
+
 def keyword_arg(name: str, value: cst.BaseExpression) -> cst.Arg:
     """`name=value`, written the way PEP 8 writes keyword arguments."""
     return cst.Arg(value, keyword=cst.Name(name),

@@ -46,7 +46,8 @@ class Run:
 def cli(*args: str | Path) -> Run:
     result = CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
     # the raw bytes: `.stdout` would turn the "\r\n" of a CRLF file's diff into "\n"
-    return Run(result.exit_code, result.stdout_bytes.decode(), result.stderr)
+    return Run(result.exit_code, result.stdout_bytes.decode(errors="surrogateescape"),
+               result.stderr_bytes.decode(errors="surrogateescape"))
 
 
 def copy_fixture(before: Path, directory: Path, name: str | None = None) -> Path:

@@ -129,11 +129,16 @@ def test_no_compile_leaves_the_model_uncompiled(in_tmp: Path) -> None:
 
 
 def test_unsafe_fixes_flag_applies_them(in_tmp: Path) -> None:
-    source = ("import torch_xla.core.xla_model as xm\nfrom torch.nn.parallel import "
-              "DistributedDataParallel as DDP\n\nmodel = DDP(model)\nxm.optimizer_step(opt)\n")
+    source = ("import torch\nimport torch_xla.core.xla_model as xm\nfrom torch.nn.parallel import "
+              "DistributedDataParallel as DDP\n\nmodel = DDP(model)\n"
+              "opt = torch.optim.SGD(model.parameters())\nxm.optimizer_step(opt)\n")
     (in_tmp / "a.py").write_text(source)
+    (in_tmp / "b.py").write_text(source)
     cli("apply", "a.py")
-    assert (in_tmp / "a.py").read_text() == source
-    cli("apply", "--unsafe-fixes", "a.py")
-    assert (in_tmp / "a.py").read_text().endswith("model = DDP(model)\nopt.step()\n")
+    assert (in_tmp / "a.py").read_text().endswith("\n_neuron_optimizer_step(opt)\n")
+    cli("apply", "--unsafe-fixes", "b.py")
+    assert (in_tmp / "b.py").read_text().endswith("model = DDP(model)\n"
+                                                  "opt = torch.optim.SGD(model.parameters())\n"
+                                                  "opt.step()\n")
+    assert "torch_xla" not in (in_tmp / "a.py").read_text()
     assert "torch_xla" not in (in_tmp / "a.py").read_text()

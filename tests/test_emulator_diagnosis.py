@@ -31,6 +31,26 @@ CASES = [
     ("AssertionError", "Torch not compiled with CUDA enabled", "cuda-leftover"),
     ("RuntimeError", "invalid device ordinal neuron:3 (device_count()=2)", "device-ordinal"),
     ("TypeError", "can't convert neuron:0 device type tensor to numpy.", "numpy-on-device"),
+    ("torch._dynamo.exc.Unsupported", "Attempted to inline function marked as skipped\n  "
+     "Explanation: Dynamo developers have intentionally marked that the function "
+     "`Optimizer.zero_grad` should not be traced.", "compile-traced-training-step"),
+    ("torch._dynamo.exc.Unsupported", "Unsupported Tensor.backward() call",
+     "compile-traced-training-step"),
+    ("torch._dynamo.exc.Unsupported", "Data-dependent branching\n  Explanation: Detected data-"
+     "dependent branching (e.g. `if my_tensor.sum() > 0:`).", "compile-data-dependent"),
+    ("torch._dynamo.exc.Unsupported", "Call to `torch._dynamo.graph_break()`\n  Explanation: "
+     "User-inserted graph break. Message: None", "compile-graph-break"),
+    ("torch._dynamo.exc.UserError", "Consider annotating your code using torch._check*(). "
+     "Could not guard on data-dependent expression zuf0 > 0.0 (unhinted: zuf0 > 0.0).",
+     "compile-data-dependent"),
+    ("DataParallelismLost", "data parallelism lost: optimizer step 1 on rank 0 (WORLD_SIZE=2) "
+     "ran without a process group", "data-parallel-no-process-group"),
+    ("DataParallelismLost", "data parallelism lost: optimizer step 2 on rank 1 (WORLD_SIZE=2) "
+     "stepped without averaging its gradients", "data-parallel-no-averaging"),
+    ("DataParallelismLost", "data parallelism lost: 2 processes ran with WORLD_SIZE=2 and none "
+     "ever created a process group", "data-parallel-never-created"),
+    ("RuntimeError", "neuron-migrate helper _neuron_optimizer_step: WORLD_SIZE is 2 but no "
+     "process group exists", "helper-no-process-group"),
 ]
 
 
@@ -75,3 +95,26 @@ def test_the_named_frame_is_the_users_not_torchs(tmp_path) -> None:
     assert pick_frame(elsewhere, str(script))["file"] == "/opt/lib/mylib.py"
     assert pick_frame([torch_frame], str(script)) == torch_frame
     assert pick_frame([], str(script)) is None
+
+
+def test_parallelism_check_in_a_worker_warns_or_raises(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a process group (the emulator need not be installed for this path)."""
+    import torch
+
+    from emulator.parallelism import DataParallelismLost, ParallelismCheck
+
+    param = torch.nn.Parameter(torch.ones(3))
+    optimizer = torch.optim.SGD([param], lr=0.1)
+    lenient = ParallelismCheck(rank=1, world_size=2, strict=False)
+    assert lenient(optimizer, 1) is None  # no gradient yet: the step changes nothing
+    param.grad = torch.ones(3)
+    problem = lenient(optimizer, 2)
+    assert problem is not None and problem["key"] == "no-process-group-world"
+    assert lenient(optimizer, 3) is not None
+    assert lenient.first_problem == problem and lenient.steps_without_averaging == 2
+    strict = ParallelismCheck(rank=1, world_size=2, strict=True)
+    with pytest.raises(DataParallelismLost, match="step 4 on rank 1 .*without a process group"):
+        strict(optimizer, 4)
+    assert strict.first_problem is not None  # reported even if the script swallows the error
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert ParallelismCheck.from_environment() is None  # a single process: nothing to check

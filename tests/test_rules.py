@@ -21,7 +21,10 @@ REGISTRY = Registry(RULES)
 
 # torch.neuron is registered by torch-neuronx (TorchNeuron), not by PyTorch itself; these are
 # the TorchNeuron APIs replacements may use, each documented by AWS (native-api.md section 4).
-TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device_count"})
+TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device_count",
+                                "torch.neuron.manual_seed"})
+# manual_seed: the device module's standard RNG entry (native-api.md section 4, SRC
+# torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device.
 
 
 def test_ids_and_names_are_unique_and_well_formed() -> None:

@@ -21,8 +21,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from codemod.smoke import (SmokeOptions, SmokeResult, _error_from_stderr, render_json, render_text,
-                           run_smoke, smoke)
+from codemod.smoke import SmokeOptions, SmokeResult, _error_from_stderr, run_smoke, smoke
+from codemod.smoke_diagnosis import helper_rules, origin
+from codemod.smoke_report import render_json, render_text
 import codemod.smoke
 from tests.conftest import FIXTURES
 
@@ -51,6 +52,13 @@ SCENARIOS = {
     # script args: optimizer steps it would take, its exit status
     "stopped_uncleaned": _options("ends_without_cleanup.py", "6", "0", nproc=2, steps=2),
     "exit_status": _options("ends_without_cleanup.py", "2", "3", nproc=2, check_replicas=True),
+    # data parallelism (fixtures/smoke/data_parallel.py MODE)
+    "alone": _options("data_parallel.py", "alone", nproc=2, check_replicas=True),
+    "alone_warned": _options("data_parallel.py", "alone", nproc=2, steps=2),
+    "legit": _options("data_parallel.py", "legit", nproc=2, check_replicas=True),
+    "unsynced": _options("data_parallel.py", "unsynced", nproc=2, check_replicas=True),
+    "compile_step": _options("compile_training_step.py"),
+    "helper": _options("helper_device_loader.py"),
 }
 
 
@@ -101,6 +109,7 @@ def test_single_process_training_passes_and_stops_after_the_steps_asked(runs: Ru
     assert result.passed and result.exit_code() == 0, _text(result)
     assert result.optimizer_steps == 8 and result.stopped_after_steps == 8
     assert result.graphs_compiled == 1
+    assert result.warnings == []  # a single process: nothing to say about data parallelism
     assert {"aten::addmm", "aten::relu", "aten::nll_loss_forward"} <= set(result.ops)
 
 
@@ -117,18 +126,91 @@ def test_correct_ddp_migration_passes_the_replica_check(runs: Runs) -> None:
     assert result.optimizer_steps == 4
     assert {"c10d::allreduce_", "c10d::broadcast_"} <= set(result.ops)  # DDP's own collectives
     assert [w.returncode for w in result.workers] == [0, 0]
+    assert result.warnings == []  # DDP's bucket all-reduce, run by its reducer, is seen
 
 
-def test_bare_optimizer_step_without_ddp_fails_the_replica_check_naming_the_step(runs: Runs) -> None:
+def test_bare_optimizer_step_without_ddp_fails_naming_the_step_even_with_a_logged_loss(
+        runs: Runs) -> None:
+    """The script all-reduces its loss (one element) before stepping: that averages nothing."""
     result = runs["bare_step"]
     assert not result.passed and result.exit_code() == 1
-    assert result.error is not None and result.error["cause"]["key"] == "replicas-diverged"
+    assert result.error is not None and result.error["cause"]["key"] == "data-parallel-no-averaging"
     assert result.error["step"] == 1 and result.optimizer_steps == 1
+    assert result.failing_rank == 0  # both ranks fail alike: the lowest is named
     location = result.error["location"]
     assert Path(location["file"]).name == "ddp_train_bare_step.py"
     assert location["line"] == _line_of("ddp_train_bare_step.py", "optimizer.step()  # was")
     text = _text(result)
-    assert "after optimizer step 1" in text and "DistributedDataParallel" in text
+    assert "optimizer step 1 on rank 0" in text and "had 1 element" in text
+    assert "DistributedDataParallel" in text
+
+
+def test_replicas_that_average_but_never_agreed_fail_the_replica_check(runs: Runs) -> None:
+    """Gradients are all-reduced, but each rank started from its own weights."""
+    result = runs["unsynced"]
+    assert not result.passed and result.error is not None, _text(result)
+    assert result.error["cause"]["key"] == "replicas-diverged"
+    assert result.error["step"] == 1 and "after optimizer step 1" in _text(result)
+
+
+def test_training_without_a_process_group_fails_under_check_replicas(runs: Runs) -> None:
+    """Every rank reads the same data, so the replicas agree: only the missing process group
+    shows that each trained alone."""
+    result = runs["alone"]
+    assert not result.passed and result.exit_code() == 1
+    error = result.error
+    assert error is not None and error["cause"]["key"] == "data-parallel-no-process-group"
+    assert error["type"] == "DataParallelismLost" and error["step"] == 1
+    assert error["location"]["line"] == _line_of("data_parallel.py", "optimizer.step()  # was")
+    text = _text(result)
+    assert "without a process group" in text and 'init_process_group("neuron")' in text
+
+
+def test_training_without_a_process_group_is_a_warning_without_check_replicas(runs: Runs) -> None:
+    result = runs["alone_warned"]
+    assert result.passed and result.exit_code() == 0, _text(result)
+    assert len(result.warnings) == 1  # both ranks, the same problem: one line
+    warning = result.warnings[0]
+    assert "without a process group" in warning and "[ranks 0, 1; 2 steps without averaging]" in warning
+    assert f"  warning: {warning}" in _text(result)
+    assert _text(result).startswith("smoke PASSED with 1 warning: ")
+    assert json.loads(render_json(result))["warnings"] == result.warnings
+
+
+def test_legitimate_data_parallelism_passes(runs: Runs) -> None:
+    """Hand-averaged gradients over accumulated micro-batches with a logged loss; DDP with
+    ZeroRedundancyOptimizer (whose step steps an inner optimizer) under no_sync; evaluation."""
+    result = runs["legit"]
+    assert result.passed and result.warnings == [], _text(result)
+    assert result.optimizer_steps == 6  # the inner optimizer's steps are not counted again
+    assert "eval loss" in runs.stdout("legit")
+
+
+def test_a_compiled_training_step_is_named_with_the_line_dynamo_traced(runs: Runs) -> None:
+    result = runs["compile_step"]
+    error = result.error
+    assert not result.passed and error is not None, _text(result)
+    assert error["type"] == "torch._dynamo.exc.Unsupported"
+    assert error["cause"]["key"] == "compile-traced-training-step"
+    assert error["location"]["line"] == _line_of("compile_training_step.py", "train_step(torch.randn")
+    origin = error["origin"]
+    assert origin["rules"] == ["NM502"]
+    assert origin["call_site"]["line"] == _line_of("compile_training_step.py", "optimizer.zero_grad()")
+    text = _text(result)
+    assert "traced: Dynamo traced `optimizer.zero_grad()`" in text
+    assert "NM502 (torch-xla-compile)" in text and "model.compile(" in text
+
+
+def test_an_error_inside_a_helper_names_the_rule_that_wrote_it(runs: Runs) -> None:
+    result = runs["helper"]
+    error = result.error
+    assert not result.passed and error is not None, _text(result)
+    assert error["cause"]["key"] == "xla-device"  # the cause, and who wrote the code
+    origin = error["origin"]
+    assert origin["helper"] == "_NeuronDeviceLoader" and origin["rules"] == ["NM301"]
+    assert origin["call_site"]["line"] == _line_of("helper_device_loader.py", "for (x,) in")
+    assert ("written by neuron-migrate: raised in _NeuronDeviceLoader" in _text(result)
+            and "written by NM301 (mp-device-loader); called at" in _text(result))
 
 
 def test_a_stopped_run_skips_finalization_after_every_exit_handler_of_the_script(runs: Runs) -> None:
@@ -302,3 +384,122 @@ def test_runs_started_together_never_share_a_port() -> None:
         handed = [p for ports in pool.map(lambda _: codemod.smoke.free_ports(2), range(40))
                   for p in ports]
     assert len(set(handed)) == len(handed) == 80
+
+
+# ------------------------------------------------------- diagnosis without a subprocess
+def test_every_helper_is_claimed_by_the_rules_that_write_it() -> None:
+    from rules.helpers import HELPERS
+
+    claimed = helper_rules()
+    assert set(claimed) == set(HELPERS), "a helper no rule asks for: teach smoke_diagnosis"
+    assert [r.id for r in claimed["_neuron_optimizer_step"]] == ["NM210"]
+    assert [r.id for r in claimed["_neuron_reduce_gradients"]] == ["NM210", "NM211"]
+    assert "NM301" in [r.id for r in claimed["_neuron_to_device"]]  # needed by the loader
+
+
+def test_a_helper_refusing_to_run_without_a_process_group_is_explained(tmp_path: Path) -> None:
+    """As the emitted helpers word it when WORLD_SIZE > 1 and no group exists, read from the
+    stderr of a worker that left no report."""
+    script = tmp_path / "train.py"
+    stderr = ("Traceback (most recent call last):\n"
+              f'  File "{script}", line 40, in <module>\n'
+              f'  File "{script}", line 12, in _neuron_optimizer_step\n'
+              f'  File "{script}", line 5, in _neuron_reduce_gradients\n'
+              "RuntimeError: neuron-migrate helper _neuron_reduce_gradients: WORLD_SIZE is 2 but "
+              "no torch.distributed process group exists\n")
+    error = _error_from_stderr(stderr, str(script))
+    assert error is not None and error["cause"]["key"] == "helper-no-process-group"
+    found = origin(error)
+    assert found is not None and found["helper"] == "_neuron_optimizer_step"  # what the script calls
+    assert found["rules"] == ["NM210"] and found["call_site"]["line"] == 40
+    assert "written by NM210 (optimizer-step)" in found["text"]
+
+
+def _worker(rank: int, **outcome: Any) -> codemod.smoke.Worker:
+    base = {"optimizer_steps": 0, "graphs_compiled": 0, "ops": {}, "stopped_after_steps": None,
+            "world_size": 2, "process_group": False, "parallelism": None, "rank": rank}
+    return codemod.smoke.Worker(rank, "eval.py", returncode=0, outcome=dict(base, **outcome))
+
+
+@pytest.mark.parametrize("check", [False, True])
+def test_no_process_group_in_any_worker_warns_or_fails(check: bool) -> None:
+    """An evaluation script that never steps and never forms a group: each rank did it all."""
+    options = SmokeOptions(script=Path("eval.py"), nproc=2, check_replicas=check)
+    result = codemod.smoke.summarise(options, [_worker(0), _worker(1)], False, 1.0)
+    assert result.passed is not check
+    if check:
+        assert result.error["cause"]["key"] == "data-parallel-never-created"
+        assert "none ever created a process group" in _text(result)
+    else:
+        assert len(result.warnings) == 1 and "none ever created a process group" in result.warnings[0]
+
+
+def test_an_evaluation_with_a_process_group_or_a_single_process_says_nothing() -> None:
+    grouped = [_worker(0, process_group=True), _worker(1, process_group=True)]
+    options = SmokeOptions(script=Path("eval.py"), nproc=2, check_replicas=True)
+    assert codemod.smoke.summarise(options, grouped, False, 1.0).passed
+    single = SmokeOptions(script=Path("eval.py"))
+    result = codemod.smoke.summarise(single, [_worker(0, world_size=1)], False, 1.0)
+    assert result.passed and result.warnings == []
+
+
+def test_a_rule_claims_the_helpers_its_code_names_directly_or_through_the_module() -> None:
+    import ast
+
+    from codemod.smoke_diagnosis import _helpers_by_rule
+
+    module = ast.parse('''
+_BY_NAME = {"all_reduce": "_neuron_a"}
+
+def _loader(site):
+    return site.helper("_neuron_b")
+
+class Base:
+    def shared(self, site):
+        return site.helper("_neuron_c")
+
+class First(Base):
+    id = "NM901"
+    example = Example(before="", after=HELPERS["_neuron_d"].source)
+
+    def on_call(self, node, site):
+        return _loader(site), site.helper(_BY_NAME[node])
+
+class NotARule:
+    def on_call(self, site):
+        return site.helper("_neuron_d")
+''')
+    found = _helpers_by_rule(module, {"_neuron_a", "_neuron_b", "_neuron_c", "_neuron_d"})
+    # its example only shows output: `_neuron_d` is not claimed
+    assert found == {"NM901": {"_neuron_a", "_neuron_b", "_neuron_c"}}
+
+
+def test_a_data_dependent_refusal_names_the_line_dynamo_traced() -> None:
+    error = {"type": "torch._dynamo.exc.UserError", "frames": [], "message": (
+        "Could not guard on data-dependent expression zuf0 > 0.0 (unhinted: zuf0 > 0.0).\n"
+        "Caused by: if model(x).sum().item() > 0:  # smoke/train.py:14 in step "
+        "(_dynamo/variables/tensor.py:2606 in evaluate_expr)\n")}
+    found = origin(error)
+    assert found is not None and found["call_site"] == {"file": "smoke/train.py", "line": 14,
+                                                        "function": "step"}
+    assert "Dynamo traced `if model(x).sum().item() > 0:`" in found["text"]
+
+
+def test_a_lost_step_the_script_swallowed_still_fails_under_check_replicas() -> None:
+    problem = {"key": "no-gradient-collective", "step": 2, "message": (
+        "data parallelism lost: optimizer step 2 on rank 1 (WORLD_SIZE=2) stepped without "
+        "averaging its gradients")}
+    workers = [_worker(0, process_group=True),
+               _worker(1, process_group=True, parallelism=problem, steps_without_averaging=1)]
+    options = SmokeOptions(script=Path("train.py"), nproc=2, check_replicas=True)
+    result = codemod.smoke.summarise(options, workers, False, 1.0)
+    assert not result.passed and result.failing_rank == 1
+    assert result.error["cause"]["key"] == "data-parallel-no-averaging" and result.error["step"] == 2
+
+
+def test_a_function_only_named_like_a_helper_is_not_pinned_on_a_rule() -> None:
+    error = {"type": "ValueError", "message": "bad", "frames": [
+        {"file": "/x/train.py", "line": 3, "function": "<module>"},
+        {"file": "/x/train.py", "line": 9, "function": "_neuron_my_own"}]}
+    found = origin(error)
+    assert found is not None and found["rules"] == [] and "not one this version knows" in found["text"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import re
+
 from codemod.model import Finding
 from codemod.registry import Registry
 from codemod.report.summary import Summary, label, where
@@ -28,10 +30,11 @@ def render_markdown(result: RunResult, registry: Registry) -> str:
     for file in result.files:
         if not file.findings:
             continue
-        lines += [f"## `{file.path}`", ""]
+        lines += [f"## {_code_span(file.path)}", ""]
         if file.changed:
-            fence = "````" if "```" in diff_of(file) else "```"
-            lines += ["<details><summary>Diff</summary>", "", f"{fence}diff", diff_of(file),
+            diff = diff_of(file)
+            fence = _fence(diff)
+            lines += ["<details><summary>Diff</summary>", "", f"{fence}diff", diff,
                       fence, "", "</details>", ""]
         lines += [_explain(f, registry) for f in file.findings]
         lines.append("")
@@ -44,8 +47,27 @@ def _explain(finding: Finding, registry: Registry) -> str:
     text = (f"- **{finding.rule_id}** `{label(finding)}` {where(finding)}: "
             f"{_escape(finding.message)}{link}")
     if finding.suggestion:
-        text += f"\n\n  ```python\n  {finding.suggestion.replace(chr(10), chr(10) + '  ')}\n  ```"
+        fence = _fence(finding.suggestion)
+        text += (f"\n\n  {fence}python\n  {finding.suggestion.replace(chr(10), chr(10) + '  ')}"
+                 f"\n  {fence}")
     return text
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
+
+
+def _fence(content: str) -> str:
+    """A code fence no line of `content` can close (CommonMark: a closing fence is at
+    least as long as the opening one), so user code never escapes into the page as HTML."""
+    return "`" * max(3, _longest_backtick_run(content) + 1)
+
+
+def _code_span(text: str) -> str:
+    """`text` as a code span, whatever backticks it holds (CommonMark: a span opened by n
+    backticks closes only at a run of exactly n; spaces keep a leading backtick apart)."""
+    ticks = "`" * (_longest_backtick_run(text) + 1)
+    return f"{ticks} {text} {ticks}" if "`" in text else f"{ticks}{text}{ticks}"
 
 
 def _escape(text: str) -> str:

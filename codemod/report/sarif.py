@@ -4,7 +4,9 @@ finding, file errors as tool notifications."""
 from __future__ import annotations
 
 import json
-from pathlib import PurePath
+import os
+from pathlib import Path
+from urllib.parse import quote
 
 from codemod import __version__
 from codemod.model import Finding, Kind
@@ -28,6 +30,7 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
                 "informationUri": "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
                 "rules": [_rule(rule) for rule in rules],
             }},
+            "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
             "results": [_result(f, index) for f in result.findings],
             "invocations": [{
                 "executionSuccessful": not result.failed,
@@ -63,7 +66,7 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
         "level": _LEVELS[finding.kind],
         "message": {"text": message},
         "locations": [{"physicalLocation": {
-            "artifactLocation": {"uri": PurePath(finding.path).as_posix()},
+            "artifactLocation": _artifact(finding.path),
             "region": {"startLine": finding.line, "startColumn": finding.column},
         }}],
         "properties": {"kind": str(finding.kind), "applied": finding.applied},
@@ -71,3 +74,13 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
     if finding.rule_id in index:
         entry["ruleIndex"] = index[finding.rule_id]
     return entry
+
+
+def _artifact(path: str) -> dict[str, str]:
+    """An RFC 3986 URI reference relative to %SRCROOT% (the folder the run started in), as
+    code scanning expects; a file outside it keeps an absolute file: URI."""
+    relative = os.path.relpath(os.path.abspath(path))
+    if relative.split(os.sep, 1)[0] == os.pardir:
+        return {"uri": Path(os.path.abspath(path)).as_uri()}
+    return {"uri": quote(Path(relative).as_posix(), errors="surrogateescape"),
+            "uriBaseId": "%SRCROOT%"}

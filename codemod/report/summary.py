@@ -30,7 +30,8 @@ class Summary:
                         for rule_id, c in sorted(counts.items()))
         return cls(
             files=len(result.files),
-            changed=len(result.changed),
+            # a write that was refused changed nothing on disk
+            changed=sum(1 for r in result.changed if not (result.written and r.error)),
             failed=sum(1 for r in result.files if r.error) + len(result.errors),
             fixes=sum(1 for f in findings if f.kind is Kind.FIX),
             unsafe_fixes=sum(1 for f in findings if f.kind is Kind.UNSAFE_FIX),

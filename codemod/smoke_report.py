@@ -1,0 +1,84 @@
+"""The smoke run's report, as text lines with styles or as JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING
+
+from codemod.smoke_diagnosis import relative
+
+if TYPE_CHECKING:
+    from codemod.smoke import SmokeResult
+
+POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
+               "supports, its numerics, its compiler or its speed.")
+
+
+def render_json(result: SmokeResult) -> str:
+    data = asdict(result)
+    data["workers"] = [{"rank": w.rank, "returncode": w.returncode, "killed": w.killed,
+                        "optimizer_steps": (w.outcome or {}).get("optimizer_steps")}
+                       for w in result.workers]
+    data["exit_code"] = result.exit_code()
+    data["distinct_ops"] = len(result.ops)
+    data["positioning"] = POSITIONING
+    return json.dumps(data, indent=2)
+
+
+def render_text(result: SmokeResult) -> list[tuple[str, str]]:
+    """(line, style) pairs; styles: heading, error, warning, dim, plain."""
+    workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
+    verdict = "PASSED" if result.passed else "FAILED"
+    if result.passed and result.warnings:
+        count = len(result.warnings)
+        verdict += f" with {count} warning{'s' if count > 1 else ''}"
+    lines = [(f"smoke {verdict}: {result.script} ({workers}, emulated neuron device on CPU, "
+              f"{result.seconds:.1f}s)", "heading" if result.passed else "error")]
+    if result.install_failed:
+        lines.append((f"  the emulator could not be installed: {result.install_failed}", "error"))
+    elif result.timed_out:
+        lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
+                      "different collectives, or for a process group that never forms)", "error"))
+    lines.extend((f"  warning: {text}", "warning") for text in result.warnings)
+    if result.error:
+        lines.extend(_error_lines(result))
+    elif not result.passed and not result.timed_out and not result.install_failed:
+        failing = next((w for w in result.workers if w.returncode != 0 and not w.killed), None)
+        if failing is not None:
+            lines.append((f"  rank {failing.rank} exited with status {failing.returncode}", "error"))
+            lines.extend((f"    {line}", "dim") for line in failing.stderr_tail.splitlines()[-10:])
+    stop = f" (stopped after {result.stopped_after_steps} as asked)" if result.stopped_after_steps else ""
+    if result.steps_requested and not result.stopped_after_steps and result.passed:
+        stop = f" (the script ended before the {result.steps_requested} asked)"
+    lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
+    lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
+    lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
+                  f"{len(result.ops)}", "plain"))
+    if result.ops:
+        lines.append(("    " + ", ".join(result.ops), "dim"))
+    lines.append((f"  {POSITIONING}", "dim"))
+    return lines
+
+
+def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
+    error = result.error or {}
+    rank = f" (rank {result.failing_rank})" if result.nproc > 1 else ""
+    message = [line for line in error.get("message", "").splitlines() if line.strip()] or [""]
+    lines = [(f"  error{rank}: {error.get('type')}: {message[0]}", "error")]
+    lines.extend((f"    {line.strip()}", "error") for line in message[1:2])
+    location = error.get("location")
+    if location:
+        lines.append((f"    at {relative(location['file'])}:{location['line']}"
+                      f" in {location.get('function') or '?'}", "plain"))
+    cause = error.get("cause")
+    lines.append((f"  likely cause: {cause['text']}" if cause
+                  else "  likely cause: not recognised; read the error above", "plain"))
+    found = error.get("origin")
+    if found:
+        call = found.get("call_site")
+        at = (f"; called at {relative(call['file'])}:{call['line']}"
+              if call and found.get("helper") else "")
+        lines.append((f"  {'written by neuron-migrate' if found.get('helper') else 'traced'}: "
+                      f"{found['text']}{at}", "plain"))
+    return lines

@@ -1,0 +1,370 @@
+"""Which assignments of a name can reach a statement, over the stdlib `ast`.
+
+Some rewrites are equivalent only when something holds on every path to the call: plain
+`optimizer.step()` replaces `xm.optimizer_step(optimizer)` only if the model whose parameters
+the optimizer holds is wrapped in DistributedDataParallel wherever that call can run. This
+module answers "which bindings of `model` (or `self.model`) may be live here" and errs on the
+side of more: a jump (`return`, `break`, `continue`, an exception) carries its state where it
+goes, and a value that comes from outside what can be seen (a parameter, another module) is
+`UNKNOWN`. A proof built on these answers can fail where the code is fine; it cannot succeed
+where some path breaks it.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from codemod.locate import ast_dotted
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+
+
+@dataclass(frozen=True)
+class Definition:
+    """One place that gives the name its value: `value` is the expression assigned (None when
+    it cannot be told: unpacking, `for`, `with ... as`, augmented assignment)."""
+
+    statement: ast.stmt | None
+    value: ast.expr | None
+
+
+UNKNOWN = Definition(None, None)
+"""The value came from somewhere this file does not show (a parameter, a caller, `global`)."""
+
+InPlace = Callable[[ast.stmt, str], ast.expr | None]
+"""For a statement that changes what `target` is without assigning it (`fully_shard(model)`),
+the expression that stands for its new value."""
+
+State = frozenset[Definition]
+
+
+def reaching(tree: ast.Module, at: ast.stmt, target: str,
+             in_place: InPlace | None = None) -> State:
+    """The definitions of `target` (a name, or `self.attr`) that can be live when `at` runs."""
+    chain = ancestors(tree, at)
+    if chain is None or _declared_elsewhere(tree, target):
+        return frozenset({UNKNOWN})
+    owner = next((n for n in reversed(chain) if isinstance(n, (*_FUNCTIONS, ast.Module))),
+                 tree)
+    state = _Flow(target, at, in_place).found_in(owner)
+    if UNKNOWN not in state:
+        return state
+    outer = _outer(tree, chain, owner, target, in_place)
+    return (state - {UNKNOWN}) | outer
+
+
+def ancestors(tree: ast.Module, at: ast.stmt) -> list[ast.AST] | None:
+    """The scopes and compound statements around `at`, outermost first (None if not in tree)."""
+    path: list[ast.AST] = []
+
+    def search(node: ast.AST) -> bool:
+        for child in ast.iter_child_nodes(node):
+            if child is at:
+                return True
+            if isinstance(child, ast.stmt) or isinstance(child, ast.excepthandler) \
+                    or type(child).__name__ == "match_case":
+                path.append(child)
+                if search(child):
+                    return True
+                path.pop()
+        return False
+
+    return [tree, *path] if search(tree) else None
+
+
+def definitions_of(tree: ast.Module, at: ast.stmt, dotted: str
+                   ) -> list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] | None:
+    """The functions `dotted` (a name, or `self.method`) names at `at`, when every binding of
+    it that can reach there is a `def` (or a lambda) in this file; None otherwise."""
+    chain = ancestors(tree, at)
+    if chain is None:
+        return None
+    if dotted.startswith("self.") and dotted.count(".") == 1:
+        cls = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef)), None)
+        if cls is None:
+            return None
+        name = dotted.split(".", 1)[1]
+        found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
+        return found or None
+    found_defs: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
+    for definition in reaching(tree, at, dotted):
+        node, value = definition.statement, definition.value
+        if isinstance(node, _FUNCTIONS) and node.name == dotted:
+            found_defs.append(node)
+        elif isinstance(value, ast.Lambda):
+            found_defs.append(value)
+        else:
+            return None
+    return found_defs or None
+
+
+# ------------------------------------------------------------------------------- the flow
+@dataclass
+class _Frame:
+    breaks: set[Definition] = field(default_factory=set)
+    continues: set[Definition] = field(default_factory=set)
+
+
+class _Flow:
+    """Runs a body's statements over sets of definitions."""
+
+    def __init__(self, target: str, at: ast.stmt | None, in_place: InPlace | None) -> None:
+        self.target = target
+        self.at = at
+        self.in_place = in_place
+        self.found: set[Definition] = set()
+        self.returns: set[Definition] = set()
+        self.loops: list[_Frame] = []
+        self.handlers: list[set[Definition]] = []
+        self.start: ast.stmt | None = None
+        self.recording = False
+
+    def found_in(self, owner: ast.AST) -> State:
+        self.block(owner.body, frozenset({UNKNOWN}))  # type: ignore[attr-defined]
+        return frozenset(self.found)
+
+    def since(self, scope: ast.AST, start: ast.stmt) -> State:
+        """Every state from the moment `start` runs to the end of `scope`: what a function
+        defined by `start` can find in the names it reads from `scope` whenever it is called."""
+        self.start = start
+        end = self.block(scope.body, frozenset({UNKNOWN}))  # type: ignore[attr-defined]
+        if self.recording:
+            self.found |= end | self.returns
+        return frozenset(self.found)
+
+    def at_exit(self, function: ast.AST) -> State:
+        end = self.block(function.body, frozenset({UNKNOWN}))  # type: ignore[attr-defined]
+        return end | frozenset(self.returns)
+
+    def block(self, body: list[ast.stmt], state: State) -> State:
+        for stmt in body:
+            state = self.statement(stmt, state)
+        return state
+
+    def statement(self, stmt: ast.stmt, state: State) -> State:
+        if stmt is self.at:
+            self.found |= state
+        if stmt is self.start:
+            self.recording = True
+        if self.recording:
+            self.found |= state
+        for handler in self.handlers:
+            handler |= state
+        state = self._walrus(stmt, state)
+        handle = _HANDLERS.get(type(stmt))
+        state = handle(self, stmt, state) if handle else self._simple(stmt, state)
+        for handler in self.handlers:
+            handler |= state
+        return state
+
+    def _simple(self, stmt: ast.stmt, state: State) -> State:
+        if isinstance(stmt, (ast.Return, ast.Raise)):
+            if isinstance(stmt, ast.Return):
+                self.returns |= state
+            return frozenset()
+        if isinstance(stmt, (ast.Break, ast.Continue)) and self.loops:
+            frame = self.loops[-1]
+            (frame.breaks if isinstance(stmt, ast.Break) else frame.continues).update(state)
+            return frozenset()
+        if self.in_place is not None and (value := self.in_place(stmt, self.target)) is not None:
+            return frozenset({Definition(stmt, value)})
+        if isinstance(stmt, ast.Assign):
+            return self._assign(stmt, stmt.targets, stmt.value, state)
+        if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            return self._assign(stmt, [stmt.target], stmt.value, state)
+        if isinstance(stmt, ast.AugAssign) and self._matches(stmt.target):
+            return frozenset({Definition(stmt, None)})
+        if isinstance(stmt, ast.Delete) and any(self._binds(t) for t in stmt.targets):
+            return frozenset({Definition(stmt, None)})
+        if isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)) and stmt.name == self.target:
+            return frozenset({Definition(stmt, None)})
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)) and any(
+                (a.asname or a.name.split(".", 1)[0]) == self.target for a in stmt.names):
+            return frozenset({Definition(stmt, None)})
+        return state
+
+    def binding(self, stmt: ast.stmt) -> Definition | None:
+        """The definition `stmt` itself makes, whatever its branches do; None if none."""
+        if isinstance(stmt, (ast.For, ast.AsyncFor)) and self._binds(stmt.target) or \
+                isinstance(stmt, (ast.With, ast.AsyncWith)) and any(
+                    i.optional_vars is not None and self._binds(i.optional_vars)
+                    for i in stmt.items) or \
+                isinstance(stmt, ast.Try) and any(h.name == self.target for h in stmt.handlers):
+            return Definition(stmt, None)
+        if isinstance(stmt, (ast.Return, ast.Raise, ast.Break, ast.Continue)):
+            return None
+        state = self._simple(stmt, frozenset({UNKNOWN}))
+        return next(iter(state)) if state != frozenset({UNKNOWN}) else None
+
+    def _assign(self, stmt: ast.stmt, targets: list[ast.expr], value: ast.expr,
+                state: State) -> State:
+        for target in targets:
+            if self._matches(target):
+                state = frozenset({Definition(stmt, value)})
+            elif self._binds(target):
+                state = frozenset({Definition(stmt, None)})
+        return state
+
+    def _matches(self, node: ast.expr) -> bool:
+        return ast_dotted(node) == self.target
+
+    def _binds(self, node: ast.expr) -> bool:
+        return any(isinstance(n, (ast.Name, ast.Attribute)) and self._matches(n)
+                   for n in ast.walk(node))
+
+    def _walrus(self, stmt: ast.stmt, state: State) -> State:
+        for node in expressions(stmt):
+            if isinstance(node, ast.NamedExpr) and node.target.id == self.target:
+                state = state | {Definition(stmt, None)}
+        return state
+
+    # ---------------------------------------------------------------- compound statements
+    def _if(self, stmt: ast.If, state: State) -> State:
+        return self.block(stmt.body, state) | self.block(stmt.orelse, state)
+
+    def _loop(self, stmt: ast.For | ast.AsyncFor | ast.While, state: State) -> State:
+        frame = _Frame()
+        self.loops.append(frame)
+        head = state
+        while True:
+            entry = head
+            if isinstance(stmt, (ast.For, ast.AsyncFor)) and self._binds(stmt.target):
+                entry = frozenset({Definition(stmt, None)})
+            end = self.block(stmt.body, entry)
+            new_head = head | end | frame.continues
+            if new_head == head:
+                break
+            head = new_head
+        self.loops.pop()
+        return self.block(stmt.orelse, head) | frozenset(frame.breaks)
+
+    def _with(self, stmt: ast.With | ast.AsyncWith, state: State) -> State:
+        if any(i.optional_vars is not None and self._binds(i.optional_vars) for i in stmt.items):
+            state = frozenset({Definition(stmt, None)})
+        return self.block(stmt.body, state)
+
+    def _try(self, stmt: ast.Try, state: State) -> State:
+        seen: set[Definition] = set(state)
+        self.handlers.append(seen)
+        body = self.block(stmt.body, state)
+        self.handlers.pop()
+        after = self.block(stmt.orelse, body)
+        for handler in stmt.handlers:
+            entry = frozenset(seen)
+            if handler.name == self.target:
+                entry = frozenset({Definition(stmt, None)})
+            after |= self.block(handler.body, entry)
+        if stmt.finalbody:
+            # the final block also runs on the way out of a jump or an exception
+            after = self.block(stmt.finalbody, after | frozenset(seen))
+        return after
+
+    def _match(self, stmt: ast.stmt, state: State) -> State:
+        out = state  # no case matched
+        for case in stmt.cases:  # type: ignore[attr-defined]
+            entry = state
+            if any(isinstance(n, (ast.MatchAs, ast.MatchStar)) and n.name == self.target
+                   for n in ast.walk(case.pattern)):
+                entry = frozenset({Definition(stmt, None)})
+            out |= self.block(case.body, entry)
+        return out
+
+
+_HANDLERS: dict[type, Callable[[_Flow, ast.stmt, State], State]] = {
+    ast.If: _Flow._if,  # type: ignore[dict-item]
+    ast.For: _Flow._loop,  # type: ignore[dict-item]
+    ast.AsyncFor: _Flow._loop,  # type: ignore[dict-item]
+    ast.While: _Flow._loop,  # type: ignore[dict-item]
+    ast.With: _Flow._with,  # type: ignore[dict-item]
+    ast.AsyncWith: _Flow._with,  # type: ignore[dict-item]
+    ast.Try: _Flow._try,  # type: ignore[dict-item]
+    ast.Match: _Flow._match,
+}
+if hasattr(ast, "TryStar"):  # Python 3.11+
+    _HANDLERS[ast.TryStar] = _Flow._try  # type: ignore[assignment]
+
+
+def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
+    """The expression nodes of `stmt` itself: not its nested statements, not nested scopes."""
+    stack: list[ast.AST] = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)]
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, (ast.Lambda, ast.excepthandler)):
+            stack.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+
+
+# --------------------------------------------------------------- values from outside a body
+def _outer(tree: ast.Module, chain: list[ast.AST], owner: ast.AST, target: str,
+           in_place: InPlace | None) -> State:
+    """What `target` holds when `owner` starts: for `self.attr` in a method, what the one
+    method that assigns it leaves there; for a free name, every binding in the module."""
+    if isinstance(owner, ast.Module):
+        return frozenset()  # not bound yet at module level: the load would fail, not differ
+    if target.startswith("self.") and target.count(".") == 1:
+        cls = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef)), None)
+        if cls is None:
+            return frozenset({UNKNOWN})
+        setters = [m for m in cls.body if isinstance(m, _FUNCTIONS)
+                   and m is not owner and _assigns(m, target)]
+        if len(setters) != 1 or _assigns(owner, target):
+            return frozenset({UNKNOWN})
+        return _Flow(target, None, in_place).at_exit(setters[0])
+    if _assigned_in_body(owner, target) or _is_parameter(owner, target):
+        return frozenset({UNKNOWN})
+    return _free(chain, chain.index(owner), target, in_place)
+
+
+def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | None) -> State:
+    """What a free name holds in the function `chain[inner]`: whatever the nearest enclosing
+    function (or the module) that binds it holds from the definition of the nested function
+    on, since the function reads it when it is called, not when it is defined."""
+    for index in range(inner - 1, -1, -1):
+        scope = chain[index]
+        if not isinstance(scope, (*_FUNCTIONS, ast.Module)):
+            continue  # compound statements; class bodies are not seen by their methods
+        module = isinstance(scope, ast.Module)
+        if not module and not (_assigned_in_body(scope, target) or _is_parameter(scope, target)):
+            continue
+        start = next(n for n in chain[index + 1:] if isinstance(n, (*_FUNCTIONS, ast.ClassDef)))
+        state = _Flow(target, None, in_place).since(scope, start)  # type: ignore[arg-type]
+        if module:
+            return (state - {UNKNOWN}) or frozenset({UNKNOWN})
+        return frozenset({UNKNOWN}) if UNKNOWN in state else state
+    return frozenset({UNKNOWN})
+
+
+def _assigns(function: ast.AST, target: str) -> bool:
+    flow = _Flow(target, None, None)
+    return any(isinstance(n, ast.stmt) and flow.binding(n) is not None
+               for n in _own_statements(function))
+
+
+def _assigned_in_body(function: ast.AST, target: str) -> bool:
+    return _assigns(function, target) or any(
+        isinstance(n, ast.NamedExpr) and n.target.id == target for n in ast.walk(function))
+
+
+def _own_statements(function: ast.AST) -> Iterator[ast.AST]:
+    stack = list(getattr(function, "body", []))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _is_parameter(function: ast.AST, name: str) -> bool:
+    args = function.args  # type: ignore[attr-defined]
+    every = (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+    return any(a is not None and a.arg == name for a in every)
+
+
+def _declared_elsewhere(tree: ast.Module, target: str) -> bool:
+    """`global x` / `nonlocal x` anywhere lets code this flow does not follow rebind `x`."""
+    root = target.split(".", 1)[0]
+    return any(isinstance(n, (ast.Global, ast.Nonlocal)) and root in n.names
+               for n in ast.walk(tree))

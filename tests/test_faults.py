@@ -1,0 +1,278 @@
+"""Filesystem faults and hostile input: the run never hangs, never loses a user's edit, never
+changes who owns a file, and reports each problem as one line naming the file."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from codemod import fileio
+from codemod.fileio import WriteError, write_atomic
+from tests.conftest import ROOT, cli
+
+OLD = "import torch_xla\ntorch_xla.sync()\nx = 1\n"
+NEW = "x = 1\n"
+
+
+def _git(cwd: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True)
+
+
+def _commit_all(repo: Path) -> None:
+    _git(repo, "add", ".")
+    _git(repo, "-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-qm", "start")
+
+
+def test_a_fifo_in_the_tree_is_skipped_not_read(in_tmp: Path) -> None:
+    os.mkfifo(in_tmp / "pipe.py")
+    os.mkfifo(in_tmp / "requirements.txt")
+    (in_tmp / "train.py").write_text(OLD)
+    run = subprocess.run([sys.executable, "-m", "codemod", "apply", "."], cwd=in_tmp,
+                         capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert run.returncode == 0, run.stderr
+    assert (in_tmp / "train.py").read_text() == NEW
+
+
+def test_a_fifo_named_on_the_command_line_is_an_error_naming_it(in_tmp: Path) -> None:
+    os.mkfifo(in_tmp / "pipe.py")
+    run = cli("check", "pipe.py")
+    assert run.exit_code == 2 and "pipe.py: not a regular file" in run.stderr
+
+
+def test_a_symlink_loop_is_reported_and_the_run_goes_on(in_tmp: Path) -> None:
+    (in_tmp / "a.py").symlink_to(in_tmp / "b.py")
+    (in_tmp / "b.py").symlink_to(in_tmp / "a.py")
+    (in_tmp / "train.py").write_text(OLD)
+    run = cli("apply", ".")
+    assert run.exit_code == 0
+    assert (in_tmp / "train.py").read_text() == NEW
+    looped = cli("check", "a.py")
+    assert looped.exit_code == 2 and "a.py: cannot read" in looped.stderr
+
+
+def test_a_folder_whose_gitignore_cannot_be_probed_is_reported(in_tmp: Path,
+                                                               monkeypatch) -> None:
+    """As an unprivileged user, a folder without read permission fails `is_file` on its
+    .gitignore with EACCES (root reads everything, so the error is raised here)."""
+    (in_tmp / "locked").mkdir()
+    (in_tmp / "train.py").write_text(OLD)
+    real_is_file = Path.is_file
+
+    def is_file(path: Path) -> bool:
+        if path.parent.name == "locked":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_is_file(path)
+
+    monkeypatch.setattr(Path, "is_file", is_file)
+    monkeypatch.setattr(os, "scandir", _refusing_scandir("locked"))
+    run = cli("apply", ".")
+    assert run.exit_code == 2 and "locked: cannot list (Permission denied)" in run.stderr
+    assert (in_tmp / "train.py").read_text() == NEW
+
+
+def _refusing_scandir(name: str):  # type: ignore[no-untyped-def]
+    real = os.scandir
+
+    def scandir(path):  # type: ignore[no-untyped-def]
+        if Path(path).name == name:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
+    return scandir
+
+
+def test_a_non_utf8_file_name_in_a_git_work_tree(in_tmp: Path) -> None:
+    _git(in_tmp, "init", "-q")
+    odd = os.fsencode(str(in_tmp)) + b"/caf\xe9.py"
+    with open(odd, "wb") as handle:
+        handle.write(OLD.encode())
+    (in_tmp / "train.py").write_text(OLD)
+    _commit_all(in_tmp)
+    (in_tmp / "train.py").write_text(OLD + "y = 2\n")  # uncommitted: must be protected
+    run = cli("apply", ".")
+    assert "Traceback" not in run.stderr
+    assert "train.py: has uncommitted changes" in run.stderr
+    with open(odd, "rb") as handle:
+        assert handle.read() == NEW.encode()
+
+
+def test_uncommitted_edits_in_a_nested_repository_are_protected(in_tmp: Path) -> None:
+    _git(in_tmp, "init", "-q")
+    (in_tmp / "top.py").write_text(OLD)
+    _commit_all(in_tmp)
+    nested = in_tmp / "sub"
+    nested.mkdir()
+    _git(nested, "init", "-q")
+    (nested / "s.py").write_text(OLD)
+    _commit_all(nested)
+    (nested / "s.py").write_text(OLD + "y = 2  # the user's work in progress\n")
+    run = cli("apply", ".")
+    assert "s.py: has uncommitted changes" in run.stderr
+    assert (nested / "s.py").read_text().startswith("import torch_xla")
+    assert (in_tmp / "top.py").read_text() == NEW
+
+
+def test_changed_since_never_reads_the_revision_as_an_option(in_tmp: Path) -> None:
+    _git(in_tmp, "init", "-q")
+    (in_tmp / "train.py").write_text(OLD)
+    _commit_all(in_tmp)
+    victim = in_tmp / "victim.txt"
+    run = cli("check", f"--changed-since=--output={victim}", ".")
+    assert run.exit_code == 2 and "--changed-since" in run.stderr
+    assert not victim.exists()
+
+
+def test_output_to_a_missing_folder_is_a_usage_error_before_any_write(in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text(OLD)
+    run = cli("apply", ".", "--output", str(in_tmp / "missing" / "report.json"),
+              "--format", "json")
+    assert run.exit_code == 2 and "does not exist" in run.stderr
+    assert (in_tmp / "train.py").read_text() == OLD
+
+
+def test_a_report_that_cannot_be_written_is_exit_2(in_tmp: Path, monkeypatch) -> None:
+    (in_tmp / "train.py").write_text(OLD)
+
+    def full_disk(self: Path, *args: object, **kwargs: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full_disk)
+    run = cli("check", ".", "--output", "report.txt")
+    assert run.exit_code == 2 and "No space left on device" in run.stderr
+
+
+def test_an_edit_between_the_reread_and_the_rename_is_not_lost(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(OLD)
+    keep_owner = fileio._keep_owner
+
+    def user_saves(temporary: str, before: os.stat_result) -> None:
+        keep_owner(temporary, before)
+        target.write_text(OLD + "y = 2  # saved by the user's editor just now\n")
+
+    monkeypatch.setattr(fileio, "_keep_owner", user_saves)
+    with pytest.raises(WriteError, match="changed on disk"):
+        write_atomic(target, NEW.encode(), OLD.encode())
+    assert "saved by the user's editor" in target.read_text()
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temporary left
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root may give a file to another user")
+def test_owner_and_group_are_kept(tmp_path: Path) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(OLD)
+    os.chown(target, 1234, 5678)
+    write_atomic(target, NEW.encode(), OLD.encode())
+    status = target.stat()
+    assert (status.st_uid, status.st_gid) == (1234, 5678)
+    assert target.read_text() == NEW
+
+
+def test_hard_links_are_kept(tmp_path: Path) -> None:
+    target = tmp_path / "train.py"
+    target.write_text(OLD)
+    other = tmp_path / "copy.py"
+    os.link(target, other)
+    write_atomic(target, NEW.encode(), OLD.encode())
+    assert other.read_text() == NEW and target.stat().st_ino == other.stat().st_ino
+
+
+def test_workers_die_with_a_killed_run(tmp_path: Path) -> None:
+    """A run killed with SIGKILL leaves no worker behind to go on writing files."""
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import os, sys, time\n"
+        "from concurrent.futures import ProcessPoolExecutor\n"
+        "from codemod.runner import _start_worker\n"
+        "def pid(_):\n    time.sleep(0.2)\n    return os.getpid()\n"
+        "with ProcessPoolExecutor(2, initializer=_start_worker, initargs=(None,)) as pool:\n"
+        "    print(*set(pool.map(pid, range(4))), flush=True)\n"
+        "    time.sleep(60)\n")
+    parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert parent.stdout is not None
+    workers = [int(p) for p in parent.stdout.readline().split()]
+    assert workers
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and any(_alive(p) for p in workers):
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in workers)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().split()[2] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_markdown_report_keeps_user_code_inside_its_fences(in_tmp: Path) -> None:
+    """A file name with a backtick and a diff line of four backticks stay code; raw HTML from
+    the user's code never renders in the pull-request description."""
+    from markdown_it import MarkdownIt
+
+    name = "odd`name.py"
+    (in_tmp / name).write_text('doc = """\n````\n<img src=x onerror=alert(1)>\n"""\n' + OLD)
+    page = cli("check", "--diff", "--format", "markdown", name).stdout
+    html = MarkdownIt("commonmark").render(page)
+    assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<code>odd`name.py</code>" in html
+
+
+def test_sarif_uris_are_relative_and_percent_encoded(in_tmp: Path) -> None:
+    (in_tmp / "my file#1.py").write_text(OLD)
+    document = cli("check", "--format", "sarif", str(in_tmp / "my file#1.py")).json()
+    run = document["runs"][0]
+    location = run["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+    assert location == {"uri": "my%20file%231.py", "uriBaseId": "%SRCROOT%"}
+    assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == in_tmp.resolve().as_uri() + "/"
+
+
+def test_a_refused_write_is_not_counted_as_changed(in_tmp: Path) -> None:
+    _git(in_tmp, "init", "-q")
+    (in_tmp / "dirty.py").write_text(OLD)
+    run = cli("apply", ".")
+    assert "1 file scanned, 0 changed, 1 failed" in run.stdout
+
+
+def test_jobs_are_capped(in_tmp: Path, monkeypatch) -> None:
+    from codemod import cli as cli_module
+
+    asked: list[int] = []
+    real_run = cli_module.run
+
+    def run(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        asked.append(kwargs["jobs"])  # type: ignore[arg-type]
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(cli_module, "run", run)
+    (in_tmp / "train.py").write_text(OLD)
+    cli("check", "-j", "1000", ".")
+    assert asked == [cli_module.MAX_JOBS_PER_CORE * cli_module.default_jobs()]
+
+
+def test_read_only_files_and_odd_names(in_tmp: Path) -> None:
+    for name in ("-dash.py", "new\nline.py", "ro.py"):
+        (in_tmp / name).write_text(OLD)
+    (in_tmp / "ro.py").chmod(0o444)
+    run = cli("apply", ".")
+    assert run.exit_code == 2 and "ro.py: read-only; not written" in run.stderr
+    assert (in_tmp / "ro.py").read_text() == OLD
+    assert (in_tmp / "-dash.py").read_text() == NEW
+    assert (in_tmp / "new\nline.py").read_text() == NEW
+
+
+def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> None:
+    (in_tmp / "-c").write_text("open('ran-as-file', 'w').close()\n")
+    cli("smoke", "--", "-c", "open('ran-as-code', 'w').close()")
+    assert (in_tmp / "ran-as-file").exists() and not (in_tmp / "ran-as-code").exists()
