@@ -379,3 +379,10 @@ def test_a_migrated_benchmark_trains_on_the_neuron_device_not_the_cpu(tmp_path: 
     result = run_smoke(SmokeOptions(script=script, steps=2, timeout=120))
     assert result.passed, result.error
     assert result.optimizer_steps == 2 and "aten::addmm" in result.ops
+
+
+def test_a_finding_on_a_string_after_an_f_string_with_the_same_text_has_its_own_column() -> None:
+    source = 'import torch\ndef f(i, t):\n    x, y = register(f"xla:{i}"), t.to("xla:")\n'
+    _, findings = _migrate(source)
+    fix = next(f for f in findings if f.rule_id == "NM102" and f.applied)
+    assert fix.column == source.splitlines()[2].index('"xla:")') + 1
