@@ -11,9 +11,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codemod.locate import ast_dotted
 from codemod.scopes import Binding, Scope, is_xla
+
+if TYPE_CHECKING:
+    from codemod.flow import Flows
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -22,9 +26,9 @@ _COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 
 @dataclass(frozen=True)
 class Use:
-    """A load of a string-valued binding, with the parent nodes that say what it is used for."""
+    """Where a value is used: the expression, with the parent nodes that say what for."""
 
-    node: ast.Name
+    node: ast.AST
     scope: Scope
     parent: ast.AST | None
     grandparent: ast.AST | None
@@ -38,7 +42,7 @@ class Analysis:
     scope_of: dict[int, Scope] = field(default_factory=dict)
     xla_imports: list[Binding] = field(default_factory=list)
     module_scope: Scope | None = None
-    uses: dict[int, list[Use]] = field(default_factory=dict)
+    flows: Flows | None = None  # built on demand, once (`codemod.flow`)
     # every name that can resolve, somewhere in the file, to an XLA or watched import; code
     # without them holds nothing the residual scan looks for
     import_names: frozenset[str] = frozenset()
@@ -342,8 +346,6 @@ class _Walker:
                 continue
             for binding in bindings:
                 if binding.string_value is not None or binding.device_value:
-                    result.uses.setdefault(id(binding), []).append(
-                        Use(node, scope, parent, grandparent))
                     if _moved_to(node, parent):
                         self.flag(unit)  # `x.to(device)`: rules may act on the placement
                 elif binding.qualname is not None and (

@@ -55,6 +55,11 @@ def _signed(node: ast.AST, index: dict[tuple[str, str | None], list[ast.AST]],
         if sig is not None:
             index.setdefault(sig, []).append(node)
     chain = type(node) is ast.Attribute and type(node.value) in _CHAIN  # type: ignore[attr-defined]
+    if type(node) is ast.JoinedStr:  # its texts are not strings of their own (LibCST agrees)
+        for part in node.values:  # type: ignore[attr-defined]
+            if type(part) is ast.FormattedValue:
+                _signed(part, index)
+        return
     for name in node._fields:
         value = getattr(node, name, None)
         if type(value) is list:

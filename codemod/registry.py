@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Iterable
 
 from codemod.model import Options
@@ -38,7 +39,9 @@ class Registry:
         self.comparison = self._with_hook("on_comparison")
         self.assign = self._with_hook("on_assign")
         self.param = self._with_hook("on_param")
+        self.string = self._with_hook("on_string")
         self._string_rules = self._with_hook("interesting_string")
+        self._flow_rules = self._with_hook("flow_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)
         roots = {q.split(".", 1)[0] for q in (*self.by_call, *self.by_name)}
         roots |= {prefix.split(".", 1)[0] for prefix in self._prefixes}
@@ -92,6 +95,10 @@ class Registry:
 
     def interesting_string(self, value: str) -> bool:
         return self.string_rule(value) is not None
+
+    def flow_string(self, node: ast.expr) -> bool:
+        """Whether some rule follows the flow of this string constant or f-string."""
+        return any(rule.flow_string(node) for rule in self._flow_rules)
 
     def prefilter(self, data: bytes) -> bool:
         return any(token in data for token in self.tokens)

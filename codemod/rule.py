@@ -14,7 +14,7 @@ from typing import ClassVar, Protocol
 
 import libcst as cst
 
-from codemod.analyse import Use
+from codemod.flow import Flow
 from codemod.model import Kind, Options
 
 
@@ -76,8 +76,9 @@ class Site(Protocol):
     def ref(self, qualname: str) -> cst.BaseExpression | None:
         """An expression naming `qualname` here (adding `import torch` if needed), or None."""
 
-    def string_uses(self) -> list[Use] | None:
-        """For an assignment of a string literal: every load of that name, or None."""
+    def string_flow(self) -> Flow | None:
+        """For a string literal a rule follows (see `Rule.flow_string`): everything its value
+        meets in the file (`codemod.flow`), or None."""
 
     def helper(self, name: str) -> cst.Name:
         """A call target for one of the plain-PyTorch helpers in `rules/helpers.py`, which the
@@ -103,6 +104,12 @@ class Site(Protocol):
 
     def device_binding(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a name assigned an XLA device ("xla" or `xm.xla_device()`)."""
+
+    def rewrites(self, qualname: str) -> bool:
+        """Whether some rule in force rewrites calls of this qualified name."""
+
+    def silenced(self, rule_id: str, statement: ast.stmt) -> bool:
+        """Whether a `# neuron-migrate: ignore` comment silences the rule on this statement."""
 
     def parenthesized(self, node: cst.BaseExpression, comparison: bool = False
                       ) -> cst.BaseExpression:
@@ -180,8 +187,17 @@ class Rule:
     def on_param(self, node: cst.Param, site: Site) -> Outcome | None:
         return None
 
+    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
+                  ) -> Outcome | None:
+        return None
+
     def interesting_string(self, value: str) -> bool:
         """Whether a string literal with this value makes its statement worth a look."""
+        return False
+
+    def flow_string(self, node: ast.expr) -> bool:
+        """Whether this string constant or f-string is a value whose flow `site.string_flow`
+        follows (see `codemod.flow`)."""
         return False
 
     def leftover_reference(self, qualname: str) -> str:

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from codemod.analyse import Use
+from codemod.flow import Flow, string_flows
 from codemod.model import Options
 from codemod.rule import Role
+from codemod.suppress import span
 
 if TYPE_CHECKING:
     from codemod.transform import UnitRewriter
@@ -115,17 +116,22 @@ class UnitSite:
     def module_tree(self) -> ast.Module:
         return self._rewriter.analysis.tree
 
-    def string_uses(self) -> list[Use] | None:
-        node = self._rewriter.ast_unit
-        if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-            return None
-        scope = self._rewriter.scope
-        for holder in (scope, scope.module):  # `global x` puts the binding in the module
-            for bindings in holder.bindings.values():
-                for binding in bindings:
-                    if binding.statement is node and binding.string_value is not None:
-                        return self._rewriter.analysis.uses.get(id(binding), [])
-        return None
+    def string_flow(self) -> Flow | None:
+        rewriter = self._rewriter
+        analysis = rewriter.analysis
+        if analysis.flows is None:
+            registry = rewriter.registry
+            analysis.flows = string_flows(analysis, registry.flow_string, registry.device_calls)
+        signature, rank = rewriter.occurrence(self._original)
+        return analysis.flows.at(rewriter.ast_unit, signature, rank)
+
+    def silenced(self, rule_id: str, statement: ast.stmt) -> bool:
+        return self._rewriter.context.suppressions.silences(rule_id, *span(statement))
+
+    def rewrites(self, qualname: str) -> bool:
+        registry = self._rewriter.registry
+        rule = registry.by_call.get(qualname)
+        return rule is not None and registry.enabled(rule)
 
 
 _SAFE_PARENTS: tuple[type, ...] = (

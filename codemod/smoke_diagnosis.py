@@ -51,6 +51,9 @@ def helper_rules() -> dict[str, tuple[RuleRef, ...]]:
 
     names = {rule.id: rule.name for rule in all_rules()}
     direct: dict[str, set[str]] = defaultdict(set)
+    for rule in all_rules():  # helpers a rule's class attributes name (tables of helpers)
+        for helper in _named_in_attributes(type(rule), set(HELPERS)):
+            direct[helper].add(rule.id)
     for family in FAMILIES:
         try:
             source = inspect.getsource(family)
@@ -65,6 +68,20 @@ def helper_rules() -> dict[str, tuple[RuleRef, ...]]:
             found[needed] |= rule_ids
     return {helper: tuple(RuleRef(i, names.get(i, "")) for i in sorted(ids))
             for helper, ids in sorted(found.items())}
+
+
+def _named_in_attributes(cls: type, helpers: set[str]) -> set[str]:
+    """Helper names held by a rule class's attributes: strings, and the values of tables
+    (`{qualname: helper}`) or sequences; the example is output, not a use."""
+    found: set[str] = set()
+    for klass in cls.__mro__:
+        for name, value in vars(klass).items():
+            if name == "example":
+                continue
+            values = value.values() if isinstance(value, dict) else \
+                value if isinstance(value, (tuple, list, frozenset, set)) else (value,)
+            found |= {v for v in values if isinstance(v, str) and v in helpers}
+    return found
 
 
 def _with_requirements(name: str, helpers: dict[str, Any]) -> set[str]:

@@ -326,6 +326,8 @@ class UnitRewriter(_ScopedVisitor):
             return cst.RemovalSentinel.REMOVE if id(new) in self.remove else new
         if kind is cst.Param:
             return self._hooks(self.registry.param, "on_param", original, updated)
+        if kind is cst.SimpleString or kind is cst.FormattedString:
+            return self._hooks(self.registry.string, "on_string", original, updated)
         if kind is cst.Expr and id(updated.value) in self.remove:  # type: ignore[attr-defined]
             return cst.RemovalSentinel.REMOVE
         if kind is cst.With:

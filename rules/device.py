@@ -7,11 +7,10 @@ import re
 
 import libcst as cst
 
-from codemod.analyse import Use
-from codemod.locate import ast_dotted
 from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from codemod.quote import code
+from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
+from rules.device_flow import Verdict, judge
 from rules.support import (argument, call, has_star_args, string, string_value, template,
                            with_string)
 
@@ -19,9 +18,7 @@ D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.ht
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"
 
 _DEVICE_STRING = re.compile(r"xla(?::(\d*))?")
-_DEVICE_KEYWORDS = frozenset({"device", "device_type"})
-_INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",
-                                 "torch.distributed.distributed_c10d.init_process_group"})
+_PREFIX = re.compile(r"xla:\d*")  # the text in front of f"xla:{i}"
 
 
 def neuron_device_string(value: str) -> str | None:
@@ -83,100 +80,73 @@ class XlaDeviceString(Rule):
     id = "NM102"
     name = "xla-device-string"
     kind = Kind.FIX
-    summary = "the device strings \"xla\" and \"xla:N\" become \"neuron\" and \"neuron:N\""
+    summary = ("the device strings \"xla\" and \"xla:N\" become \"neuron\" and "
+               "\"neuron:N\", everywhere the value flows or nowhere")
     explanation = """\
-What it does: renames the XLA device type where a string literal names a device:
-`torch.device("xla")`, `.to("xla")`, `device="xla"`, `device_type="xla"`, a parameter named
-`device` defaulting to "xla", comparisons such as `t.device.type == "xla"` or
-`"xla" in str(t.device)`, and f-strings such as f"xla:{i}".
+What it does: renames the XLA device type in string literals, "xla" to "neuron" and "xla:N"
+to "neuron:N" (also f"xla:{i}"), where the string names a device: `torch.device("xla")`,
+`.to("xla")`, `device="xla"`, comparisons such as `t.device.type == "xla"`, and every place
+the same value reaches in the file. A string is never renamed alone: the defaults, variables,
+parameters, attributes (`self.device`, an argparse option's `args.device`), dict items and
+return values its value flows through, and the strings it is compared with (`==`, `in`,
+`startswith`, `case`), are renamed all together or not at all.
 
 Why: the native backend's device type is `neuron`; "xla" is no longer a device PyTorch knows.
+Renaming a comparison without the value it compares (`if requested == "neuron":` while the
+default stays "xla") would silently take the other branch, for example onto the CPU.
 
-What differs: nothing for these uses. A variable assigned "xla" (`device = "xla"`) is
-rewritten only when every use in the file is one of the forms above; when it is also passed to
-`init_process_group`, the rewrite is still right, because the native process-group backend is
-also called `neuron`, and the explanation says so. A string used anywhere neuron-migrate
-cannot follow is reported for review, not rewritten."""
+What differs: nothing inside the file. Where the value also comes from outside it (a
+command-line option, a parameter of a function called from elsewhere), those callers must
+pass "neuron" too, and the message says so. A value also passed to `init_process_group` is
+still right: the native process-group backend is also called `neuron`. When the value comes
+from, or goes to, somewhere neuron-migrate cannot follow (an environment variable, a function
+it cannot see), none of its strings is renamed and each is reported with the reason; so is a
+value that only serves as a label (a command-line choice that never selects a device)."""
     doc_url = D_HOME
     example = Example(
-        before="x = torch.zeros(4, device=\"xla\")\nif x.device.type == \"xla\":\n    x = x.to(\"xla:1\")\n",
-        after="x = torch.zeros(4, device=\"neuron\")\nif x.device.type == \"neuron\":\n    x = x.to(\"neuron:1\")\n",
+        before="def place(x, requested=\"xla\"):\n"
+               "    if requested == \"xla\" and x.device.type != \"xla\":\n"
+               "        x = x.to(\"xla:1\")\n"
+               "    return x\n",
+        after="def place(x, requested=\"neuron\"):\n"
+              "    if requested == \"neuron\" and x.device.type != \"neuron\":\n"
+              "        x = x.to(\"neuron:1\")\n"
+              "    return x\n",
     )
 
     def interesting_string(self, value: str) -> bool:
         return _DEVICE_STRING.fullmatch(value) is not None
+
+    def flow_string(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and \
+                _DEVICE_STRING.fullmatch(node.value) is not None
+        if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
+            return False
+        first = node.values[0]
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            _PREFIX.fullmatch(first.value) is not None
 
     def leftover_string(self, value: str) -> str:
         return (f"the string {value!r} is left as it is: neuron-migrate cannot tell whether it "
                 "names a device here; if it does, change it to "
                 f"{neuron_device_string(value) or 'neuron'!r}")
 
-    # ----------------------------------------------------------------- hooks
-    def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        qualname = site.qualname_of(node.func)
-        is_to = isinstance(node.func, cst.Attribute) and node.func.attr.value == "to"
-        first_positional = qualname == "torch.device" or is_to
-        changed: list[str] = []
-        args = list(node.args)
-        positional_seen = False
-        for i, arg in enumerate(args):
-            device_slot = (arg.keyword is None and not arg.star and first_positional
-                           and not positional_seen) or \
-                (arg.keyword is not None and arg.keyword.value in _DEVICE_KEYWORDS)
-            if arg.keyword is None and not arg.star:
-                positional_seen = True
-            if device_slot:
-                new_value = _renamed(arg.value)
-                if new_value is not None:
-                    changed.append(f"`{code(arg.value)}` → `{code(new_value)}`")
-                    args[i] = arg.with_changes(value=new_value)
-        if not changed:
+    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
+                  ) -> Outcome | None:
+        new = _renamed(node)
+        flow = site.string_flow() if new is not None else None
+        if flow is None or new is None:
             return None
-        return Replace(node.with_changes(args=args), ", ".join(changed) + _dynamic_note(changed))
-
-    def on_comparison(self, node: cst.Comparison, site: Site) -> Outcome | None:
-        changed: list[str] = []
-        left = _renamed_operand(node.left, changed)
-        targets = [t.with_changes(comparator=_renamed_operand(t.comparator, changed))
-                   for t in node.comparisons]
-        if not changed:
-            return None
-        return Replace(node.with_changes(left=left, comparisons=targets),
-                       "in a device comparison: " + ", ".join(changed))
-
-    def on_param(self, node: cst.Param, site: Site) -> Outcome | None:
-        if node.default is None or not _device_like(node.name.value):
-            return None
-        new_value = _renamed(node.default)
-        if new_value is None:
-            return None
-        return Replace(node.with_changes(default=new_value),
-                       f"default of parameter `{node.name.value}`: "
-                       f"`{code(node.default)}` → `{code(new_value)}`")
-
-    def on_assign(self, node: cst.Assign, site: Site) -> Outcome | None:
-        if not isinstance(node, cst.Assign) or len(node.targets) != 1 or \
-                not isinstance(node.targets[0].target, cst.Name):
-            return None
-        new_value = _renamed(node.value)
-        uses = site.string_uses()
-        if new_value is None or uses is None:
-            return None
-        name = node.targets[0].target.value
-        kinds = [(_use_kind(u), u.node.lineno) for u in uses]
-        unknown = [line for kind, line in kinds if kind == "unknown"]
-        if not uses or unknown:
-            where = f"line {unknown[0]}" if unknown else "no use in this file"
-            return Review(f"`{name}` holds {code(node.value)} and flows where neuron-migrate "
-                          f"cannot follow ({where}); if it names a device, change it to "
-                          f"{code(new_value)}", suggestion=f"{name} = {code(new_value)}")
-        message = f"`{name} = {code(node.value)}` → `{name} = {code(new_value)}`"
-        backend_lines = [line for kind, line in kinds if kind == "backend"]
-        if backend_lines:
-            message += (f"; `{name}` is also passed to init_process_group (line "
-                        f"{backend_lines[0]}), so it now serves as both the device and the "
-                        "process-group backend: both are called \"neuron\" natively")
-        return Replace(node.with_changes(value=new_value), message)
+        verdict = flow.memo.get(self.id)
+        if not isinstance(verdict, Verdict):
+            verdict = flow.memo[self.id] = judge(flow, site)
+        if verdict.deferred:
+            return None  # a call whose own rule renames it (init_process_group, autocast)
+        if not verdict.rename:
+            return Review(f"the string {code(node)} is left as it is{verdict.text}",
+                          suggestion=code(new))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`{verdict.text}")
 
 
 def _renamed(node: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -190,56 +160,6 @@ def _renamed(node: cst.BaseExpression) -> cst.BaseExpression | None:
         first = node.parts[0].with_changes(value="neuron:" + node.parts[0].value[4:])
         return node.with_changes(parts=[first, *node.parts[1:]])
     return None
-
-
-def _renamed_operand(node: cst.BaseExpression, changed: list[str]) -> cst.BaseExpression:
-    if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-        elements = [e.with_changes(value=_renamed_operand(e.value, changed))
-                    for e in node.elements]
-        return node.with_changes(elements=elements)
-    new = _renamed(node)
-    if new is None:
-        return node
-    changed.append(f"`{code(node)}` → `{code(new)}`")
-    return new
-
-
-def _dynamic_note(changed: list[str]) -> str:
-    if any("{" in c for c in changed):
-        return " (the device string is built at run time; check the index it gets)"
-    return ""
-
-
-def _device_like(name: str) -> bool:
-    return name in ("device", "dev", "device_type") or name.endswith("_device")
-
-
-def _use_kind(use: Use) -> str:
-    """What a load of a device-string variable is used for, as far as this file shows."""
-    parent, grand = use.parent, use.grandparent
-    if isinstance(parent, ast.Call) and use.node in parent.args:
-        qualname = use.scope.qualname(ast_dotted(parent.func))
-        first = parent.args[0] is use.node
-        if qualname == "torch.device" and first:
-            return "device"
-        if qualname in _INIT_PROCESS_GROUP and first:
-            return "backend"
-        if isinstance(parent.func, ast.Attribute) and parent.func.attr == "to" and first:
-            return "device"
-        if isinstance(parent.func, ast.Name) and parent.func.id in ("print", "str", "repr"):
-            return "display"
-        return "unknown"
-    if isinstance(parent, ast.keyword) and isinstance(grand, ast.Call):
-        if parent.arg in _DEVICE_KEYWORDS:
-            return "device"
-        if parent.arg == "backend" and use.scope.qualname(ast_dotted(grand.func)) in _INIT_PROCESS_GROUP:
-            return "backend"
-        return "unknown"
-    if isinstance(parent, ast.Compare):
-        return "compare"
-    if isinstance(parent, ast.FormattedValue):
-        return "display"
-    return "unknown"
 
 
 class XlaDeviceList(Rule):

@@ -163,4 +163,166 @@ def _neuron_broadcast_master_param(model):
     for tensor in [*model.parameters(), *model.buffers()]:
         torch.distributed.broadcast(tensor.data, src=0)
 ''', requires=("_neuron_distributed",)),
+
+    "_NeuronSampleGenerator": _helper('''
+class _NeuronSampleGenerator:
+    """Serve the same `data` `sample_count` times per pass: fake data in place of a DataLoader
+    (what PyTorch/XLA's SampleGenerator did)."""
+
+    def __init__(self, data, sample_count):
+        self.data = data
+        self.sample_count = sample_count
+        self.served = 0
+
+    def __iter__(self):
+        return _NeuronSampleGenerator(self.data, self.sample_count)
+
+    def __len__(self):
+        return self.sample_count
+
+    def __next__(self):
+        if self.served >= self.sample_count:
+            raise StopIteration
+        self.served += 1
+        return self.data
+''', imports=()),
+    "_NeuronRateTracker": _helper('''
+class _NeuronRateTracker:
+    """Samples per second: rate() since its last call, smoothed with the previous rate, and
+    global_rate() since creation (what xm.RateTracker measured)."""
+
+    def __init__(self, smooth_factor=None):
+        import os
+        import time  # here, not at the top: the file may bind `time` to something else
+
+        if smooth_factor is None:
+            smooth_factor = float(os.environ.get("RATE_TRACKER_SMOOTHING", 0.4))
+        self.smooth_factor = smooth_factor
+        self.clock = time.time
+        self.start = self.last = self.clock()
+        self.pending = 0.0  # added since the last rate()
+        self.counted = 0.0  # added before the last rate()
+        self.last_rate = None
+
+    def add(self, count):
+        self.pending += count
+
+    def rate(self):
+        now = self.clock()
+        elapsed = now - self.last
+        if elapsed <= 0:
+            return 0.0
+        rate = self.pending / elapsed
+        if self.last_rate is not None:
+            rate = (1 - self.smooth_factor) * rate + self.smooth_factor * self.last_rate
+        self.counted += self.pending
+        self.pending = 0.0
+        self.last, self.last_rate = now, rate
+        return rate
+
+    def global_rate(self):
+        elapsed = self.clock() - self.start
+        return (self.counted + self.pending) / elapsed if elapsed > 0 else 0.0
+''', imports=()),
+    "_neuron_now": _helper('''
+def _neuron_now(format="%H:%M:%S"):
+    """The local time as text (PyTorch/XLA's test_utils.now)."""
+    import datetime  # here, not at the top: the file may bind `datetime` to the class
+
+    return datetime.datetime.now().strftime(format)
+''', imports=()),
+    "_neuron_write_to_summary": _helper('''
+def _neuron_write_to_summary(summary_writer, global_step=None, dict_to_write=None,
+                             write_xla_metrics=False):
+    """Write scalars to a TensorBoard SummaryWriter, if there is one (PyTorch/XLA's
+    test_utils.write_to_summary). There are no XLA metrics natively: write_xla_metrics
+    writes nothing."""
+    if summary_writer is None:
+        return
+    for name, value in (dict_to_write or {}).items():
+        summary_writer.add_scalar(name, value, global_step)
+''', imports=()),
+    "_neuron_get_summary_writer": _helper('''
+def _neuron_get_summary_writer(logdir):
+    """A TensorBoard SummaryWriter writing to `logdir`, or None without a logdir (PyTorch/XLA's
+    test_utils.get_summary_writer). TensorBoard is imported only when a writer is made."""
+    if not logdir:
+        return None
+    import time
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=logdir)
+    _neuron_write_to_summary(writer, 0, {"TensorboardStartTimestamp": time.time()})
+    return writer
+''', requires=("_neuron_write_to_summary",), imports=()),
+    "_neuron_close_summary_writer": _helper('''
+def _neuron_close_summary_writer(summary_writer):
+    """Flush and close a SummaryWriter, if there is one (PyTorch/XLA's
+    test_utils.close_summary_writer)."""
+    if summary_writer is not None:
+        summary_writer.flush()
+        summary_writer.close()
+''', imports=()),
+    "_neuron_device_spec": _helper('''
+def _neuron_device_spec(device):
+    """`device/rank`, as PyTorch/XLA's training updates named the process that printed."""
+    if torch.distributed.is_initialized():
+        rank = torch.distributed.get_rank()
+    else:
+        rank = int(os.environ.get("RANK", 0))
+    return f"{device}/{rank}"
+''', imports=("torch", "os")),
+    "_neuron_print_training_update": _helper('''
+def _neuron_print_training_update(device, step, loss, rate, global_rate, epoch=None,
+                                  summary_writer=None):
+    """Print one line of training progress, and write the rates to the summary writer if
+    there is one (PyTorch/XLA's test_utils.print_training_update)."""
+    fields = ["Training", f"Device={_neuron_device_spec(device)}",
+              f"Epoch={epoch}" if epoch is not None else None, f"Step={step}",
+              f"Loss={loss:.5f}", f"Rate={rate:.2f}", f"GlobalRate={global_rate:.2f}",
+              f"Time={_neuron_now()}"]
+    print("|", " ".join(field for field in fields if field), flush=True)
+    if summary_writer:
+        _neuron_write_to_summary(summary_writer, dict_to_write={
+            "examples/sec": rate, "average_examples/sec": global_rate})
+''', requires=("_neuron_device_spec", "_neuron_now", "_neuron_write_to_summary"), imports=()),
+    "_neuron_print_test_update": _helper('''
+def _neuron_print_test_update(device, accuracy, epoch=None, step=None):
+    """Print one line of test results (PyTorch/XLA's test_utils.print_test_update)."""
+    fields = ["Test", f"Device={_neuron_device_spec(device)}",
+              f"Step={step}" if step is not None else None,
+              f"Epoch={epoch}" if epoch is not None else None,
+              f"Accuracy={accuracy:.2f}" if accuracy is not None else None,
+              f"Time={_neuron_now()}"]
+    print("|", " ".join(field for field in fields if field), flush=True)
+''', requires=("_neuron_device_spec", "_neuron_now"), imports=()),
+    "_neuron_send_cpu_data_to_device": _helper('''
+def _neuron_send_cpu_data_to_device(datas, device):
+    """Copy the tensors in `datas` (also inside lists, tuples and dicts) to `device`; a lone
+    tensor comes back in a list (what xm.send_cpu_data_to_device returned)."""
+    if isinstance(datas, torch.Tensor):
+        datas = [datas]
+    return _neuron_to_device(datas, device)
+''', requires=("_neuron_to_device",)),
+    "_neuron_getenv_as": _helper('''
+def _neuron_getenv_as(name, type, defval=None):
+    """The environment variable `name` converted with `type` (a bool from its integer value),
+    or `defval` when it is not set (PyTorch/XLA's utils.getenv_as)."""
+    import os
+
+    value = os.environ.get(name)
+    if value is None:
+        return defval
+    return type(int(value)) if type == bool else type(value)
+''', imports=()),
+    "_neuron_check_env_flag": _helper('''
+def _neuron_check_env_flag(name, default=""):
+    """Whether the environment variable `name` is "true" or a positive integer
+    (PyTorch/XLA's utils.check_env_flag)."""
+    import os
+
+    flag = os.getenv(name, default)
+    return flag == "true" or (flag.isdigit() and int(flag) > 0)
+''', imports=()),
 }
