@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.registry import STAR_IMPORT, UNUSED_IMPORT, Registry
+from codemod.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from codemod.scopes import Binding, Scope
 
 
@@ -25,12 +25,14 @@ class ImportNote:
 
 def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry,
                   silenced: Callable[[str, ast.stmt], bool] = lambda rule_id, unit: False,
+                  kept: Callable[[Binding], str | None] = lambda binding: None,
                   ) -> tuple[dict[int, set[int]], list[ImportNote]]:
     """Which aliases of which import statements go, keyed by id of the `ast` statement.
 
     An XLA import stays while any remaining reference resolves to it. Side-effect imports
     (`torch_xla.distributed.xla_backend`) go even so, unless they are the only binding of a
-    name that is still used.
+    name that is still used. `kept` gives the reason an import nothing the rewrite read uses
+    must stay (a name in `__all__`), which is reported.
     """
     removals: dict[int, set[int]] = {}
     notes: list[ImportNote] = []
@@ -48,6 +50,13 @@ def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry
             continue
         if id(binding) in used and (side_effect is None or _sole_binding(binding, imports,
                                                                             registry)):
+            continue
+        reason = kept(binding)
+        if reason is not None:
+            rule = registry.by_id.get(UNMAPPED)
+            if rule is not None and registry.enabled(rule) and not silenced(UNMAPPED, statement):
+                notes.append(ImportNote(UNMAPPED, f"kept `{_import_text(binding)}`: {reason}",
+                                        statement, False))
             continue
         if side_effect is None and not registry.enabled(registry.by_id[UNUSED_IMPORT]):
             continue

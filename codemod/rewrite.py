@@ -20,7 +20,8 @@ from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals,
 from codemod.mask import is_placeholder
 from codemod.model import Kind
 from codemod.registry import Registry
-from codemod.scopes import Scope
+from codemod.nameguard import exports
+from codemod.scopes import Binding, Scope
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
@@ -52,8 +53,12 @@ class Residual:
 
 
 class ModuleRewriter:
-    def __init__(self, analysis: Analysis, registry: Registry, context: FileContext) -> None:
+    def __init__(self, analysis: Analysis, registry: Registry, context: FileContext,
+                 keep: dict[str, str] | None = None) -> None:
         self.analysis = analysis
+        # imports to keep although nothing the rewrite read uses them: name -> why (the
+        # name guard found a use the rewrite does not read)
+        self.keep = keep or {}
         self.registry = registry
         self.context = context
         self.results: dict[int, UnitResult] = {}
@@ -88,7 +93,26 @@ class ModuleRewriter:
         self._visit(module.body, self.analysis.tree.body)
         self.removals, self.import_notes = plan_removals(
             self.analysis.xla_imports, self.used, self.registry,
-            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
+            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)),
+            self._kept())
+
+    def _kept(self) -> Callable[[Binding], str | None]:
+        """Why an import the rewritten code does not use must stay, if it must: a module-level
+        name listed in `__all__` is part of the module's interface."""
+        exported = {name for name, _ in exports(self.analysis.tree)}
+        module = self.analysis.module_scope
+
+        def kept(binding: Binding) -> str | None:
+            if binding.name in self.keep:
+                return self.keep[binding.name]
+            statement = binding.statement
+            if binding.name in exported and statement is not None and \
+                    self.analysis.scope_of.get(id(statement)) is module:
+                return (f"`{binding.name}` is listed in `__all__`, so other modules may import "
+                        "it from here; export a native replacement, or take it out of "
+                        "`__all__`, by hand")
+            return None
+        return kept
 
     # ------------------------------------------------------------ phase 1: rewrite
     def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
@@ -121,32 +145,42 @@ class ModuleRewriter:
                                 if rewriter.unwrap else span(unit))
         if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
             self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after)
-            if rewriter.statements is None:
-                return
-            for statement in rewriter.statements:  # what the replacement still references
-                self._scan(statement, scope, rewriter.clean)
+            written: tuple[cst.CSTNode, ...] = (*(rewriter.statements or ()), *after)
+        else:
+            self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
+            written = (*(() if rewriter.unwrap else (new,)), *after)
+        if not written:
             return
-        self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
-        if rewriter.unwrap:
-            return
-        scanner = self._scan(new, scope, rewriter.clean, rewriter.reported, rewriter.quiet)
+        # what the new code still references: the imports it keeps, and the XLA names left
+        # in it (a rewritten call's arguments included), each reported
+        scanner = self._scan(written, scope, rewriter.clean, rewriter.reported, rewriter.quiet,
+                             blocks=len(written) > 1 or written[0] is not new)
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
             sig, rank = scanner.occurrence(anchor)
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
 
-    def _scan(self, node: cst.CSTNode, scope: Scope, clean: set[int],
-              reported: set[int] | None = None, quiet: set[int] | None = None
-              ) -> ResidualScanner:
-        """What the new unit still references. The subtrees the rewriter found clean are
-        skipped; when something is left to report, the unit is scanned again in full, since
-        a finding's position counts the nodes like it before it, skipped ones included."""
+    def _scan(self, nodes: Sequence[cst.CSTNode], scope: Scope, clean: set[int],
+              reported: set[int] | None = None, quiet: set[int] | None = None,
+              blocks: bool = False) -> ResidualScanner:
+        """What the new code still references. The subtrees the rewriter found clean are
+        skipped; when something is left to report, the code is scanned again in full, since
+        a finding's position counts the nodes like it before it, skipped ones included.
+        With `blocks`, the nodes are new statements, read with their bodies."""
         reported = reported or set()
-        scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet, clean)
-        walk(node, scanner)
+        scanner = self._scanner(nodes, scope, reported, quiet, clean, blocks)
         if scanner.findings:
-            scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet)
+            scanner = self._scanner(nodes, scope, reported, quiet, None, blocks)
+        return scanner
+
+    def _scanner(self, nodes: Sequence[cst.CSTNode], scope: Scope, reported: set[int],
+                 quiet: set[int] | None, clean: set[int] | None,
+                 blocks: bool) -> ResidualScanner:
+        scanner = ResidualScanner(nodes[0], scope, self.registry, reported, self.used, quiet,
+                                  clean)
+        scanner.blocks = blocks
+        for node in nodes:
             walk(node, scanner)
         return scanner
 

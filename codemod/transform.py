@@ -166,13 +166,15 @@ class _ScopedVisitor:
     def __init__(self, root: cst.CSTNode, scope: Scope) -> None:
         self.root = root
         self.scope = scope
+        # new statements (a rule's replacement) are read whole, their blocks included
+        self.blocks = False
         self.locals: list[set[str]] = []
         self.signed: list[cst.CSTNode] = []  # nodes with a signature, in source order
         self.inner: set[int] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
         kind = type(node)
-        if kind in _NOT_UNIT and node is not self.root:
+        if kind in _NOT_UNIT and node is not self.root and not self.blocks:
             return False  # bodies and `elif`s are units of their own
         if kind in _BINDS_LOCALS:
             self.locals.append(_local_names(node) or set())
