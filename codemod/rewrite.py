@@ -42,6 +42,7 @@ class UnitResult:
     unwrap: bool = False
     statements: tuple[cst.BaseStatement, ...] | None = None  # replaces the whole line
     after: tuple[cst.BaseStatement, ...] = ()  # inserted after the line
+    comments: tuple[cst.Comment, ...] = ()  # from replaced code, to go above the line
 
 
 @dataclass(frozen=True)
@@ -139,15 +140,17 @@ class ModuleRewriter:
                                 line_level=alone and isinstance(node, cst.BaseSmallStatement))
         new = transform(node, rewriter)
         self.findings.extend((p, unit) for p in rewriter.findings)
-        after = tuple(rewriter.after)
+        after, comments = tuple(rewriter.after), tuple(rewriter.comments)
         if new is not node or rewriter.statements is not None:
             self.touched.append((span(unit)[0], unit.end_lineno or unit.lineno)
                                 if rewriter.unwrap else span(unit))
         if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
-            self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after)
+            self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after,
+                                                comments=comments)
             written: tuple[cst.CSTNode, ...] = (*(rewriter.statements or ()), *after)
         else:
-            self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
+            self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after,
+                                                comments=comments)
             written = (*(() if rewriter.unwrap else (new,)), *after)
         if not written:
             return
@@ -230,23 +233,33 @@ class ModuleRewriter:
                 results = [self.results.get(id(u)) for u in units]
                 replaced = next((r.statements for r in results if r and r.statements), None)
                 inserted = [s for r in results if r for s in r.after]
+                moved = _comment_lines(results)
                 if replaced:
                     new = [*replaced, *inserted]
-                    lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines]
+                    trailing = statement.trailing_whitespace.comment
+                    if trailing is not None and isinstance(new[-1], cst.SimpleStatementLine) \
+                            and new[-1].trailing_whitespace.comment is None:
+                        new[-1] = new[-1].with_changes(
+                            trailing_whitespace=statement.trailing_whitespace)
+                    elif trailing is not None:
+                        moved.append(cst.EmptyLine(comment=trailing))
+                    lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines,
+                             *moved]
                     out.append(new[0].with_changes(leading_lines=[*lines,
                                                                   *new[0].leading_lines]))
                     out.extend(new[1:])
                 elif smalls is None:
                     out.append(_attach(carry, self._annotate(statement, units), first=first))
                 elif smalls:
-                    out.append(_attach(carry, self._annotate(
-                        statement.with_changes(body=smalls), units), first=first))
+                    out.append(_attach(carry, self._annotate(statement.with_changes(
+                        body=smalls, leading_lines=[*statement.leading_lines, *moved]),
+                        units), first=first))
                     out.extend(inserted)
                 elif inserted:
-                    out.append(_attach([*carry, *statement.leading_lines], inserted[0]))
+                    out.append(_attach([*carry, *statement.leading_lines, *moved], inserted[0]))
                     out.extend(inserted[1:])
                 else:
-                    carry = [*carry, *statement.leading_lines]
+                    carry = [*carry, *statement.leading_lines, *moved]
                     dropped = True
                     continue
                 carry = []
@@ -263,6 +276,9 @@ class ModuleRewriter:
             result = self.results.get(id(unit))
             header = result.node if result and result.node is not None else statement
             assert isinstance(header, cst.BaseCompoundStatement)
+            moved = _comment_lines([result])
+            if moved:
+                header = header.with_changes(leading_lines=[*header.leading_lines, *moved])
             if result and result.unwrap:
                 inner, inner_carry = self._suite_statements(header.body, unit.body)  # type: ignore[attr-defined]
                 lines = [*(carry if _has_comment(carry) else []), *header.leading_lines]
@@ -384,6 +400,12 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
     if own == list(statement.leading_lines):
         return statement
     return statement.with_changes(leading_lines=own)
+
+
+def _comment_lines(results: Sequence[UnitResult | None]) -> list[cst.EmptyLine]:
+    """Comment lines for the comments the rewrite of these units took out of the code."""
+    return [cst.EmptyLine(comment=comment) for result in results if result
+            for comment in result.comments]
 
 
 def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
