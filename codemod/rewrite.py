@@ -116,9 +116,12 @@ class ModuleRewriter:
         return kept
 
     # ------------------------------------------------------------ phase 1: rewrite
-    def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
+    def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt],
+               suite: bool = False) -> None:
+        """`suite`: the statements of a one-line block (`if x: a(); b()`), each of which can
+        become a line of its own (the block is then indented)."""
         on_path, flagged = self.analysis.on_path, self.analysis.flagged
-        for node, unit, alone in _units(statements, body):
+        for node, unit, alone in _units(statements, body, suite):
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
@@ -127,7 +130,7 @@ class ModuleRewriter:
                 _map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
     def _visit_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
-        self._visit(suite.body, body)
+        self._visit(suite.body, body, suite=isinstance(suite, cst.SimpleStatementSuite))
         return suite
 
     def _visit_elif(self, node: cst.If, unit: ast.If) -> cst.If:
@@ -354,8 +357,21 @@ class ModuleRewriter:
             return small
         return result.node  # type: ignore[return-value]
 
+    def _expanded(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        """A one-line block whose statements become several lines (a statement replaced by
+        statements, or statements inserted after one), as an indented block with each of its
+        statements on a line of its own; any other block as it is."""
+        if not isinstance(suite, cst.SimpleStatementSuite) or not any(
+                (r := self.results.get(id(u))) is not None and (r.statements or r.after)
+                for u in body):
+            return suite
+        lines = [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+                 for small in suite.body]
+        return cst.IndentedBlock(body=lines, header=suite.trailing_whitespace)
+
     def _suite_statements(self, suite: cst.BaseSuite, body: list[ast.stmt]
                           ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        suite = self._expanded(suite, body)
         if isinstance(suite, cst.IndentedBlock):
             statements, carry = self._rebuild(suite.body, body)
             return statements, _footer(carry, suite.footer)
@@ -364,6 +380,7 @@ class ModuleRewriter:
         return ([cst.SimpleStatementLine(body=smalls)] if smalls else []), []
 
     def _rebuild_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        suite = self._expanded(suite, body)
         if isinstance(suite, cst.IndentedBlock):
             statements, carry = self._rebuild(suite.body, body)
             if not statements:
@@ -416,9 +433,9 @@ def _footer(carry: list[cst.EmptyLine], footer: Sequence[cst.EmptyLine]) -> list
     return [*carry, *footer] if _has_comment(carry) else list(footer)
 
 
-def _units(statements: Sequence[cst.CSTNode],
-           body: list[ast.stmt]) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
-    """(LibCST unit, ast statement, whether the unit is alone on its line)."""
+def _units(statements: Sequence[cst.CSTNode], body: list[ast.stmt],
+           suite: bool = False) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
+    """(LibCST unit, ast statement, whether the unit is alone on its line, or can be)."""
     position = 0
     for statement in statements:
         line = isinstance(statement, cst.SimpleStatementLine)
@@ -427,7 +444,7 @@ def _units(statements: Sequence[cst.CSTNode],
             if position >= len(body):
                 raise StructureMismatch("more LibCST statements than ast statements")
             _check(part, body[position])
-            yield part, body[position], line and len(parts) == 1
+            yield part, body[position], (line and len(parts) == 1) or suite
             position += 1
     if position != len(body):
         raise StructureMismatch("fewer LibCST statements than ast statements")
