@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -183,3 +184,20 @@ def _is_import_line(statement: cst.BaseStatement, future: bool) -> bool:
         if is_future != future:
             return False
     return True
+
+
+_XLA_WORD = re.compile(r"(?i)(?<![\w.])(torch[_-]?xla|xla|pjrt|xm|xmp)(?!\w)")
+
+
+def xla_heading(lines: Sequence[cst.EmptyLine]) -> int | None:
+    """The index of a section comment such as `# XLA imports` directly above an import: a
+    comment line of its own (not part of a longer comment), of a few words, that names XLA.
+    Anything longer may be about something else, and stays."""
+    if not lines or lines[-1].comment is None:
+        return None
+    if len(lines) > 1 and lines[-2].comment is not None:
+        return None
+    text = lines[-1].comment.value.lstrip("#").strip()
+    if len(text.split()) > 6 or not _XLA_WORD.search(text):
+        return None
+    return len(lines) - 1

@@ -16,7 +16,8 @@ from typing import TypeVar
 import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
-from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
+from codemod.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
+                             xla_heading)
 from codemod.mask import is_placeholder
 from codemod.model import Kind
 from codemod.registry import Registry
@@ -226,7 +227,7 @@ class ModuleRewriter:
         carry: list[cst.EmptyLine] = []
         position = 0
         dropped = False  # a statement was removed before any was kept
-        for statement in statements:
+        for index, statement in enumerate(statements):
             first = dropped and not out and not top_level
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
@@ -262,7 +263,9 @@ class ModuleRewriter:
                     out.append(_attach([*carry, *statement.leading_lines, *moved], inserted[0]))
                     out.extend(inserted[1:])
                 else:
-                    carry = [*carry, *statement.leading_lines, *moved]
+                    lines = self._unheaded(statement, units, statements[index + 1:],
+                                           body[position:])
+                    carry = [*carry, *lines, *moved]
                     dropped = True
                     continue
                 carry = []
@@ -295,7 +298,9 @@ class ModuleRewriter:
                 continue
             if isinstance(unit, ast.Try) and self._dead_import_guard(unit):
                 self.touched.append((unit.lineno, unit.end_lineno or unit.lineno))
-                carry = [*carry, *statement.leading_lines]
+                lines = self._unheaded(statement, [unit], statements[index + 1:],
+                                       body[position:])
+                carry = [*carry, *lines]
                 dropped = True
                 continue
             rebuilt = _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
@@ -304,6 +309,40 @@ class ModuleRewriter:
         if position != len(body):
             raise StructureMismatch("fewer LibCST statements than ast statements")
         return out, carry
+
+    def _unheaded(self, statement: cst.BaseStatement, units: list[ast.stmt],
+                  following: Sequence[cst.BaseStatement], body: list[ast.stmt]
+                  ) -> Sequence[cst.EmptyLine]:
+        """The leading lines of a removed statement, without a section comment such as
+        `# XLA imports` when every import it heads (up to a blank or comment line) went."""
+        lines = statement.leading_lines
+        heading = xla_heading(lines) if self._gone(statement, units) else None
+        if heading is None:
+            return lines
+        position = 0
+        for other in following:
+            if other.leading_lines:
+                break  # a blank line or a comment ends the section
+            count = len(other.body) if isinstance(other, cst.SimpleStatementLine) else 1
+            if not self._gone(other, body[position:position + count]):
+                return lines
+            position += count
+        line = units[0].lineno - (len(lines) - heading)
+        self.touched.append((line, line))
+        kept = list(lines[:heading])
+        while kept and kept[-1].comment is None:
+            kept.pop()  # the blank lines that set the section apart go with it
+        return kept
+
+    def _gone(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> bool:
+        """Whether the rewrite removes this line: every import on it, or a dead import
+        guard."""
+        if isinstance(statement, cst.SimpleStatementLine):
+            return bool(units) and all(
+                isinstance(u, (ast.Import, ast.ImportFrom))
+                and len(self.removals.get(id(u), ())) == len(u.names) for u in units)
+        return len(units) == 1 and isinstance(units[0], ast.Try) and \
+            self._dead_import_guard(units[0])
 
     def _dead_import_guard(self, unit: ast.Try) -> bool:
         """`try: import torch_xla... except ImportError: xm = None` once every import in it
