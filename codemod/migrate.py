@@ -209,7 +209,7 @@ def _lost(path: str, original: ast.Module, new: bytes) -> list[LostName]:
     original it lost. Output with any is never written."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return lost_names(original, ast.parse(new, filename=path))
+        return lost_names(original, new, path)
 
 
 def _keepable(lost: list[LostName], rewriter: ModuleRewriter, original: bytes,

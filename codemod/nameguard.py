@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import symtable
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -35,6 +36,8 @@ class _Scope:
     loads: dict[str, int] = field(default_factory=dict)  # name -> first line loading it
     globals: set[str] = field(default_factory=set)
     nonlocals: set[str] = field(default_factory=set)
+    annotated: set[str] = field(default_factory=set)  # names loaded in annotations
+    exports: list[tuple[str, int]] = field(default_factory=list)  # module: `__all__`
 
 
 @dataclass(frozen=True)
@@ -54,10 +57,27 @@ class LostName:
                 f"(the binding at line {self.bound_at} was removed)")
 
 
-def lost_names(original: ast.Module, new: ast.Module) -> list[LostName]:
+def lost_names(original: ast.Module, new: bytes, path: str = "<rewritten>") -> list[LostName]:
     """Every name the new module loads, or lists in `__all__`, whose binding the original had
-    and the new module lost, in the original's line order."""
-    before, after = _table(original), _table(new)
+    and the new module lost, in the new module's line order.
+
+    The new module is first read through the compiler's own symbol tables (`symtable`, which
+    builds no syntax tree in Python, a fraction of the cost of `ast.parse`); only when that
+    finds a lost name is the new module parsed, for the lines and the final word."""
+    before = _table(original)
+    try:
+        fast = _symbol_table(new, path, before)
+    except (SyntaxError, ValueError):
+        fast = None
+    if fast is not None and not _lost(before, fast, exports(original)):
+        return []
+    return _lost(before, _table(ast.parse(new, filename=path)), None)
+
+
+def _lost(before: dict[ScopeKey, _Scope], after: dict[ScopeKey, _Scope],
+          exported: Iterable[tuple[str, int]] | None) -> list[LostName]:
+    """`exported`: the `__all__` entries to check (None: those of the new module, which
+    must then be an `ast` table, with `__all__` recorded)."""
     lost: list[LostName] = []
     for key, scope in after.items():
         for name, line in scope.loads.items():
@@ -68,10 +88,59 @@ def lost_names(original: ast.Module, new: ast.Module) -> list[LostName]:
             if found is None or len(found) < len(where):  # unbound, or bound further out
                 lost.append(LostName(name, line, before[where].bound[name]))
     module_before, module_after = before[_MODULE], after[_MODULE]
-    for name, line in exports(new):
+    for name, line in (after[_MODULE].exports if exported is None else exported):
         if name in module_before.bound and name not in module_after.bound:
             lost.append(LostName(name, line, module_before.bound[name], exported=True))
     return sorted(lost, key=lambda n: n.line)
+
+
+_FOLDED = frozenset({"lambda", "listcomp", "setcomp", "dictcomp", "genexpr"})
+
+
+def _symbol_table(source: bytes, path: str,
+                  original: dict[ScopeKey, _Scope]) -> dict[ScopeKey, _Scope]:
+    """The same table as `_table`, from the compiler's symbol tables; loads carry no line.
+    Annotations are no loads to the compiler (strings, `from __future__ import annotations`):
+    the names the original's annotations load count as loaded here too."""
+    table: dict[ScopeKey, _Scope] = {}
+    module = table[_MODULE] = _Scope("module")
+
+    def read(entry: symtable.SymbolTable, key: ScopeKey, scope: _Scope) -> None:
+        for child in entry.get_children():
+            name = child.get_name()
+            if name in _FOLDED and child.get_type() == "function":
+                fold(child, scope)
+                continue
+            inner = (*key, name)
+            kind = "class" if child.get_type() == "class" else "function"
+            read(child, inner, table.get(inner) or table.setdefault(inner, _Scope(kind)))
+        for name in entry.get_identifiers():
+            symbol = entry.lookup(name)
+            if symbol.is_referenced():
+                scope.loads.setdefault(name, 0)
+            if symbol.is_declared_global():
+                scope.globals.add(name)
+                if symbol.is_assigned():
+                    module.bound.setdefault(name, 0)
+            elif symbol.is_nonlocal():
+                scope.nonlocals.add(name)
+            elif symbol.is_assigned() or symbol.is_imported() or symbol.is_parameter():
+                scope.bound.setdefault(name, 0)
+
+    def fold(entry: symtable.SymbolTable, scope: _Scope) -> None:
+        """A lambda or comprehension: what it loads from outside is a load of `scope`."""
+        for child in entry.get_children():
+            fold(child, scope)
+        for name in entry.get_identifiers():
+            symbol = entry.lookup(name)
+            if symbol.is_referenced() and (symbol.is_free() or symbol.is_global()):
+                scope.loads.setdefault(name, 0)
+
+    read(symtable.symtable(source, path, "exec"), _MODULE, module)  # type: ignore[arg-type]
+    for key, scope in original.items():
+        if scope.annotated and key in table:
+            table[key].loads.update(dict.fromkeys(scope.annotated, 0))
+    return table
 
 
 def original_line(original: bytes, new: bytes, line: int) -> int:
@@ -137,6 +206,7 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
 def _table(tree: ast.Module) -> dict[ScopeKey, _Scope]:
     walker = _Walker()
     walker.body(tree.body)
+    walker.table[_MODULE].exports = list(exports(tree))
     return walker.table
 
 
@@ -267,6 +337,7 @@ class _Walker:
         if node is None:
             return
         self.node(node)
+        self.scope.annotated.update(n.id for n in ast.walk(node) if isinstance(n, ast.Name))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             try:
                 parsed = ast.parse(node.value.strip(), mode="eval")
@@ -275,6 +346,7 @@ class _Walker:
             for name in ast.walk(parsed):
                 if isinstance(name, ast.Name):
                     self.name(name.id, name.ctx, node.lineno)
+                    self.scope.annotated.add(name.id)
 
     def parameters(self, args: ast.arguments, line: int) -> None:
         for arg in _arguments(args):

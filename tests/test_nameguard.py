@@ -20,7 +20,7 @@ from tests.conftest import cli
 def _lost(before: str, after: str) -> list[tuple[str, int, int, bool]]:
     """(name, the line of the original that uses it, the line that bound it, exported)"""
     return [(n.name, original_line(before.encode(), after.encode(), n.line), n.bound_at,
-             n.exported) for n in lost_names(ast.parse(before), ast.parse(after))]
+             n.exported) for n in lost_names(ast.parse(before), after.encode())]
 
 
 @pytest.mark.parametrize("before, after, expected", [
@@ -164,3 +164,30 @@ def test_import_used_only_in_a_string_annotation_is_kept_and_reported() -> None:
     assert "mark_step" not in new
     kept = [f for f in result.findings if f.rule_id == "NM701"]
     assert len(kept) == 1 and "still used at line 5" in kept[0].message
+
+
+_LOST_CASES = [p.values[:2] for p in test_lost_names.pytestmark[0].args[1]]
+
+
+@pytest.mark.parametrize("before, after", _LOST_CASES)
+def test_symbol_table_pass_alone_sees_every_lost_name(before: str, after: str) -> None:
+    """The fast pass (the compiler's symbol tables) decides whether the new module is parsed
+    at all: it must flag everything the full pass finds."""
+    from codemod import nameguard
+
+    tree = ast.parse(before)
+    table = nameguard._table(tree)
+    fast = nameguard._symbol_table(after.encode(), "t.py", table)
+    found = {n.name for n in nameguard._lost(table, fast, nameguard.exports(tree))}
+    assert found >= {n.name for n in lost_names(tree, after.encode())} != set()
+
+
+def test_a_file_with_nothing_lost_is_never_parsed_again(monkeypatch) -> None:
+    import codemod.nameguard
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed the new module although nothing was lost")
+
+    monkeypatch.setattr(codemod.nameguard.ast, "parse", refuse)
+    original = ast.Module(body=[], type_ignores=[])
+    assert lost_names(original, b"import torch\n\nx = torch.ones(2)\n") == []
