@@ -398,11 +398,11 @@ class ModuleRewriter:
 
     def _expanded(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
         """A one-line block whose statements become several lines (a statement replaced by
-        statements, or statements inserted after one), as an indented block with each of its
-        statements on a line of its own; any other block as it is."""
+        statements, statements inserted after one, comments moved above one), as an indented
+        block with each of its statements on a line of its own; any other block as it is."""
         if not isinstance(suite, cst.SimpleStatementSuite) or not any(
-                (r := self.results.get(id(u))) is not None and (r.statements or r.after)
-                for u in body):
+                (r := self.results.get(id(u))) is not None
+                and (r.statements or r.after or r.comments) for u in body):
             return suite
         lines = [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
                  for small in suite.body]
