@@ -69,6 +69,7 @@ class ModuleRewriter:
         self.used: set[int] = set()
         self.removals: dict[int, set[int]] = {}
         self.annotations: dict[int, list[str]] = {}
+        self.header: set[str] = set()  # the comments above the module's first statement
         # lines the rewrite may change (1-based, inclusive); a change elsewhere makes the
         # caller check that LibCST reproduces the file
         self.touched: list[tuple[int, int]] = []
@@ -76,6 +77,7 @@ class ModuleRewriter:
     def run(self, module: cst.Module) -> cst.Module:
         self.plan(module)
         self.annotations = self._annotations() if self.context.options.annotate else {}
+        self.header = {line.comment.value for line in module.header if line.comment}
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
                             if b.statement is not None and id(b.statement) in self.removals)
         body, carry = self._rebuild(module.body, self.analysis.tree.body, top_level=True)
@@ -162,11 +164,22 @@ class ModuleRewriter:
         # in it (a rewritten call's arguments included), each reported
         scanner = self._scan(written, scope, rewriter.clean, rewriter.reported, rewriter.quiet,
                              blocks=len(written) > 1 or written[0] is not new)
+        notes: list[tuple[str, cst.CSTNode | None]] = []
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
             sig, rank = scanner.occurrence(anchor)
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
+            notes.append((rule_id, anchor))
+        if rewriter.statements is not None and self.context.options.annotate:
+            # notes go above the new statement that holds what they are about, where the next
+            # run would put them
+            notes += [(p.rule_id, p.anchor) for p in rewriter.findings if p.kind is Kind.REVIEW]
+            texts = [(self._note(rule_id), anchor) for rule_id, anchor in notes]
+            result = self.results[id(unit)]
+            self.results[id(unit)] = UnitResult(
+                None, statements=_noted(rewriter.statements, texts), after=result.after,
+                comments=result.comments)
 
     def _scan(self, nodes: Sequence[cst.CSTNode], scope: Scope, clean: set[int],
               reported: set[int] | None = None, quiet: set[int] | None = None,
@@ -198,22 +211,22 @@ class ModuleRewriter:
                  if isinstance(f, Residual) or f.kind is Kind.REVIEW]
         items += [(n.rule_id, n.statement) for n in self.import_notes if not n.applied]
         for rule_id, unit in items:
-            rule = self.registry.by_id.get(rule_id)
-            text = f"# neuron-migrate: {rule_id} {rule.summary if rule else ''}".rstrip()
+            text = self._note(rule_id)
             if text not in notes.setdefault(id(unit), []):
                 notes[id(unit)].append(text)
         return notes
 
+    def _note(self, rule_id: str) -> str:
+        rule = self.registry.by_id.get(rule_id)
+        return f"# neuron-migrate: {rule_id} {rule.summary if rule else ''}".rstrip()
+
     def _annotate(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> cst.BaseStatement:
         if not self.annotations:
             return statement
-        texts = [t for u in units for t in self.annotations.get(id(u), ())]
-        present = {line.comment.value for line in statement.leading_lines if line.comment}
-        lines = [cst.EmptyLine(comment=cst.Comment(t)) for t in dict.fromkeys(texts)
-                 if t not in present]
-        if not lines:
-            return statement
-        return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
+        # comments above a file's first statement are the module's header to LibCST
+        header = self.header if units and units[0] is self.analysis.tree.body[0] else ()
+        return _with_notes(statement, [t for u in units for t in self.annotations.get(id(u), ())
+                                       if t not in header])
 
     # ------------------------------------------------------------ phase 2: rebuild
     def _rebuild(self, statements: Sequence[cst.BaseStatement], body: list[ast.stmt],
@@ -456,6 +469,41 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
     if own == list(statement.leading_lines):
         return statement
     return statement.with_changes(leading_lines=own)
+
+
+def _noted(statements: tuple[cst.BaseStatement, ...],
+           notes: list[tuple[str, cst.CSTNode | None]]) -> tuple[cst.BaseStatement, ...]:
+    """New statements with each note above the line that holds its anchor (the first
+    statement when none does)."""
+    placed: set[int] = set()
+
+    class Notes(cst.CSTTransformer):
+        def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                      updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+            inside = {id(n) for n in _descendants(original)}
+            texts = [(i, t) for i, (t, anchor) in enumerate(notes) if id(anchor) in inside]
+            placed.update(i for i, _ in texts)
+            return _with_notes(updated, [t for _, t in texts])
+
+    noted = [statement.visit(Notes()) for statement in statements]
+    rest = [t for i, (t, _) in enumerate(notes) if i not in placed]
+    noted[0] = _with_notes(noted[0], rest)  # type: ignore[arg-type]
+    return tuple(noted)  # type: ignore[arg-type]
+
+
+def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _descendants(child)
+
+
+def _with_notes(statement: cst.BaseStatement, texts: list[str]) -> cst.BaseStatement:
+    present = {line.comment.value for line in statement.leading_lines if line.comment}
+    lines = [cst.EmptyLine(comment=cst.Comment(t)) for t in dict.fromkeys(texts)
+             if t not in present]
+    if not lines:
+        return statement
+    return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
 
 
 def _comment_lines(results: Sequence[UnitResult | None]) -> list[cst.EmptyLine]:

@@ -269,3 +269,26 @@ def test_comments_inside_replaced_code_move_above_the_statement(monkeypatch) -> 
         "import torch\n\n\ndef train(opt):\n"
         "    # the optimizer\n    sync(opt)\n    opt.step()  # after the call\n"
         "    # the device\n    return torch.device(\"neuron\")\n")
+
+
+def test_annotate_puts_a_note_about_a_rewritten_statements_arguments_where_a_rerun_would(
+        in_tmp: Path) -> None:
+    source = ("import torch_xla.core.xla_model as xm\nimport torch_xla.debug.metrics as met\n\n\n"
+              "def report(debug):\n    if debug:\n        xm.master_print(met.metrics_report())\n")
+    (in_tmp / "train.py").write_text(source)
+    assert cli("apply", "--annotate", "train.py").exit_code == 0
+    annotated = (in_tmp / "train.py").read_text()
+    note = annotated.index("# neuron-migrate: NM707")
+    assert annotated.index("if not torch.distributed") < note < annotated.index("print(met.")
+    cli("apply", "--annotate", "train.py")
+    assert (in_tmp / "train.py").read_text() == annotated
+
+
+def test_annotate_a_files_first_statement_once(in_tmp: Path) -> None:
+    source = "# kept until upstream moves\nfrom torch_xla.core.xla_model import *"
+    (in_tmp / "compat.py").write_text(source)
+    cli("apply", "--annotate", "compat.py")
+    annotated = (in_tmp / "compat.py").read_text()
+    assert annotated.count("# neuron-migrate: NM703") == 1
+    cli("apply", "--annotate", "compat.py")
+    assert (in_tmp / "compat.py").read_text() == annotated
