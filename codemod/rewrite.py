@@ -11,31 +11,21 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
 from codemod.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
                              xla_heading)
-from codemod.mask import is_placeholder
 from codemod.model import Kind
 from codemod.registry import Registry
 from codemod.nameguard import exports
+from codemod.pairing import StructureMismatch, check_pair, map_blocks, paired_units
 from codemod.scopes import Binding, Scope
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
 from codemod.walk import transform, walk
-
-_Node = TypeVar("_Node", bound=cst.CSTNode)
-SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
-ElifFn = Callable[[cst.If, ast.If], cst.If]
-
-
-class StructureMismatch(Exception):
-    """LibCST and `ast` disagree about the statements of a file (a bug, never user error)."""
-
 
 @dataclass(frozen=True)
 class UnitResult:
@@ -124,13 +114,13 @@ class ModuleRewriter:
         """`suite`: the statements of a one-line block (`if x: a(); b()`), each of which can
         become a line of its own (the block is then indented)."""
         on_path, flagged = self.analysis.on_path, self.analysis.flagged
-        for node, unit, alone in _units(statements, body, suite):
+        for node, unit, alone in paired_units(statements, body, suite):
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
                 self._rewrite_unit(node, unit, alone)
             if isinstance(node, cst.BaseCompoundStatement):
-                _map_blocks(node, unit, self._visit_suite, self._visit_elif)
+                map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
     def _visit_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
         self._visit(suite.body, body, suite=isinstance(suite, cst.SimpleStatementSuite))
@@ -287,7 +277,7 @@ class ModuleRewriter:
                 raise StructureMismatch("more LibCST statements than ast statements")
             unit = body[position]
             position += 1
-            _check(statement, unit)
+            check_pair(statement, unit)
             if id(unit) not in self.analysis.on_path:
                 out.append(_attach(carry, statement, first=first))
                 carry = []
@@ -316,7 +306,7 @@ class ModuleRewriter:
                 carry = [*carry, *lines]
                 dropped = True
                 continue
-            rebuilt = _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+            rebuilt = map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
             out.append(_attach(carry, self._annotate(rebuilt, [unit]), first=first))
             carry = []
         if position != len(body):
@@ -390,7 +380,7 @@ class ModuleRewriter:
             return None
         kept: list[cst.BaseSmallStatement] = []
         for small, unit in zip(smalls, units):
-            _check(small, unit)
+            check_pair(small, unit)
             new = self._small(small, unit)
             if new is not None:
                 kept.append(new)
@@ -448,7 +438,7 @@ class ModuleRewriter:
             return node
         result = self.results.get(id(unit))
         header = result.node if result and isinstance(result.node, cst.If) else node
-        return _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+        return map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
 
 
 def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
@@ -518,85 +508,3 @@ def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
 
 def _footer(carry: list[cst.EmptyLine], footer: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     return [*carry, *footer] if _has_comment(carry) else list(footer)
-
-
-def _units(statements: Sequence[cst.CSTNode], body: list[ast.stmt],
-           suite: bool = False) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
-    """(LibCST unit, ast statement, whether the unit is alone on its line, or can be)."""
-    position = 0
-    for statement in statements:
-        line = isinstance(statement, cst.SimpleStatementLine)
-        parts = statement.body if line else [statement]
-        for part in parts:
-            if position >= len(body):
-                raise StructureMismatch("more LibCST statements than ast statements")
-            _check(part, body[position])
-            yield part, body[position], (line and len(parts) == 1) or suite
-            position += 1
-    if position != len(body):
-        raise StructureMismatch("fewer LibCST statements than ast statements")
-
-
-_SAME = {"Del": "Delete"}
-
-
-def _check(node: cst.CSTNode, unit: ast.stmt) -> None:
-    if is_placeholder(node):
-        return
-    expected = _SAME.get(type(node).__name__, type(node).__name__)
-    actual = type(unit).__name__.removeprefix("Async")
-    if expected != actual:
-        raise StructureMismatch(f"LibCST {type(node).__name__} paired with ast {actual} "
-                                f"at line {unit.lineno}")
-
-
-def _with(node: _Node, **changes: object) -> _Node:
-    """`node.with_changes(...)`, or `node` itself when nothing changes (while planning, no
-    block changes)."""
-    if all(_same(getattr(node, name), value) for name, value in changes.items()):
-        return node
-    return node.with_changes(**changes)
-
-
-def _same(old: object, new: object) -> bool:
-    if old is new:
-        return True
-    return (isinstance(old, (list, tuple)) and isinstance(new, (list, tuple))
-            and len(old) == len(new) and all(a is b for a, b in zip(old, new)))
-
-
-def _else(node: cst.Else | None, body: list[ast.stmt], suite: SuiteFn) -> cst.Else | None:
-    return _with(node, body=suite(node.body, body)) if node is not None else None
-
-
-def _map_blocks(node: cst.BaseCompoundStatement, unit: ast.stmt, suite: SuiteFn,
-                elif_: ElifFn) -> cst.BaseCompoundStatement:
-    """Apply `suite` to every block of a compound statement (and `elif_` to an elif)."""
-    if isinstance(node, cst.If):
-        assert isinstance(unit, ast.If)
-        orelse = node.orelse
-        if isinstance(orelse, cst.If):
-            orelse = elif_(orelse, unit.orelse[0])  # type: ignore[arg-type]
-        else:
-            orelse = _else(orelse, unit.orelse, suite)
-        return _with(node, body=suite(node.body, unit.body), orelse=orelse)
-    if isinstance(node, (cst.For, cst.While)):
-        return _with(node, body=suite(node.body, unit.body),  # type: ignore[attr-defined]
-                     orelse=_else(node.orelse, unit.orelse, suite))  # type: ignore[attr-defined]
-    if isinstance(node, (cst.Try, cst.TryStar)):
-        handlers = [_with(h, body=suite(h.body, a.body))
-                    for h, a in zip(node.handlers, unit.handlers)]  # type: ignore[attr-defined]
-        final = node.finalbody
-        return _with(
-            node,
-            body=suite(node.body, unit.body),  # type: ignore[attr-defined]
-            handlers=handlers,
-            orelse=_else(node.orelse, unit.orelse, suite),  # type: ignore[attr-defined]
-            finalbody=_with(final, body=suite(final.body, unit.finalbody))  # type: ignore[attr-defined]
-            if final is not None else None,
-        )
-    if isinstance(node, cst.Match):
-        cases = [_with(c, body=suite(c.body, a.body))
-                 for c, a in zip(node.cases, unit.cases)]  # type: ignore[attr-defined]
-        return _with(node, cases=cases)
-    return _with(node, body=suite(node.body, unit.body))  # type: ignore[attr-defined]
