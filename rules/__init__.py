@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from codemod.rule import Rule
 from rules import (collectives, compile, data, dependencies, device, environment, installs,
-                   launch, memory, optimizer, precision, process_group, ranks, review, saving,
-                   step, unsupported)
+                   launch, memory, optimizer, precision, process_group, ranks, review, runtime,
+                   saving, step, unsupported)
 
 FAMILIES = (review, device, step, memory, process_group, ranks, collectives, optimizer, launch,
-            saving, data, precision, compile, environment, unsupported, installs, dependencies)
+            saving, data, precision, runtime, compile, environment, unsupported, installs,
+            dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:
