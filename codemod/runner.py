@@ -10,7 +10,6 @@ import gc
 import os
 import signal
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,8 +18,7 @@ import pathspec
 from codemod import deps
 from codemod.discover import Excludes, discover
 from codemod.fileio import WriteError, read_bytes, write_atomic
-from codemod.migrate import migrate_source
-from codemod.model import FileResult, Finding, Kind
+from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import Registry
 
 Progress = Callable[[int, int], None]
@@ -187,7 +185,7 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
     kind = deps.kind_of(Path(name))
     if kind is not None and kind != "setup.py":
         return deps.scan_source(name, data, registry, fix=fix_pins)
-    result = migrate_source(name, data, registry, generate=generate)
+    result = _migrate_code(name, data, registry, generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
         # a string both read (NM714 and NM801, NM712 and NM814): the scanner's word is kept
@@ -198,6 +196,22 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
                                 key=lambda f: (f.line, f.column, f.rule_id)))
         result = dataclasses.replace(result, findings=findings)
     return result
+
+
+def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) -> FileResult:
+    """A file without any XLA-era token is decided before the engine (and LibCST) is loaded:
+    `migrate_source` would return this same result."""
+    if not registry.prefilter(data):
+        return FileResult(name, original=data)
+    return migrate_source(name, data, registry, generate=generate)
+
+
+def migrate_source(path: str, data: bytes, registry: Registry, options: Options | None = None,
+                   generate: bool = True) -> FileResult:
+    """`codemod.migrate.migrate_source`, imported on first use: it loads LibCST."""
+    from codemod import migrate
+
+    return migrate.migrate_source(path, data, registry, options, generate)
 
 
 def _notebook(name: str, data: bytes, registry: Registry) -> FileResult:
@@ -267,6 +281,8 @@ def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
         for path in files:
             yield process(path, job)
         return
+    from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
+
     workers = min(jobs, len(files))
     chunk = max(1, min(64, len(files) // (workers * 8)))
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
