@@ -1,0 +1,107 @@
+"""Start-up stays lean: what a pre-commit hook runs on every commit imports no more than it
+needs (timings are in benchmarks/startup.py; this checks the behaviour that makes them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemod import catalogue, entry
+from codemod.command import Request
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import ROOT, cli
+
+HEAVY = ("libcst", "rich", "pydantic", "typer", "rules")
+"""Modules a run over files with nothing XLA-era in them has no use for."""
+
+_PROBE = """
+import json, sys
+sys.argv = ["neuron-migrate", *sys.argv[1:]]
+from codemod.entry import main
+try:
+    main()
+except SystemExit as done:
+    status = done.code
+sys.stdout.flush()
+loaded = [name for name in {heavy!r} if name in sys.modules]
+sys.stderr.write("\\n" + json.dumps({{"status": status, "loaded": loaded}}) + "\\n")
+"""
+
+
+def _probe(*args: str | Path, cwd: Path) -> tuple[int, list[str], str]:
+    """Run the executable's entry point in a fresh interpreter; its exit status, which of
+    HEAVY it imported, and what it printed."""
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["status"], report["loaded"], done.stdout
+
+
+@pytest.mark.parametrize("args", [["--version"], ["rules"]])
+def test_version_and_rules_load_nothing_heavy(tmp_path: Path, args: list[str]) -> None:
+    status, loaded, out = _probe(*args, cwd=tmp_path)
+    assert status == 0 and loaded == []
+    assert out.strip()
+
+
+def test_check_of_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("import torch\nprint(torch.ones(2))\n")
+    (tmp_path / "other.py").write_text("x = 1\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\nnumpy\n")
+    status, loaded, out = _probe("check", "clean.py", "other.py", "requirements.txt",
+                                 cwd=tmp_path)
+    assert status == 0 and loaded == []
+    assert out.startswith("3 files scanned, 0 would change")
+
+
+def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
+    """The probe above would notice the engine: here it is loaded, and the file is reported."""
+    (tmp_path / "old.py").write_text("import torch_xla\ntorch_xla.sync()\n")
+    status, loaded, out = _probe("check", "old.py", cwd=tmp_path)
+    assert status == 1 and {"libcst", "rules"} <= set(loaded)
+    assert "NM110" in out
+
+
+def test_the_index_matches_the_catalogue() -> None:
+    """After adding or changing a rule: `python -m codemod.catalogue --write`."""
+    assert catalogue.INDEX.read_text(encoding="utf-8") == catalogue.index_source()
+    assert catalogue.tokens() == Registry(all_rules()).tokens
+    assert catalogue.rule_ids() == {rule.id for rule in all_rules()}
+
+
+def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
+    lines = cli("rules").stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [rule.id for rule in all_rules()]
+    for line, rule in zip(lines, all_rules()):
+        assert line == f"{rule.id}  {rule.name:<26} {str(rule.kind):<11} {rule.summary}"
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "a.py"],
+    ["check", "a.py", "b", "-q"],
+    ["check", "--verbose", "a.py", "--diff"],
+    ["check", "-v", "-q", "a.py"],
+])
+def test_the_lean_check_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
+    """The entry point parses these command lines itself; the typer application must turn
+    them into the same request (if an option's default changes there, this fails)."""
+    import codemod.cli
+
+    made: list[Request] = []
+    monkeypatch.setattr(codemod.cli, "_execute", made.append)
+    assert cli(*args).exit_code == 0
+    assert entry.check_request(args[1:]) == made[0]
+
+
+@pytest.mark.parametrize("args", [
+    [], ["a.py", "--format", "json"], ["-j", "2", "a.py"], ["--", "a.py"], ["-"], ["-qv", "a.py"],
+    ["a.py", "--help"], ["--select=NM1", "a.py"], [""],
+])
+def test_anything_else_is_left_to_typer(args: list[str]) -> None:
+    assert entry.check_request(args) is None
