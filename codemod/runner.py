@@ -277,7 +277,7 @@ def _fewer_collections() -> Iterator[None]:
 
 
 def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
-    if jobs <= 1 or len(files) < 2:
+    if jobs <= 1 or len(files) < 2 or not any(_needs_engine(path, job) for path in files):
         for path in files:
             yield process(path, job)
         return
@@ -288,6 +288,21 @@ def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
                              initargs=(job,)) as pool:
         yield from pool.map(process, files, chunksize=chunk)
+
+
+def _needs_engine(path: Path, job: Job) -> bool:
+    """Whether a file may need more than a token search. A hook's run over a few files with
+    nothing XLA-era in them is over before worker processes would have started, so the
+    workers start only once a file needs them (the results are the same either way)."""
+    if path.suffix == ".ipynb":
+        return True
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False  # reading it again reports the problem
+    return job.registry.prefilter(data) or deps.mentions_neuron(data)
 
 
 def _write(result: FileResult) -> FileResult:

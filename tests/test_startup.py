@@ -16,8 +16,9 @@ from codemod.registry import Registry
 from rules import all_rules
 from tests.conftest import ROOT, cli
 
-HEAVY = ("libcst", "rich", "pydantic", "typer", "rules")
-"""Modules a run over files with nothing XLA-era in them has no use for."""
+HEAVY = ("libcst", "rich", "pydantic", "typer", "rules", "multiprocessing")
+"""Modules a run over files with nothing XLA-era in them has no use for (worker processes
+included: they start only once a file needs them)."""
 
 _PROBE = """
 import json, sys
