@@ -51,14 +51,16 @@ def test_version_and_rules_load_nothing_heavy(tmp_path: Path, args: list[str]) -
     assert out.strip()
 
 
-def test_check_of_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path) -> None:
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_a_hook_over_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path,
+                                                                 command: str) -> None:
     (tmp_path / "clean.py").write_text("import torch\nprint(torch.ones(2))\n")
     (tmp_path / "other.py").write_text("x = 1\n")
     (tmp_path / "requirements.txt").write_text("torch==2.13.0\nnumpy\n")
-    status, loaded, out = _probe("check", "clean.py", "other.py", "requirements.txt",
+    status, loaded, out = _probe(command, "clean.py", "other.py", "requirements.txt",
                                  cwd=tmp_path)
     assert status == 0 and loaded == []
-    assert out.startswith("3 files scanned, 0 would change")
+    assert out.startswith("3 files scanned, 0 ")
 
 
 def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
@@ -88,8 +90,11 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
     ["check", "a.py", "b", "-q"],
     ["check", "--verbose", "a.py", "--diff"],
     ["check", "-v", "-q", "a.py"],
+    ["apply", "a.py"],
+    ["apply", "--dry-run", "a.py", "b.py", "--quiet"],
+    ["apply", "-v", "--force", "a.py"],
 ])
-def test_the_lean_check_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
+def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
     them into the same request (if an option's default changes there, this fails)."""
     import codemod.cli
@@ -97,12 +102,15 @@ def test_the_lean_check_makes_the_request_typer_makes(args: list[str], monkeypat
     made: list[Request] = []
     monkeypatch.setattr(codemod.cli, "_execute", made.append)
     assert cli(*args).exit_code == 0
-    assert entry.check_request(args[1:]) == made[0]
+    assert entry.lean_request(args) == made[0]
 
 
 @pytest.mark.parametrize("args", [
-    [], ["a.py", "--format", "json"], ["-j", "2", "a.py"], ["--", "a.py"], ["-"], ["-qv", "a.py"],
-    ["a.py", "--help"], ["--select=NM1", "a.py"], [""],
+    [], ["check"], ["check", "a.py", "--format", "json"], ["check", "-j", "2", "a.py"],
+    ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
+    ["check", "a.py", "--help"], ["check", "--select=NM1", "a.py"], ["check", ""],
+    ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan", "a.py"],
+    ["--version", "check", "a.py"], ["explain", "NM110"],
 ])
 def test_anything_else_is_left_to_typer(args: list[str]) -> None:
-    assert entry.check_request(args) is None
+    assert entry.lean_request(args) is None
