@@ -23,12 +23,14 @@ import bisect
 import dataclasses
 import hashlib
 import itertools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.deps import is_dependency_file, scan_text_lines
+from codemod.deps import LineEdit, fix_text_lines, is_dependency_file
+from codemod.deps.launch_paths import HostPaths
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.migrate import migrate_source, never_raise
@@ -71,11 +73,16 @@ def _migrate(path: str, data: bytes, registry: Registry) -> FileResult:
             if cell.cell_type == "code" and cell.python]
     imported = _imported_names(m for _, m in code)
     code = [(cell, reference_names(masked, imported)) for cell, masked in code]
-    findings = _shell_findings(path, code, registry)
+    findings, launches = _shell_findings(path, code, registry)
+    if launches:  # `!python train.py` lines now read `!torchrun ...` (NM816): cells read anew
+        code = [(cell, reference_names(mask_cell(cell.text, numbers), imported))
+                for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
     errors = [_written_file(path, cell, masked.written, registry, findings, new_texts)
               for cell, masked in code if masked.written is not None]
     errors.append(_migrate_cells(path, data, code, registry, findings, new_texts))
+    for cell in launches.values():
+        new_texts.setdefault(cell.index, cell.text)
     error = next((e for e in errors if e is not None), None)
     findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
     if error is not None or not new_texts:
@@ -244,11 +251,38 @@ def _same_edges(new: str, original: str) -> str:
 
 
 def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
-                    registry: Registry) -> list[Finding]:
-    """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines."""
+                    registry: Registry) -> tuple[list[Finding], dict[int, Cell]]:
+    """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines;
+    and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
+    launches: dict[int, Cell] = {}
+    paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
+            found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths)
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
-                         for f in scan_text_lines(path, list(masked.shell_lines), registry)]
-    return findings
+                         for f in found]
+            if edits:
+                launches[cell.index] = dataclasses.replace(cell, text=_edited(cell.text, edits))
+    return findings, launches
+
+
+def _edited(text: str, edits: Sequence[LineEdit]) -> str:
+    lines = split_lines(text)
+    for edit in sorted(edits, key=lambda e: (e.line, e.start), reverse=True):
+        line = lines[edit.line - 1]
+        lines[edit.line - 1] = line[:edit.start] + edit.new + line[edit.end:]
+    return "".join(lines)
+
+
+def _written_files(path: str, code: Sequence[tuple[Cell, MaskedCell]]) -> dict[Path, bytes]:
+    """What the `%%writefile` cells write, by path: the script a `!python` line launches is
+    often one of them, and the notebook's own text of it is the one that will run."""
+    folder = Path(path).resolve().parent
+    written: dict[Path, bytes] = {}
+    for cell, masked in code:
+        if masked.written is not None:
+            name, first = masked.written
+            body = "".join(split_lines(cell.text)[first - 1:])
+            written[Path(os.path.normpath(folder / name))] = body.encode("utf-8")
+    return written

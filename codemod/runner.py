@@ -250,7 +250,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected)
     results: list[FileResult] = []
     with _fewer_collections():
-        for done, result in enumerate(_map(found.files, job, jobs), start=1):
+        for done, result in enumerate(_map(_phases(found.files, write), job, jobs), start=1):
             results.append(result)
             if progress is not None:
                 progress(done, len(found.files))
@@ -276,18 +276,31 @@ def _fewer_collections() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _map(files: list[Path], job: Job, jobs: int) -> Iterator[FileResult]:
-    if jobs <= 1 or len(files) < 2 or not any(_needs_engine(path, job) for path in files):
-        for path in files:
-            yield process(path, job)
+def _phases(files: list[Path], write: bool) -> list[list[Path]]:
+    """In apply mode, every other file is done before any Python file is written: a launch
+    line (NM816) is rewritten by what the script it starts says before its migration."""
+    if not write:
+        return [files]
+    phases = ([f for f in files if f.suffix != ".py"], [f for f in files if f.suffix == ".py"])
+    return [phase for phase in phases if phase]
+
+
+def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
+    total = sum(len(phase) for phase in phases)
+    if jobs <= 1 or total < 2 or not any(_needs_engine(path, job)
+                                         for phase in phases for path in phase):
+        for phase in phases:
+            for path in phase:
+                yield process(path, job)
         return
     from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
 
-    workers = min(jobs, len(files))
-    chunk = max(1, min(64, len(files) // (workers * 8)))
+    workers = min(jobs, total)
     with ProcessPoolExecutor(max_workers=workers, initializer=_start_worker,
                              initargs=(job,)) as pool:
-        yield from pool.map(process, files, chunksize=chunk)
+        for phase in phases:  # each phase is finished before the next is handed out
+            chunk = max(1, min(64, len(phase) // (workers * 8)))
+            yield from pool.map(process, phase, chunksize=chunk)
 
 
 def _needs_engine(path: Path, job: Job) -> bool:
@@ -302,7 +315,8 @@ def _needs_engine(path: Path, job: Job) -> bool:
         data = path.read_bytes()
     except OSError:
         return False  # reading it again reports the problem
-    return job.registry.prefilter(data) or deps.mentions_neuron(data)
+    launches = path.suffix != ".py" and b"python" in data  # a launch line (NM816) is read
+    return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
 
 
 def _write(result: FileResult) -> FileResult:

@@ -160,7 +160,7 @@ def run_smoke(options: SmokeOptions) -> SmokeResult:
             report = Path(scratch) / f"rank{rank}.json"
             with open(logs / f"rank{rank}.out", "wb") as out, open(logs / f"rank{rank}.err", "wb") as err:
                 processes.append(subprocess.Popen(
-                    [options.python, str(options.script), *options.script_args],
+                    [options.python, _as_path(options.script), *options.script_args],
                     env=worker_environment(options, rank, report, ports), stdout=out,
                     stderr=err, stdin=subprocess.DEVNULL, start_new_session=True))
             workers.append(Worker(rank, str(options.script)))
@@ -222,6 +222,12 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
+
+
+def _as_path(script: Path) -> str:
+    """The script as Python must read it: a name such as `-c` or `-m` would be an option."""
+    text = str(script)
+    return text if not text.startswith("-") else os.path.join(os.curdir, text)
 
 
 def _error_from_stderr(stderr: str, script: str) -> dict[str, Any] | None:

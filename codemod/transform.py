@@ -316,6 +316,8 @@ class UnitRewriter(_ScopedVisitor):
             if id(original) in self.inner:
                 return updated
             return self._reference(original, updated)  # type: ignore[arg-type]
+        if kind is cst.UnaryOperation:
+            return _not_equal(original, updated)  # type: ignore[arg-type]
         if kind is cst.Comparison:
             return self._hooks(self.registry.comparison, "on_comparison", original, updated)
         if kind is cst.Assign or kind is cst.AugAssign:
@@ -500,3 +502,18 @@ class UnitRewriter(_ScopedVisitor):
         items[-1] = items[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return node.with_changes(items=items)
 
+
+def _not_equal(original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
+    """`not a == b`, where a rule turned the operand into that comparison (`not
+    xm.is_master_ordinal()`), reads `a != b`. Comparisons the user wrote stay as they are."""
+    operand = updated.expression
+    if type(updated.operator) is not cst.Not or type(operand) is not cst.Comparison \
+            or type(original.expression) is cst.Comparison or operand.lpar:  # type: ignore[attr-defined]
+        return updated
+    comparisons = operand.comparisons  # type: ignore[attr-defined]
+    if len(comparisons) != 1 or type(comparisons[0].operator) is not cst.Equal:
+        return updated
+    equal = comparisons[0].operator
+    flipped = comparisons[0].with_changes(operator=cst.NotEqual(
+        whitespace_before=equal.whitespace_before, whitespace_after=equal.whitespace_after))
+    return operand.with_changes(comparisons=[flipped], lpar=updated.lpar, rpar=updated.rpar)

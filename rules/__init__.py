@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from codemod.rule import Rule
-from rules import (collectives, compile, data, dependencies, device, environment, installs,
-                   launch, memory, optimizer, precision, process_group, ranks, review, saving,
-                   step, unsupported)
+from rules import (collectives, compile, data, dependencies, device, device_queries,
+                   environment, installs, launch, memory, optimizer, precision, process_group,
+                   ranks, review, saving, step, unsupported, utilities)
 
-FAMILIES = (review, device, step, memory, process_group, ranks, collectives, optimizer, launch,
-            saving, data, precision, compile, environment, unsupported, installs, dependencies)
+FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
+            optimizer, launch, saving, data, utilities, precision, compile, environment,
+            unsupported, installs, dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -12,6 +12,7 @@ from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
 from codemod.quote import code
 from codemod.transform import dotted
+from rules.helpers import defined
 from rules.review_base import ReviewRule
 from rules.support import argument, has_star_args, string_value, template
 
@@ -40,7 +41,8 @@ Why: rendezvous was a barrier that could also exchange bytes; torch.distributed 
 The tag only named the barrier for debugging and is dropped.
 
 What differs: nothing for the result. Without an initialised process group (one process)
-the replacements return at once, as the XLA calls did. `replicas=` (a subset of processes) is
+the replacements return at once, as the XLA calls did; the helpers raise when WORLD_SIZE > 1
+and no group exists (each process would go on alone). `replicas=` (a subset of processes) is
 reported for review: create a group with `dist.new_group(ranks)` instead."""
     doc_url = D_DIST
     example = Example(
@@ -133,25 +135,17 @@ scale, scatter_dim, shard_count)` returns this process's reduced shard.
 Why: `torch.distributed.all_reduce` works in place and returns nothing, so a mechanical
 rename (`t = dist.all_reduce(t)`) would silently set `t` to None or leave it unreduced.
 
-What differs: nothing for these arguments; without a process group the helpers return the
-input (scaled). `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
+What differs: nothing for these arguments; in a single process without a process group the
+helpers return the input (scaled), and with WORLD_SIZE > 1 and no group they raise instead of
+reducing nothing. `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
 reported for review: use `dist.new_group(ranks)` for groups; pin_layout has no meaning
 natively."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
                "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=0.5)\n",
-        after="import torch\n\n\ndef _neuron_all_reduce(op, value, scale=1.0):\n"
-              "    \"\"\"xm.all_reduce: a tensor is reduced into a new tensor; a list is "
-              "reduced in place.\"\"\"\n"
-              "    tensors = list(value) if isinstance(value, (list, tuple)) else "
-              "[value.clone()]\n"
-              "    for tensor in tensors:\n"
-              "        if torch.distributed.is_initialized():\n"
-              "            torch.distributed.all_reduce(tensor, op=op)\n"
-              "        if scale != 1.0:\n"
-              "            tensor.mul_(scale)\n"
-              "    return value if isinstance(value, (list, tuple)) else tensors[0]\n\n\n"
+        after="import os\nimport torch\n\n\n" + defined("_neuron_all_reduce")
+              + "\n\n"
               "total = _neuron_all_reduce(torch.distributed.ReduceOp.SUM, loss, scale=0.5)\n",
     )
     calls = frozenset({f"{XM}.all_reduce", f"{XM}.all_gather", f"{XM}.reduce_scatter"})
@@ -212,16 +206,13 @@ Why: scripts call it once after building the model so that every replica starts 
 same weights. DistributedDataParallel does this itself when it wraps the model, so if you
 wrap the model in DDP you may delete the call.
 
-What differs: nothing; without a process group it does nothing, as before."""
+What differs: nothing; in a single process without a process group it does nothing, as
+before (with WORLD_SIZE > 1 and no group it raises)."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.broadcast_master_param(model)\n",
-        after="import torch\n\n\ndef _neuron_broadcast_master_param(model):\n"
-              "    \"\"\"Copy rank 0's parameters and buffers to every process "
-              "(xm.broadcast_master_param).\"\"\"\n"
-              "    if not torch.distributed.is_initialized():\n        return\n"
-              "    for tensor in [*model.parameters(), *model.buffers()]:\n"
-              "        torch.distributed.broadcast(tensor.data, src=0)\n\n\n"
+        after="import os\nimport torch\n\n\n" + defined("_neuron_broadcast_master_param")
+              + "\n\n"
               "_neuron_broadcast_master_param(model)\n",
     )
     calls = frozenset({f"{XM}.broadcast_master_param"})

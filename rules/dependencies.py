@@ -25,6 +25,7 @@ D_ABOUT = f"{_DOCS}/latest/torch/about-pytorch-neuron.html"
 D_RES = f"{_DOCS}/latest/torch/reference/torchneuron-resources.html"
 D_XLAENV = (f"{_DOCS}/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/"
             "torch-neuron-envvars.html")
+D_DIST = f"{_DOCS}/latest/torch/guides/torch-distributed.html"
 D_NPC = (f"{_DOCS}/latest/frameworks/torch/torch-neuronx/api-reference-guide/training/"
          "pytorch-neuron-parallel-compile.html")
 
@@ -366,8 +367,41 @@ What differs: nothing is edited; the regenerated lock will also move transitive 
         language="uv-lock")
 
 
+class SpawningScriptLaunch(DependencyRule):
+    id = ids.LAUNCH
+    name = "launch-with-torchrun"
+    kind = ids.KINDS[id]
+    summary = "a script that spawned its own workers is launched with python: use torchrun"
+    explanation = """\
+What it does: finds the lines that start a script calling `xmp.spawn` or `torch_xla.launch`
+(shell scripts, Dockerfile RUN/CMD/ENTRYPOINT, Kubernetes and compose `command` lists, YAML
+`run:` strings, notebook `!python` lines) and rewrites `python train.py ...` or
+`python3 -u train.py ...` to `torchrun --nproc-per-node=N train.py ...` when the script is
+found, spawns, and gives a literal `nprocs`. An omitted or computed nprocs, `srun`/`mpirun`
+launches, interpreter options torchrun cannot pass on and `xla_dist` are reported.
+
+Why: the spawn call started N processes from one command. Migrated (NM220), the script's entry
+runs once per process, as torchrun expects: started with `python` it would train on one
+process without a word. AWS's distributed guide launches with torchrun.
+
+What differs: torchrun also sets RANK, WORLD_SIZE and the rendezvous variables, and starts
+each worker with `python -u`. A specific interpreter (`/opt/venv/bin/python`) is kept:
+`... -m torch.distributed.run`. nprocs=1 needs nothing. The line changes only where NM220
+turns the spawn call into the entry; `scan --fix` changes the line alone, so migrate the
+script too (`apply`). In the example, train.py calls `xmp.spawn(_mp_fn, nprocs=8)`."""
+    doc_url = D_DIST
+    example = Example(before="python3 -u train.py --epochs 3\n",
+                      after="torchrun --nproc-per-node=8 train.py --epochs 3\n",
+                      language="shell")
+    launched: ClassVar[dict[str, str]] = {"train.py": (
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+        "def _mp_fn(index):\n    pass\n\n"
+        "if __name__ == '__main__':\n    xmp.spawn(_mp_fn, nprocs=8)\n")}
+    """The files the example's launch line starts (the test writes them beside it)."""
+
+
 RULES: tuple[type[Rule], ...] = (
     XlaLineagePin, UnpinnedNeuronx, BetaNeuronx, TorchFamily, CompilerPackages,
     XlaRuntimePackage, NxdPackage, Inf1Package, OptimumNeuron, CpuIndex, XlaImage,
-    XlaEnvironmentVariable, ParallelCompile, OldInstance, Lockfile,
+    XlaEnvironmentVariable, ParallelCompile, OldInstance, Lockfile, SpawningScriptLaunch,
 )

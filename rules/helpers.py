@@ -3,8 +3,9 @@
 Where an XLA call did more than one native call does (`xm.optimizer_step` also averaged the
 gradients; `MpDeviceLoader` also moved every batch), the rewrite calls a small helper defined
 once in the migrated file, so the behaviour stays the same and the output never imports
-neuron-migrate. Each helper works whether or not torch.distributed is initialised, as the XLA
-calls did. The test suite executes every one of them.
+neuron-migrate. Like the XLA calls, each helper works in a single process without a process
+group; with WORLD_SIZE > 1 and no group it raises (`_neuron_distributed`) instead of letting each
+process train alone. The test suite executes every one of them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,12 @@ class Helper:
     source: str
     requires: tuple[str, ...] = ()
     imports: tuple[str, ...] = ("torch",)
+
+
+def defined(name: str) -> str:
+    """The text the engine writes for `name`: the helpers it requires, then itself (for the
+    rules' before/after examples)."""
+    return "\n\n".join(HELPERS[n].source for n in (*HELPERS[name].requires, name))
 
 
 def _helper(source: str, requires: tuple[str, ...] = (),
@@ -53,11 +60,26 @@ class _NeuronDeviceLoader:
     def __len__(self):
         return len(self.loader)
 ''', requires=("_neuron_to_device",)),
+    "_neuron_distributed": _helper('''
+def _neuron_distributed():
+    """Whether collectives have a process group to run in. One process needs none, as with
+    XLA; several processes without one would each train alone, so that is an error."""
+    if torch.distributed.is_initialized():
+        return True
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if world_size > 1:
+        raise RuntimeError(
+            f"WORLD_SIZE is {world_size} but no torch.distributed process group exists, so "
+            "this process would not exchange anything with the others: call "
+            "torch.distributed.init_process_group('neuron') at the start of the worker, "
+            "before the model is moved to the device")
+    return False
+''', imports=("torch", "os")),
     "_neuron_reduce_gradients": _helper('''
 def _neuron_reduce_gradients(optimizer):
     """Average the gradients of the optimizer's parameters over all processes
     (what xm.reduce_gradients and xm.optimizer_step did)."""
-    if not torch.distributed.is_initialized() or torch.distributed.get_world_size() == 1:
+    if not _neuron_distributed() or torch.distributed.get_world_size() == 1:
         return
     world_size = torch.distributed.get_world_size()
     for group in optimizer.param_groups:
@@ -65,78 +87,242 @@ def _neuron_reduce_gradients(optimizer):
             if param.grad is not None:
                 torch.distributed.all_reduce(param.grad, op=torch.distributed.ReduceOp.SUM)
                 param.grad.div_(world_size)
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_optimizer_step": _helper('''
 def _neuron_optimizer_step(optimizer, optimizer_args=None):
     """Average the gradients over all processes, then step (what xm.optimizer_step did)."""
     _neuron_reduce_gradients(optimizer)
     return optimizer.step(**(optimizer_args or {}))
-''', requires=("_neuron_reduce_gradients",)),
+''', requires=("_neuron_distributed", "_neuron_reduce_gradients")),
     "_neuron_all_reduce": _helper('''
 def _neuron_all_reduce(op, value, scale=1.0):
     """xm.all_reduce: a tensor is reduced into a new tensor; a list is reduced in place."""
     tensors = list(value) if isinstance(value, (list, tuple)) else [value.clone()]
+    distributed = _neuron_distributed()
     for tensor in tensors:
-        if torch.distributed.is_initialized():
+        if distributed:
             torch.distributed.all_reduce(tensor, op=op)
         if scale != 1.0:
             tensor.mul_(scale)
     return value if isinstance(value, (list, tuple)) else tensors[0]
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_all_gather": _helper('''
 def _neuron_all_gather(value, dim=0):
     """xm.all_gather: the tensors of all processes, concatenated along `dim`."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return value.clone()
     parts = [torch.empty_like(value) for _ in range(torch.distributed.get_world_size())]
     torch.distributed.all_gather(parts, value.contiguous())
     return torch.cat(parts, dim=dim)
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_reduce_scatter": _helper('''
 def _neuron_reduce_scatter(op, value, scale, scatter_dim, shard_count):
     """xm.reduce_scatter: reduce over all processes, keep this process's shard."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return value.mul(scale)
     chunks = [c.contiguous() for c in value.chunk(shard_count, dim=scatter_dim)]
     output = torch.empty_like(chunks[0])
     torch.distributed.reduce_scatter(output, chunks, op=op)
     return output.mul_(scale) if scale != 1.0 else output
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_gather_objects": _helper('''
 def _neuron_gather_objects(payload):
     """Every process's `payload`, in rank order (xm.rendezvous with a payload)."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return [payload]
     gathered = [None] * torch.distributed.get_world_size()
     torch.distributed.all_gather_object(gathered, payload)
     return gathered
-'''),
+''', requires=("_neuron_distributed",)),
     "_neuron_mesh_reduce": _helper('''
 def _neuron_mesh_reduce(data, reduce_fn):
     """xm.mesh_reduce: gather `data` from every process to the host, then reduce it."""
     return reduce_fn(_neuron_gather_objects(_neuron_to_device(data, "cpu")))
-''', requires=("_neuron_gather_objects", "_neuron_to_device")),
+''', requires=("_neuron_distributed", "_neuron_gather_objects", "_neuron_to_device")),
     "_neuron_save": _helper('''
 def _neuron_save(data, path, master_only=True, global_master=False):
     """xm.save: move tensors to the CPU and write from one process per host (or the global
     master with global_master=True); every process waits until it is written."""
+    distributed = _neuron_distributed()
     if not master_only:
         writer = True
     elif global_master:
-        writer = not torch.distributed.is_initialized() or torch.distributed.get_rank() == 0
+        writer = not distributed or torch.distributed.get_rank() == 0
     else:
         writer = int(os.environ.get("LOCAL_RANK", 0)) == 0
     if writer:
         torch.save(_neuron_to_device(data, "cpu"), path)
-    if torch.distributed.is_initialized():
+    if distributed:
         torch.distributed.barrier()
-''', requires=("_neuron_to_device",), imports=("torch", "os")),
+''', requires=("_neuron_distributed", "_neuron_to_device"), imports=("torch", "os")),
     "_neuron_broadcast_master_param": _helper('''
 def _neuron_broadcast_master_param(model):
     """Copy rank 0's parameters and buffers to every process (xm.broadcast_master_param)."""
-    if not torch.distributed.is_initialized():
+    if not _neuron_distributed():
         return
     for tensor in [*model.parameters(), *model.buffers()]:
         torch.distributed.broadcast(tensor.data, src=0)
-'''),
+''', requires=("_neuron_distributed",)),
+
+    "_NeuronSampleGenerator": _helper('''
+class _NeuronSampleGenerator:
+    """Serve the same `data` `sample_count` times per pass: fake data in place of a DataLoader
+    (what PyTorch/XLA's SampleGenerator did)."""
+
+    def __init__(self, data, sample_count):
+        self.data = data
+        self.sample_count = sample_count
+        self.served = 0
+
+    def __iter__(self):
+        return _NeuronSampleGenerator(self.data, self.sample_count)
+
+    def __len__(self):
+        return self.sample_count
+
+    def __next__(self):
+        if self.served >= self.sample_count:
+            raise StopIteration
+        self.served += 1
+        return self.data
+''', imports=()),
+    "_NeuronRateTracker": _helper('''
+class _NeuronRateTracker:
+    """Samples per second: rate() since its last call, smoothed with the previous rate, and
+    global_rate() since creation (what xm.RateTracker measured)."""
+
+    def __init__(self, smooth_factor=None):
+        import os
+        import time  # here, not at the top: the file may bind `time` to something else
+
+        if smooth_factor is None:
+            smooth_factor = float(os.environ.get("RATE_TRACKER_SMOOTHING", 0.4))
+        self.smooth_factor = smooth_factor
+        self.clock = time.time
+        self.start = self.last = self.clock()
+        self.pending = 0.0  # added since the last rate()
+        self.counted = 0.0  # added before the last rate()
+        self.last_rate = None
+
+    def add(self, count):
+        self.pending += count
+
+    def rate(self):
+        now = self.clock()
+        elapsed = now - self.last
+        if elapsed <= 0:
+            return 0.0
+        rate = self.pending / elapsed
+        if self.last_rate is not None:
+            rate = (1 - self.smooth_factor) * rate + self.smooth_factor * self.last_rate
+        self.counted += self.pending
+        self.pending = 0.0
+        self.last, self.last_rate = now, rate
+        return rate
+
+    def global_rate(self):
+        elapsed = self.clock() - self.start
+        return (self.counted + self.pending) / elapsed if elapsed > 0 else 0.0
+''', imports=()),
+    "_neuron_now": _helper('''
+def _neuron_now(format="%H:%M:%S"):
+    """The local time as text (PyTorch/XLA's test_utils.now)."""
+    import datetime  # here, not at the top: the file may bind `datetime` to the class
+
+    return datetime.datetime.now().strftime(format)
+''', imports=()),
+    "_neuron_write_to_summary": _helper('''
+def _neuron_write_to_summary(summary_writer, global_step=None, dict_to_write=None,
+                             write_xla_metrics=False):
+    """Write scalars to a TensorBoard SummaryWriter, if there is one (PyTorch/XLA's
+    test_utils.write_to_summary). There are no XLA metrics natively: write_xla_metrics
+    writes nothing."""
+    if summary_writer is None:
+        return
+    for name, value in (dict_to_write or {}).items():
+        summary_writer.add_scalar(name, value, global_step)
+''', imports=()),
+    "_neuron_get_summary_writer": _helper('''
+def _neuron_get_summary_writer(logdir):
+    """A TensorBoard SummaryWriter writing to `logdir`, or None without a logdir (PyTorch/XLA's
+    test_utils.get_summary_writer). TensorBoard is imported only when a writer is made."""
+    if not logdir:
+        return None
+    import time
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(log_dir=logdir)
+    _neuron_write_to_summary(writer, 0, {"TensorboardStartTimestamp": time.time()})
+    return writer
+''', requires=("_neuron_write_to_summary",), imports=()),
+    "_neuron_close_summary_writer": _helper('''
+def _neuron_close_summary_writer(summary_writer):
+    """Flush and close a SummaryWriter, if there is one (PyTorch/XLA's
+    test_utils.close_summary_writer)."""
+    if summary_writer is not None:
+        summary_writer.flush()
+        summary_writer.close()
+''', imports=()),
+    "_neuron_device_spec": _helper('''
+def _neuron_device_spec(device):
+    """`device/rank`, as PyTorch/XLA's training updates named the process that printed."""
+    if torch.distributed.is_initialized():
+        rank = torch.distributed.get_rank()
+    else:
+        rank = int(os.environ.get("RANK", 0))
+    return f"{device}/{rank}"
+''', imports=("torch", "os")),
+    "_neuron_print_training_update": _helper('''
+def _neuron_print_training_update(device, step, loss, rate, global_rate, epoch=None,
+                                  summary_writer=None):
+    """Print one line of training progress, and write the rates to the summary writer if
+    there is one (PyTorch/XLA's test_utils.print_training_update)."""
+    fields = ["Training", f"Device={_neuron_device_spec(device)}",
+              f"Epoch={epoch}" if epoch is not None else None, f"Step={step}",
+              f"Loss={loss:.5f}", f"Rate={rate:.2f}", f"GlobalRate={global_rate:.2f}",
+              f"Time={_neuron_now()}"]
+    print("|", " ".join(field for field in fields if field), flush=True)
+    if summary_writer:
+        _neuron_write_to_summary(summary_writer, dict_to_write={
+            "examples/sec": rate, "average_examples/sec": global_rate})
+''', requires=("_neuron_device_spec", "_neuron_now", "_neuron_write_to_summary"), imports=()),
+    "_neuron_print_test_update": _helper('''
+def _neuron_print_test_update(device, accuracy, epoch=None, step=None):
+    """Print one line of test results (PyTorch/XLA's test_utils.print_test_update)."""
+    fields = ["Test", f"Device={_neuron_device_spec(device)}",
+              f"Step={step}" if step is not None else None,
+              f"Epoch={epoch}" if epoch is not None else None,
+              f"Accuracy={accuracy:.2f}" if accuracy is not None else None,
+              f"Time={_neuron_now()}"]
+    print("|", " ".join(field for field in fields if field), flush=True)
+''', requires=("_neuron_device_spec", "_neuron_now"), imports=()),
+    "_neuron_send_cpu_data_to_device": _helper('''
+def _neuron_send_cpu_data_to_device(datas, device):
+    """Copy the tensors in `datas` (also inside lists, tuples and dicts) to `device`; a lone
+    tensor comes back in a list (what xm.send_cpu_data_to_device returned)."""
+    if isinstance(datas, torch.Tensor):
+        datas = [datas]
+    return _neuron_to_device(datas, device)
+''', requires=("_neuron_to_device",)),
+    "_neuron_getenv_as": _helper('''
+def _neuron_getenv_as(name, type, defval=None):
+    """The environment variable `name` converted with `type` (a bool from its integer value),
+    or `defval` when it is not set (PyTorch/XLA's utils.getenv_as)."""
+    import os
+
+    value = os.environ.get(name)
+    if value is None:
+        return defval
+    return type(int(value)) if type == bool else type(value)
+''', imports=()),
+    "_neuron_check_env_flag": _helper('''
+def _neuron_check_env_flag(name, default=""):
+    """Whether the environment variable `name` is "true" or a positive integer
+    (PyTorch/XLA's utils.check_env_flag)."""
+    import os
+
+    flag = os.getenv(name, default)
+    return flag == "true" or (flag.isdigit() and int(flag) > 0)
+''', imports=()),
 }

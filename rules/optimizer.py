@@ -52,7 +52,8 @@ the all-reduce with the backward pass."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.optimizer_step(optimizer)\n",
-        after="import torch\n\n\n" + _helper_text("_neuron_reduce_gradients") + "\n\n"
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients") + "\n\n"
               + _helper_text("_neuron_optimizer_step") + "\n\n_neuron_optimizer_step(optimizer)\n",
     )
     calls = frozenset({f"{XM}.optimizer_step"})
@@ -114,12 +115,13 @@ call did.
 Why: scripts that clip gradients call reduce_gradients before clipping and stepping; the
 averaging must stay or the replicas diverge.
 
-What differs: nothing; without a process group it does nothing. `groups=` is reported for
-review. DistributedDataParallel does this averaging during backward and is faster."""
+What differs: nothing; without a process group (one process) it does nothing, and with
+WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. DistributedDataParallel does this averaging during backward and is faster."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.reduce_gradients(optimizer)\n",
-        after="import torch\n\n\n" + _helper_text("_neuron_reduce_gradients")
+        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_reduce_gradients")
               + "\n\n_neuron_reduce_gradients(optimizer)\n",
     )
     calls = frozenset({f"{XM}.reduce_gradients"})

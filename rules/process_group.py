@@ -5,9 +5,10 @@ from __future__ import annotations
 import libcst as cst
 
 from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Rule, Site
+from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Role, Rule, Site
 from codemod.quote import code
-from rules.support import drop_args, keyword_arg, string, string_value, with_string
+from rules.launch import launch_facts
+from rules.support import drop_args, keyword_arg, string, string_value, template, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 
@@ -31,8 +32,10 @@ how AWS's distributed guide starts jobs.
 
 What differs: the process group must be created before any tensor is put on the neuron
 device (the native backend assigns each process its NeuronCore when the group starts); if
-your script moves the model to the device first, move `init_process_group` up. Jobs launched
-with `xmp.spawn` must be launched with torchrun instead (reported separately)."""
+your script moves the model to the device first, move `init_process_group` up. In a script
+launched with `xmp.spawn` or `torch_xla.launch`, whose worker entry now creates the group
+(NM220), the call runs only `if not dist.is_initialized()`: a second `init_process_group`
+would raise."""
     doc_url = D_DIST
     example = Example(
         before="import torch.distributed as dist\n\n"
@@ -41,6 +44,7 @@ with `xmp.spawn` must be launched with torchrun instead (reported separately).""
     )
     calls = frozenset({"torch.distributed.init_process_group",
                        "torch.distributed.distributed_c10d.init_process_group"})
+    emits = ("torch.distributed.is_initialized",)
 
     def interesting_string(self, value: str) -> bool:
         return value in _XLA_INIT_METHODS
@@ -88,7 +92,23 @@ with `xmp.spawn` must be launched with torchrun instead (reported separately).""
                 drop.add(init_index)
         if not changed:
             return None
-        return Replace(node.with_changes(args=drop_args(args, drop)), "; ".join(changed))
+        new = node.with_changes(args=drop_args(args, drop))
+        facts = launch_facts(site.text)
+        dist = site.ref("torch.distributed")
+        if not facts.entry_group or dist is None:
+            return Replace(new, "; ".join(changed))
+        # the worker entry NM220 writes has created the group already: a second
+        # init_process_group would raise
+        changed.append("only if no process group exists yet (the worker entry creates it, "
+                       "NM220)")
+        unset = template("not {d}.is_initialized()", d=dist)
+        if site.role is Role.STATEMENT and site.insert_after(()):
+            guarded = cst.If(test=unset, body=cst.IndentedBlock(
+                body=[cst.SimpleStatementLine(body=[cst.Expr(new)])]))
+            return ReplaceStatement((guarded,), "; ".join(changed))
+        return Replace(site.parenthesized(cst.IfExp(test=unset, body=new,
+                                                    orelse=cst.Name("None"))),
+                       "; ".join(changed))
 
 
 class XlaBackendImport(Rule):

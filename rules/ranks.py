@@ -97,7 +97,8 @@ class MasterOnly(Rule):
                "become rank checks")
     explanation = """\
 What it does: `xm.is_master_ordinal()` becomes `int(os.environ.get("LOCAL_RANK", 0)) == 0`
-and `xm.is_master_ordinal(local=False)` becomes a global rank-0 check. `xm.master_print(...)`
+and `xm.is_master_ordinal(local=False)` becomes a global rank-0 check (`not
+xm.is_master_ordinal()` reads `... != 0`). `xm.master_print(...)`
 becomes `print(...)` guarded by `if not dist.is_initialized() or dist.get_rank() == 0:`
 (`fd=` becomes `file=`; `local=True` guards on LOCAL_RANK instead).
 

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, Replace, Rule, Site
 from codemod.quote import code
-from rules.helpers import HELPERS
+from rules.helpers import defined
+from rules.support import argument, bool_value
 from rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -35,8 +38,8 @@ is what you want."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
-        after="import os\nimport torch\n\n\n" + HELPERS["_neuron_to_device"].source + "\n\n"
-              + HELPERS["_neuron_save"].source + "\n\n_neuron_save(model.state_dict(), path)\n",
+        after="import os\nimport torch\n\n\n" + defined("_neuron_save")
+              + "\n\n_neuron_save(model.state_dict(), path)\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.save"})
     emits = ("torch.save", "torch.distributed.barrier")
@@ -46,8 +49,22 @@ is what you want."""
                 if a.keyword is not None and a.keyword.value == "file_or_path" else a
                 for a in node.args]
         new = node.with_changes(func=site.helper("_neuron_save"), args=args)
-        return Replace(new, f"`{code(node)}` → `{code(new)}`: CPU copy, written by the local "
-                       "master of each host (as before), then a barrier")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: CPU copy, written by "
+                       f"{_writer(node.args)} (as before), then a barrier")
+
+
+def _writer(args: Sequence[cst.Arg]) -> str:
+    """Which process writes, in words, as xm.save's two flags chose it."""
+    master_only, global_master = argument(args, 2, "master_only"), argument(args, 3,
+                                                                             "global_master")
+    only = True if master_only is None else bool_value(master_only.value)
+    one = False if global_master is None else bool_value(global_master.value)
+    if only is False:
+        return "every process"
+    if only is None or one is None:
+        flags = " and ".join(f"`{code(a)}`" for a in (master_only, global_master) if a)
+        return f"the processes {flags} choose"
+    return "global rank 0" if one else "the local master of each host"
 
 
 class XserCheckpoint(ReviewRule):

@@ -102,22 +102,36 @@ ZeroRedundancyOptimizer and verify it on Trainium."""
 class MetricsAndProfiler(ReviewRule):
     id = "NM707"
     name = "xla-metrics-profiler"
-    summary = "torch_xla metrics reports and the XLA profiler have native counterparts to choose"
+    summary = "torch_xla metric queries and the XLA profiler have native counterparts to choose"
     explanation = """\
-What it does: reports `torch_xla.debug.metrics` (`metrics_report`, `counter_value`, ...) and
-`torch_xla.debug.profiler` (`start_server`, `trace`, `Trace`).
+What it does: reports what remains of `torch_xla.debug.metrics` once NM305 has rewritten the
+reports and clears: the queries (`counter_value`, `counter_names`, `metric_data`,
+`metric_names`, `executed_fallback_ops`); and what remains of `torch_xla.debug.profiler` once
+NM306 has rewritten the annotations and dropped the server and its capture: for example
+`start_trace(log_dir)` / `stop_trace()`.
 
 Why: the metrics counted XLA compilations and transfers, which native execution does not
-have. Profiling uses PyTorch's profiler with Neuron's extension instead of XLA's server.
+have, so a query's answer has no native meaning; such calls usually assert on XLA behaviour
+(tests, benchmarks). Profiling uses PyTorch's profiler with Neuron's extension instead of
+XLA's server.
 
-What to do: delete metrics reports, or use `torch_neuronx.get_fallback_ops()` to see which
-ops ran on the CPU; profile with `torch.profiler.profile(activities=[ProfilerActivity.CPU,
-ProfilerActivity.PrivateUse1])` as the Neuron Explorer guide shows."""
+What to do: delete checks of XLA counters and metrics, or use `torch_neuronx.get_fallback_ops()`
+to see which ops ran on the CPU; profile with `torch.profiler.profile(activities=[
+ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])` as the Neuron Explorer guide shows."""
     doc_url = D_PROF
-    example = _example("print(met.metrics_report())", "import torch_xla.debug.metrics as met")
+    example = _example("assert met.counter_value(\"CachedCompile\") == 1",
+                       "import torch_xla.debug.metrics as met")
     guidance = {
         "torch_xla.debug.metrics": "XLA compilation metrics do not exist natively; delete it, "
                                    "or inspect CPU fallbacks with torch_neuronx.get_fallback_ops()",
+        **{f"torch_xla.debug.metrics.{query}": (
+            "XLA counters and metrics (compilations, executions, transfers) do not exist "
+            "natively, so there is no value to check; delete the check, or measure with "
+            "torch.profiler") for query in ("counter_value", "counter_names", "metric_data",
+                                            "metric_names")},
+        "torch_xla.debug.metrics.executed_fallback_ops": (
+            "the ops that fell back to the CPU: torch_neuronx.get_fallback_ops() is the closest "
+            "native counterpart (in torch-neuronx's sources, not yet in AWS's documentation)"),
         "torch_xla.debug.profiler": "profile with torch.profiler (ProfilerActivity.PrivateUse1) "
                                     "and Neuron Explorer",
     }
@@ -221,26 +235,23 @@ class DeviceQueries(ReviewRule):
     name = "xla-device-query"
     summary = "XLA device-kind, device-count and memory queries need native equivalents by hand"
     explanation = """\
-What it does: reports `xm.xla_device_hw()`, `xm.xla_device_kind()`, `xr.device_type()`,
-the device counts (`xr.global_device_count()`, `xr.addressable_device_count()`,
-`xr.local_device_count()`, `torch_xla.device_count()`), `xm.get_memory_info()`,
-`xm.send_cpu_data_to_device()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
+What it does: reports `xm.xla_device_kind()`, the device counts (`xr.global_device_count()`,
+`xr.addressable_device_count()`, `xr.local_device_count()`, `torch_xla.device_count()`),
+`xm.get_memory_info()`, `xm.unlazy()` and `xm.optimization_barrier_()`.
 
 Why: each has a native counterpart whose meaning differs: device-kind checks compared
 against "NEURON" / "TPU" / "GPU" strings, while the native device type is "neuron"; counts
 depend on whether you mean processes or cores.
 
-What to do: `torch.device(dev).type == "neuron"` for kind checks; `dist.get_world_size()`
+What to do: `torch.device(dev).type == "neuron"` for kind checks (NM104 rewrites
+`xm.xla_device_hw(dev)` and `xr.device_type()` themselves); `dist.get_world_size()`
 for the number of workers or `torch.neuron.device_count()` for the cores this process sees;
 `torch.neuron.memory_allocated()` / `memory_stats()` after `torch.neuron.synchronize()`;
-`.to(device)` for host-to-device copies; drop `unlazy` and `optimization_barrier_`."""
+drop `unlazy` and `optimization_barrier_`."""
     doc_url = D_MEM
-    example = _example("if xr.device_type() == \"NEURON\":\n    pass", "import torch_xla.runtime as xr")
+    example = _example("if xr.local_device_count() > 1:\n    pass", "import torch_xla.runtime as xr")
     guidance = {
-        f"{XM}.xla_device_hw": "compare torch.device(dev).type with \"neuron\" instead",
         f"{XM}.xla_device_kind": "no documented native equivalent (core generation); drop it",
-        f"{XR}.device_type": "the native device type is \"neuron\": compare "
-                             "torch.device(dev).type == \"neuron\"",
         f"{XR}.global_device_count": "one device per process: use dist.get_world_size()",
         f"{XR}.addressable_device_count": "use torch.neuron.device_count() (cores this process "
                                           "sees)",
@@ -248,7 +259,6 @@ for the number of workers or `torch.neuron.device_count()` for the cores this pr
         "torch_xla.device_count": "use dist.get_world_size() or torch.neuron.device_count()",
         f"{XM}.get_memory_info": "use torch.neuron.memory_allocated() / memory_stats() after "
                                  "torch.neuron.synchronize()",
-        f"{XM}.send_cpu_data_to_device": "move the data with .to(device)",
         f"{XM}.unlazy": "eager tensors are already materialised: drop it (or "
                         "torch.neuron.synchronize() to wait)",
         f"{XM}.optimization_barrier_": "an XLA compiler hint with no native equivalent: drop it",

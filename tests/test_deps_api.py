@@ -38,6 +38,7 @@ def registry(**options: object) -> Registry:
     ("Dockerfile.neuron", "dockerfile"), ("train.Dockerfile", "dockerfile"),
     ("Dockerfile-training-dlc", "dockerfile"), ("Dockerfile_inference", "dockerfile"),
     ("Containerfile", "dockerfile"), ("run.sh", "shell"), ("env.bash", "shell"),
+    ("train.sbatch", "shell"), ("job.slurm", "shell"),
     ("k8s/job.yaml", "yaml"), (".github/workflows/ci.yml", "yaml"),
 ])
 def test_files_are_recognised_by_name(name: str, kind: str) -> None:
@@ -52,8 +53,9 @@ def test_other_files_are_not_taken(name: str) -> None:
 
 
 @pytest.mark.parametrize("after", FIXED_CASES, ids=lambda p: p.parent.parent.name)
-def test_crlf_and_bom_survive_a_fix(after: Path) -> None:
+def test_crlf_and_bom_survive_a_fix(after: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = after.parent.parent / "before" / after.name
+    monkeypatch.chdir(before.parent)  # where the scripts its launch lines start are
     convert = lambda data: BOM + data.replace(b"\n", b"\r\n")  # noqa: E731
     unsafe = (after.parent.parent / "findings.txt").read_text().startswith("# unsafe-fixes")
     result = scan_source(after.name, convert(before.read_bytes()), registry(unsafe_fixes=unsafe),

@@ -1,8 +1,9 @@
 """Every dependency fixture through the scanner: the findings (rule and line), the fixed file,
 and a second pass that changes nothing.
 
-A case is a folder under fixtures/deps/: `before/<file>` (named as the real file kind is),
-`findings.txt` (one `LINE RULE` per expected finding; a first line `# unsafe-fixes` turns
+A case is a folder under fixtures/deps/: `before/<file>` (named as the real file kind is;
+any Python files beside it are the scripts its launch lines start, and the scan runs from
+`before/`), `findings.txt` (one `LINE RULE` per expected finding; a first line `# unsafe-fixes` turns
 unsafe fixes on), and `after/<file>` for the kinds that are fixed. A case without `after/`
 must come back unchanged; a case with `error.txt` must fail with that text in its error.
 """
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from codemod.deps import scan_source
+from codemod.deps import kind_of, scan_source
 from codemod.model import FileResult, Kind, Options
 from codemod.registry import Registry
 from rules.dependencies import RULES
@@ -22,8 +23,24 @@ from tests.conftest import FIXTURES
 CASES = sorted(p for p in (FIXTURES / "deps").iterdir() if p.is_dir())
 
 
+@pytest.fixture(autouse=True)
+def _from_before(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run where the case's files are, as a user runs the tool from their repository."""
+    case = request.node.callspec.params.get("case") if hasattr(request.node, "callspec") \
+        else None
+    if case is not None:
+        monkeypatch.chdir(case / "before")
+
+
+def _scanned(case: Path) -> Path:
+    """The one file of `before/` the scanner reads (relative to `before/`)."""
+    (before,) = [p.relative_to(case / "before") for p in (case / "before").rglob("*")
+                 if p.is_file() and kind_of(p) is not None]
+    return before
+
+
 def _case(case: Path) -> tuple[Path, list[tuple[int, str]], bool]:
-    (before,) = (case / "before").iterdir()
+    before = _scanned(case)
     lines = (case / "findings.txt").read_text().splitlines()
     unsafe = bool(lines) and lines[0].strip() == "# unsafe-fixes"
     expected = [(int(n), rule) for n, rule in (line.split() for line in lines
@@ -37,7 +54,7 @@ def _registry(unsafe: bool) -> Registry:
 
 def _scan(case: Path, fix: bool = True) -> tuple[FileResult, Path, list[tuple[int, str]], bool]:
     before, expected, unsafe = _case(case)
-    result = scan_source(before.name, before.read_bytes(), _registry(unsafe), fix=fix)
+    result = scan_source(str(before), before.read_bytes(), _registry(unsafe), fix=fix)
     return result, before, expected, unsafe
 
 
@@ -48,7 +65,7 @@ def test_findings_are_the_expected_rules_and_lines(case: Path) -> None:
     lines = before.read_bytes().count(b"\n") + 1
     for finding in result.findings:
         assert 1 <= finding.line <= lines and finding.column >= 1
-        assert finding.message and finding.path == before.name
+        assert finding.message and finding.path == str(before)
         assert finding.applied == (finding.kind is not Kind.REVIEW and
                                    (finding.kind is Kind.FIX or unsafe))
 
@@ -62,7 +79,7 @@ def test_fixed_output_is_the_after_file(case: Path) -> None:
         assert result.new_source is None
         return
     assert result.error is None
-    after = case / "after" / before.name
+    after = case / "after" / before
     if after.exists():
         assert result.new_source == after.read_bytes()
     else:
@@ -73,8 +90,8 @@ def test_fixed_output_is_the_after_file(case: Path) -> None:
                          ids=lambda p: p.name)
 def test_fixing_twice_changes_nothing(case: Path) -> None:
     before, _, unsafe = _case(case)
-    after = case / "after" / before.name
-    again = scan_source(before.name, after.read_bytes(), _registry(unsafe), fix=True)
+    after = case / "after" / before
+    again = scan_source(str(before), after.read_bytes(), _registry(unsafe), fix=True)
     assert again.new_source is None
     assert not any(f.applied for f in again.findings)
 

@@ -4,6 +4,7 @@ a fixture exercises it."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -40,7 +41,11 @@ def test_rule_documents_itself(rule) -> None:
 
 
 @pytest.mark.parametrize("rule", RULES, ids=lambda r: r.id)
-def test_example_is_what_the_scanner_does(rule) -> None:
+def test_example_is_what_the_scanner_does(rule, tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name, text in getattr(rule, "launched", {}).items():  # the scripts it launches
+        (tmp_path / name).write_text(text)
     name = EXAMPLE_FILES[rule.example.language]
     result = scan_source(name, rule.example.before.encode(), REGISTRY, fix=True)
     assert result.error is None

@@ -270,3 +270,9 @@ def test_read_only_files_and_odd_names(in_tmp: Path) -> None:
     assert (in_tmp / "ro.py").read_text() == OLD
     assert (in_tmp / "-dash.py").read_text() == NEW
     assert (in_tmp / "new\nline.py").read_text() == NEW
+
+
+def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> None:
+    (in_tmp / "-c").write_text("open('ran-as-file', 'w').close()\n")
+    cli("smoke", "--", "-c", "open('ran-as-code', 'w').close()")
+    assert (in_tmp / "ran-as-file").exists() and not (in_tmp / "ran-as-code").exists()

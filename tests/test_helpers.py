@@ -4,8 +4,10 @@ two-process gloo group, and check they do what the XLA calls did."""
 from __future__ import annotations
 
 import os
+import re
 import socket
 from collections import namedtuple
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -27,10 +29,69 @@ H = _namespace()
 
 
 def test_every_helper_is_defined_and_declares_what_it_needs() -> None:
+    """`requires` is closed: the engine defines exactly the helpers listed, not what those
+    need in turn."""
     for name, helper in HELPERS.items():
         assert name in H
         for required in helper.requires:
-            assert required in HELPERS and required in helper.source
+            assert required in HELPERS
+            assert set(HELPERS[required].requires) <= set(helper.requires), (name, required)
+        for other in HELPERS:
+            if other != name and re.search(rf"\b{other}\b", helper.source):
+                assert other in helper.requires, (name, other)
+
+
+_COLLECTIVES = re.compile(r"torch\.distributed\.(all_reduce|all_gather|all_gather_object|"
+                          r"reduce_scatter|broadcast|barrier)\(")
+
+
+def test_helpers_with_collectives_ask_whether_a_process_group_exists() -> None:
+    """A helper that skips its collective without a group must check WORLD_SIZE first, or
+    each replica would train alone without a word."""
+    for name, helper in HELPERS.items():
+        if _COLLECTIVES.search(helper.source):
+            assert "_neuron_distributed" in helper.requires, name
+            assert "is_initialized()" not in helper.source, name
+
+
+def _collective_calls() -> dict[str, Callable[[], object]]:
+    t = torch.tensor([1.0, 2.0])
+    model = torch.nn.Linear(2, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    model(torch.ones(1, 2)).sum().backward()
+    return {
+        "_neuron_reduce_gradients": lambda: H["_neuron_reduce_gradients"](optimizer),
+        "_neuron_optimizer_step": lambda: H["_neuron_optimizer_step"](optimizer),
+        "_neuron_all_reduce": lambda: H["_neuron_all_reduce"](dist.ReduceOp.SUM, t),
+        "_neuron_all_gather": lambda: H["_neuron_all_gather"](t),
+        "_neuron_reduce_scatter": lambda: H["_neuron_reduce_scatter"](dist.ReduceOp.SUM, t,
+                                                                      1.0, 0, 1),
+        "_neuron_gather_objects": lambda: H["_neuron_gather_objects"](b"x"),
+        "_neuron_mesh_reduce": lambda: H["_neuron_mesh_reduce"](t, max),
+        "_neuron_save": lambda: H["_neuron_save"]({"w": t}, os.devnull, master_only=False),
+        "_neuron_broadcast_master_param": lambda: H["_neuron_broadcast_master_param"](model),
+    }
+
+
+def test_every_collective_helper_is_exercised() -> None:
+    with_group = {name for name, helper in HELPERS.items()
+                  if "_neuron_distributed" in helper.requires}
+    assert with_group == set(_collective_calls())
+
+
+@pytest.mark.parametrize("name", sorted(_collective_calls()))
+def test_helpers_raise_when_several_processes_have_no_group(name: str, monkeypatch) -> None:
+    assert not dist.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(RuntimeError, match="WORLD_SIZE is 2 but no torch.distributed process "
+                                           "group exists.*init_process_group"):
+        _collective_calls()[name]()
+
+
+@pytest.mark.parametrize("name", sorted(_collective_calls()))
+def test_helpers_run_alone_in_a_single_process_job(name: str, monkeypatch) -> None:
+    monkeypatch.setenv("WORLD_SIZE", "1")  # torchrun --nproc-per-node=1
+    _collective_calls()[name]()
 
 
 def test_to_device_walks_nested_batches() -> None:
@@ -79,7 +140,7 @@ def test_save_writes_cpu_tensors_from_the_local_master(tmp_path: Path, monkeypat
 
 
 def _worker(rank: int, port: int, results: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2")
     dist.init_process_group("gloo", rank=rank, world_size=2)
     h = _namespace()
     value = torch.tensor([float(rank + 1)])

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from codemod.model import Kind
+from rules.launch import Spawn
 from tests.conftest import cli
 
 XLA_PINS = "torch-neuronx==2.9.0.2.15.32035  # the old stack\nneuronx-cc==2.*\nnki\n"
@@ -48,3 +52,30 @@ def test_scan_of_a_broken_file_is_an_error(in_tmp: Path) -> None:
     (in_tmp / "pyproject.toml").write_text('[project]\ndependencies = ["torch-neuronx"\n')
     run = cli("scan", ".")
     assert run.exit_code == 2 and "pyproject.toml" in run.stderr
+
+
+SPAWNING = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
+            "def _mp_fn(index):\n    pass\n\n"
+            "if __name__ == '__main__':\n    xmp.spawn(_mp_fn{nprocs})\n")
+
+
+def test_scan_fix_rewrites_launches_in_manifests_and_reports_an_unknown_count(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Spawn, "kind", Kind.FIX)  # the launch line changes with the script
+    (in_tmp / "train.py").write_text(SPAWNING.format(nprocs=", nprocs=16"))
+    (in_tmp / "pretrain.py").write_text(SPAWNING.format(nprocs=""))
+    (in_tmp / "job.yaml").write_text("command:\n  - python3\n  - train.py\n"
+                                     "args: [\"--steps\", \"3\"]\n")
+    (in_tmp / "Dockerfile").write_text("FROM python:3.11\nCOPY . /src\nWORKDIR /src\n"
+                                       "CMD python3 -u pretrain.py\n")
+    report = cli("scan", ".", "--format", "json").json()
+    launches = {f["path"]: f for f in report["findings"] if f["rule_id"] == "NM816"}
+    assert launches["Dockerfile"]["kind"] == "review"
+    assert launches["Dockerfile"]["suggestion"] == "torchrun --nproc-per-node=N pretrain.py"
+    assert launches["job.yaml"]["kind"] == "fix"
+    fixed = cli("scan", "--fix", ".")
+    assert fixed.exit_code == 1  # the unknown count still needs a person
+    assert (in_tmp / "job.yaml").read_text() == (
+        "command:\n  - torchrun\n  - --nproc-per-node=16\n  - train.py\n"
+        "args: [\"--steps\", \"3\"]\n")
+    assert (in_tmp / "Dockerfile").read_text().endswith("CMD python3 -u pretrain.py\n")

@@ -13,21 +13,27 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from codemod.deps.ids import LAUNCH
+from codemod.deps.launch_paths import ContainerPaths, HostPaths
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
 
 if TYPE_CHECKING:  # the scanners (and packaging, tomlkit) load when a file needs them
     from codemod.deps.emit import Emitter
 
-__all__ = ["is_dependency_file", "kind_of", "scan_source", "scan_text_lines"]
+__all__ = ["LineEdit", "fix_text_lines", "is_dependency_file", "kind_of", "scan_source",
+           "scan_text_lines"]
 
 Scanner = Callable[[str, "Emitter", str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
+LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
+"""Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
 # that meets no YAML or TOML file never loads their parsers
 SCANNERS: dict[str, tuple[str, str]] = {
@@ -67,7 +73,7 @@ def kind_of(path: Path) -> str | None:
     if REQUIREMENTS.match(name) or (path.parent.name.lower() == "requirements"
                                     and name.endswith((".txt", ".in"))):
         return "requirements"
-    if name.endswith((".sh", ".bash")):
+    if name.endswith((".sh", ".bash", ".sbatch", ".slurm")):  # SLURM batch scripts are shell
         return "shell"
     if name.endswith((".yml", ".yaml")):
         return "conda" if name.startswith("environment") else "yaml"
@@ -85,18 +91,32 @@ def mentions_neuron(data: bytes) -> bool:
     return any(token in lowered for token in PREFILTER)
 
 
+def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
+    """Whether a file without Neuron words still needs reading: it names a script that
+    spawns its own workers (NM816)."""
+    if kind not in LAUNCHERS or b"python" not in data:
+        return False
+    from codemod.deps.emit import rule_enabled
+    from codemod.deps.launches import names_a_spawner
+
+    return rule_enabled(registry, LAUNCH) and names_a_spawner(path, data)
+
+
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
     """Scan one file; never raises for bad input (problems become `error`)."""
     kind = kind_of(Path(path))
-    if kind is None or not mentions_neuron(data):
+    if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
         return FileResult(path, original=data)
-    from codemod.deps.emit import Emitter
+    from codemod.deps.emit import Emitter, rule_enabled
     from codemod.deps.entries import Unparsable
 
     text = data.decode("utf-8", "surrogateescape")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it
     text = text[len(bom):]
-    emitter = Emitter(path, text, registry, fix)
+    paths = None
+    if kind in LAUNCHERS and rule_enabled(registry, LAUNCH):
+        paths = (ContainerPaths if kind == "dockerfile" else HostPaths)(Path(path))
+    emitter = Emitter(path, text, registry, fix, paths=paths)
     try:
         scanner(kind)(text, emitter, path)
     except Unparsable as problem:
@@ -137,20 +157,46 @@ def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
     return tuple(sorted(findings, key=lambda f: (f.line, f.column, f.rule_id)))
 
 
-def scan_text_lines(path: str, lines: list[tuple[int, str]],
-                    registry: Registry) -> list[Finding]:
-    """Check free-standing shell-like lines (notebook magics); report only, never fix."""
+def scan_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
+                    paths: HostPaths | None = None) -> list[Finding]:
+    """Check free-standing shell-like lines (notebook magics); report only, never fix.
+    With `paths`, launches of scripts that spawn their own workers are followed (NM816)."""
+    return fix_text_lines(path, lines, registry, paths, editable=False)[0]
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace columns [start, end) (0-based) of one of the given lines."""
+
+    line: int
+    start: int
+    end: int
+    new: str
+
+
+def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
+                   paths: HostPaths | None = None, editable: bool = True,
+                   fix: bool = True) -> tuple[list[Finding], list[LineEdit]]:
+    """`scan_text_lines`, with the launch rewrites (NM816) as edits of the lines when they are
+    `editable` (and made when `fix`): the only fixes whose text stays where the line had it (`strip_magic` keeps columns, but `%env`
+    lines are rewritten, and pins are left to the files the notebook installs from)."""
     if not lines:
-        return []
+        return [], []
     from codemod.deps import commands, shell
-    from codemod.deps.emit import Emitter
+    from codemod.deps.emit import Emitter, rule_enabled
     from codemod.deps.entries import Unparsable
 
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
-    emitter = Emitter(path, text, registry, fix=False,
-                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1], can_edit=False)
+    emitter = Emitter(path, text, registry, fix=fix,
+                      line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1],
+                      can_edit=frozenset({LAUNCH}) if editable else False,
+                      paths=paths if rule_enabled(registry, LAUNCH) else None)
     try:
         shell.scan(text, emitter, path)
     except Unparsable:
         pass  # a notebook line that is not shell: nothing to say about it
-    return list(_ordered(emitter.findings))
+    edits = []
+    for edit in emitter.edits:
+        (line, start), (_, end) = emitter.position(edit.start), emitter.position(edit.end)
+        edits.append(LineEdit(line, start - 1, end - 1, edit.new))
+    return list(_ordered(emitter.findings)), edits

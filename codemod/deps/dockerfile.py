@@ -24,6 +24,10 @@ from codemod.deps import check, ids
 from codemod.deps.commands import Variable, Word, expand, simple_commands, split_words
 from codemod.deps.emit import Emitter
 from codemod.deps.entries import Manifest, Unparsable, line_at
+from codemod.deps.launch_paths import ContainerPaths
+from codemod.deps.launches import (
+    check_launch, exec_form_items, follow_directory, item_render, json_quote, shell_render,
+)
 from codemod.deps.lines import LogicalLine, logical_lines, physical_lines
 from codemod.deps.shell import PARALLEL_COMPILE_MESSAGE, read_command, record_assignment, value_span
 from codemod.deps.signals import check_image, scan_text_signals
@@ -58,6 +62,7 @@ class _Build:
         self.globals: dict[str, Variable] = {}
         self.scope: dict[str, Variable] | None = None  # None before the first FROM
         self.stage = 0
+        self.paths = emitter.paths if isinstance(emitter.paths, ContainerPaths) else None
 
     @property
     def group(self) -> str:
@@ -75,6 +80,8 @@ class _Build:
     def on_from(self, line: LogicalLine, arguments: list[Word]) -> None:
         self.stage += 1
         self.scope = {}
+        if self.paths is not None:
+            self.paths.new_stage()
         image = next((w for w in arguments if not w.value.startswith("--")), None)
         if image is not None:
             check_image(expand(image.value, self.globals) or image.value, image.start,
@@ -102,10 +109,33 @@ class _Build:
         for word in arguments:
             record_assignment(word, scope, self.manifest, self.emitter, self.group)
 
+    def on_workdir(self, line: LogicalLine, arguments: list[Word]) -> None:
+        if self.paths is not None and len(arguments) == 1:
+            self.paths.set_workdir(expand(arguments[0].value, self._variables()))
+
+    def on_copy(self, line: LogicalLine, arguments: list[Word]) -> None:
+        if self.paths is None or any(w.value.startswith("--from") for w in arguments):
+            return  # another stage's or image's files: not the build context
+        given = [w for w in arguments if not w.value.startswith("--")]
+        if len(given) < 2 or given[0].raw.startswith("[") or \
+                line.first.start in self.heredocs:
+            return
+        values = [expand(w.value, self._variables()) for w in given]
+        if all(v is not None for v in values):
+            self.paths.copy(values[:-1], values[-1])  # type: ignore[arg-type]
+
+    on_add = on_copy
+
+    def _variables(self) -> dict[str, Variable]:
+        return dict(self.scope if self.scope is not None else self.globals)
+
     def on_run(self, line: LogicalLine, arguments: list[Word]) -> None:
         arguments = [w for w in arguments if not w.value.startswith(RUN_FLAGS)]
+        if self.paths is not None:
+            self.paths.reset()  # each RUN is a new shell in WORKDIR
         if arguments and arguments[0].raw.startswith("["):
             self._exec_form(line)
+            self._exec_launch(line)
             return
         scope = dict(self.scope if self.scope is not None else self.globals)
         for command in simple_commands(arguments):
@@ -119,14 +149,34 @@ class _Build:
 
     def on_cmd(self, line: LogicalLine, arguments: list[Word]) -> None:
         self._exec_form(line)
+        if self.paths is not None:
+            self.paths.reset()
+        if self._exec_launch(line):
+            return
+        variables = self._variables()
+        for command in simple_commands(arguments):  # the shell form
+            follow_directory(command, variables, self.paths)
+            check_launch(command, variables, self.paths, self.emitter, shell_render(self.text))
 
     on_entrypoint = on_cmd
+
+    def _exec_launch(self, line: LogicalLine) -> bool:
+        """The exec form (`["python3", "train.py"]`): False when the line is not one."""
+        items = exec_form_items(line)
+        if items is None:
+            return False
+        check_launch(items, {}, self.paths, self.emitter, item_render(json_quote, _comma))
+        return True
 
     def _exec_form(self, line: LogicalLine) -> None:
         index = line.text.find("neuron_parallel_compile")
         if index >= 0:
             self.emitter.report(ids.PARALLEL_COMPILE, line.offset(index),
                                 PARALLEL_COMPILE_MESSAGE)
+
+
+def _comma(item: Word) -> str:
+    return ", "
 
 
 def _as_assignment(word: Word, value: str) -> Word:

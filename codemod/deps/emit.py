@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from codemod.deps import ids
 from codemod.deps.entries import Edit
+from codemod.deps.launch_paths import HostPaths
 from codemod.model import Finding, Kind
 from codemod.registry import Registry
 
@@ -21,12 +22,17 @@ class Emitter:
     """Collects the findings for one text; knows where each offset is.
 
     `line_numbers` maps the text's lines to the caller's numbering (notebook lines handed to
-    `scan_text_lines`); by default line i of the text is line i.
+    `scan_text_lines`); by default line i of the text is line i. `can_edit` may name the only
+    rules whose edits can be made. `paths` finds the scripts that launch lines start (None:
+    launch lines are not followed).
     """
 
     def __init__(self, path: str, text: str, registry: Registry, fix: bool,
-                 line_numbers: Sequence[int] | None = None, can_edit: bool = True) -> None:
+                 line_numbers: Sequence[int] | None = None,
+                 can_edit: bool | frozenset[str] = True,
+                 paths: HostPaths | None = None) -> None:
         self.path = path
+        self.paths = paths
         self.text = text
         self.registry = registry
         self.fix = fix
@@ -45,7 +51,9 @@ class Emitter:
                edits: Sequence[Edit | None] = (), suggestion: str | None = None) -> None:
         if not rule_enabled(self.registry, rule_id):
             return
-        usable = self.can_edit and bool(edits) and all(e is not None for e in edits)
+        editable = self.can_edit if isinstance(self.can_edit, bool) else \
+            rule_id in self.can_edit
+        usable = editable and bool(edits) and all(e is not None for e in edits)
         kind = ids.KINDS[rule_id] if usable else Kind.REVIEW
         applied = usable and self._accept(kind, [e for e in edits if e is not None])
         line, column = self.position(offset)
@@ -59,6 +67,10 @@ class Emitter:
                                       and self.registry.options.unsafe_fixes)
         if not (self.fix and wanted):
             return False
+        return self.take(edits)
+
+    def take(self, edits: Sequence[Edit]) -> bool:
+        """Add edits made elsewhere (a string's shell, read on its own), unless they clash."""
         new = [e for e in edits if e not in self.edits]  # one ARG default serves many pins
         if any(_overlaps(e, other) for e in new for other in self.edits):
             return False

@@ -23,6 +23,7 @@ XLA_ENV_VAR = "NM812"
 PARALLEL_COMPILE = "NM813"
 OLD_INSTANCE = "NM814"
 LOCKFILE = "NM815"
+LAUNCH = "NM816"
 
 KINDS: dict[str, Kind] = {
     XLA_LINEAGE: Kind.FIX,
@@ -40,5 +41,6 @@ KINDS: dict[str, Kind] = {
     PARALLEL_COMPILE: Kind.REVIEW,
     OLD_INSTANCE: Kind.REVIEW,
     LOCKFILE: Kind.REVIEW,
+    LAUNCH: Kind.FIX,
 }
 """The kind of a finding whose edit can be made; a finding without an edit is `review`."""

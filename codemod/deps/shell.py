@@ -1,5 +1,5 @@
 """Shell scripts (and notebook `!`/`%` lines): pip installs, exported XLA variables,
-neuron_parallel_compile launches."""
+neuron_parallel_compile runs, and launches of scripts that spawn their own workers."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from codemod.deps.commands import (
 )
 from codemod.deps.emit import Emitter
 from codemod.deps.entries import Index, Manifest
+from codemod.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
 from codemod.deps.lines import logical_lines
 from codemod.deps.pip_words import read_pip_install
 from codemod.deps.signals import check_variable, scan_text_signals
@@ -56,6 +57,8 @@ def read_command(command: list[Word], text: str, variables: dict[str, Variable],
         words = words[1:]
     if not words:
         return
+    follow_directory(words, variables, emitter.paths)
+    check_launch(words, variables, emitter.paths, emitter, shell_render(emitter.text))
     for word in words:
         if word.value.rsplit("/", 1)[-1] == "neuron_parallel_compile":
             emitter.report(ids.PARALLEL_COMPILE, word.start, PARALLEL_COMPILE_MESSAGE)
@@ -75,5 +78,6 @@ def scan(text: str, emitter: Emitter, path: str = "") -> None:
     for line in logical_lines(text):
         for command in simple_commands(split_words(line)):
             read_command(command, text, variables, manifest, emitter)
+        note_script_dir(line.text, variables, emitter.paths)
     check.emit(manifest, emitter)
     scan_text_signals(text, emitter)
