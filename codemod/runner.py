@@ -307,15 +307,15 @@ def _needs_engine(path: Path, job: Job) -> bool:
     """Whether a file may need more than a token search. A hook's run over a few files with
     nothing XLA-era in them is over before worker processes would have started, so the
     workers start only once a file needs them (the results are the same either way)."""
-    if path.suffix == ".ipynb":
-        return True
     try:
         if path.stat().st_size > MAX_BYTES:
             return False
         data = path.read_bytes()
     except OSError:
         return False  # reading it again reports the problem
-    launches = path.suffix != ".py" and b"python" in data  # a launch line (NM816) is read
+    # a launch line (NM816) is read; a notebook names python in its metadata, not so
+    launches = b"python " in data if path.suffix == ".ipynb" else \
+        path.suffix != ".py" and b"python" in data
     return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
 
 

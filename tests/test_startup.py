@@ -12,6 +12,7 @@ import pytest
 
 from codemod import catalogue, entry
 from codemod.command import Request
+from codemod.model import Options
 from codemod.registry import Registry
 from rules import all_rules
 from tests.conftest import ROOT, cli
@@ -32,6 +33,14 @@ sys.stdout.flush()
 loaded = [name for name in {heavy!r} if name in sys.modules]
 sys.stderr.write("\\n" + json.dumps({{"status": status, "loaded": loaded}}) + "\\n")
 """
+
+
+_NOTEBOOK = {
+    "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["Moved to the native stack."]},
+              {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+               "source": ["!pip install numpy\n", "import torch\n", "torch.ones(2)"]}],
+    "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+}
 
 
 def _probe(*args: str | Path, cwd: Path) -> tuple[int, list[str], str]:
@@ -57,10 +66,11 @@ def test_a_hook_over_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path
     (tmp_path / "clean.py").write_text("import torch\nprint(torch.ones(2))\n")
     (tmp_path / "other.py").write_text("x = 1\n")
     (tmp_path / "requirements.txt").write_text("torch==2.13.0\nnumpy\n")
+    (tmp_path / "notes.ipynb").write_text(json.dumps(_NOTEBOOK))
     status, loaded, out = _probe(command, "clean.py", "other.py", "requirements.txt",
-                                 cwd=tmp_path)
+                                 "notes.ipynb", cwd=tmp_path)
     assert status == 0 and loaded == []
-    assert out.startswith("3 files scanned, 0 ")
+    assert out.startswith("4 files scanned, 0 ")
 
 
 def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
@@ -114,3 +124,13 @@ def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], mo
 ])
 def test_anything_else_is_left_to_typer(args: list[str]) -> None:
     assert entry.lean_request(args) is None
+
+
+@pytest.mark.parametrize("options", [Options(), Options(select=frozenset({"NM8"})),
+                                     Options(ignore=frozenset({"NM816", "NM1"}))])
+def test_the_scanner_asks_whether_a_rule_is_on_without_loading_the_rules(options) -> None:
+    from codemod.deps.emit import rule_enabled
+
+    registry = Registry(all_rules(), options)
+    for rule in registry.all_rules:
+        assert rule_enabled(registry, rule.id) == registry.enabled(rule)
