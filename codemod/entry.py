@@ -3,28 +3,39 @@
 pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files with nothing
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
 argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
-at a file. So `--version`, `rules`, `check PATH... [-q] [-v] [--diff]` and
-`apply PATH... [-q] [-v] [--dry-run] [--force]` (the two hooks) are recognised here and run
-without typer; every other command line, including every mistake and every `--help`, goes to
-the typer application (`codemod.cli`), which stays the one definition of the interface. Both
-run the same `codemod.command.execute`.
+at a file. So `--version`, `rules`, and `check` and `apply` command lines (the two hooks)
+made of paths and the common options are recognised here and run without typer; every other
+command line, including every mistake and every `--help`, goes to the typer application
+(`codemod.cli`), which stays the one definition of the interface. Both run the same
+`codemod.command.execute`.
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from codemod import __version__
 
 if TYPE_CHECKING:
     from codemod.command import Request
 
-_FLAGS = {"-q": "quiet", "--quiet": "quiet", "-v": "verbose", "--verbose": "verbose"}
-_COMMAND_FLAGS = {"check": {"--diff": "diff"},
-                  "apply": {"--dry-run": "dry_run", "--force": "force"}}
-"""The only flags the lean `check` and `apply` take; anything else is typer's to parse."""
+_SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
+             "--verbose": ("verbose", True), "--compile": ("compile", True),
+             "--no-compile": ("compile", False)}
+_COMMAND_SWITCHES = {
+    "check": {"--diff": ("diff", True)},
+    "apply": {"--dry-run": ("dry_run", True), "--force": ("force", True),
+              "--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False),
+              "--annotate": ("annotate", True), "--no-annotate": ("annotate", False)},
+}
+_VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
+           "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
+           "--changed-since": "changed_since"}
+_REPEATABLE = frozenset({"exclude", "select", "ignore"})
+"""The options the lean `check` and `apply` take; anything else is typer's to parse."""
 
 
 def main() -> None:
@@ -45,31 +56,71 @@ def main() -> None:
 
 
 def lean_request(arguments: list[str]) -> Request | None:
-    """The request of a `check` or `apply` command line that holds only paths and the flags
-    above; None for anything else (typer then parses it, and reports any mistake). The
-    request is the one the typer command would make (tests/test_startup.py checks that)."""
-    from codemod.command import Request
-
-    if not arguments or arguments[0] not in _COMMAND_FLAGS:
+    """The request of a `check` or `apply` command line made of paths and the options above;
+    None for anything else, or for a value the command would refuse (typer then parses the
+    line and reports the mistake). The request is the one the typer command makes
+    (tests/test_startup.py checks that)."""
+    if not arguments or arguments[0] not in _COMMAND_SWITCHES:
         return None
-    known = {**_FLAGS, **_COMMAND_FLAGS[arguments[0]]}
-    flags = dict.fromkeys(["quiet", "verbose", "diff", "dry_run", "force"], False)
+    switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
+    given: dict[str, object] = {}
     paths: list[Path] = []
-    for argument in arguments[1:]:
-        if argument in known:
-            flags[known[argument]] = True
+    rest = iter(arguments[1:])
+    for argument in rest:
+        name, equals, inline = argument.partition("=") if argument.startswith("--") else \
+            (argument, "", "")
+        if name in switches and not equals:
+            field, value = switches[name]
+            given[field] = value
+        elif name in _VALUED:
+            value = inline if equals else next(rest, "")
+            if not _acceptable(_VALUED[name], value):
+                return None
+            _store(given, _VALUED[name], value)
         elif argument.startswith("-") or not argument:
             return None
         else:
             paths.append(Path(argument))
-    if not paths:
-        return None
-    if arguments[0] == "check":
-        return Request(paths, "check", "text", None, None, None, None, False, None, False,
-                       None, flags["quiet"], flags["verbose"], show_diff=flags["diff"])
-    return Request(paths, "dry-run" if flags["dry_run"] else "apply", "text", None, None, None,
-                   None, None, None, None, None, flags["quiet"], flags["verbose"],
-                   show_diff=flags["dry_run"], force=flags["force"])
+    return _request(arguments[0], paths, given) if paths else None
+
+
+def _acceptable(field: str, value: str) -> bool:
+    from codemod.report import FORMATS
+
+    if not value or value.startswith("-"):
+        return False
+    if field == "jobs":
+        return re.fullmatch(r"[1-9][0-9]*", value) is not None
+    return field != "fmt" or value in FORMATS
+
+
+def _store(given: dict[str, object], field: str, value: str) -> None:
+    if field in _REPEATABLE:
+        given.setdefault(field, [])
+        given[field].append(value)  # type: ignore[attr-defined]
+    else:
+        given[field] = int(value) if field == "jobs" else Path(value) if field == "output" \
+            else value
+
+
+def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
+    """As `codemod.cli.check` and `codemod.cli.apply` build it."""
+    from codemod.command import Request
+
+    def value(field: str, default: object = None) -> Any:
+        return given.get(field, default)
+
+    if command == "check":
+        return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
+                       value("select"), value("ignore"), False, value("compile"), False,
+                       value("jobs"), value("quiet", False), value("verbose", False),
+                       show_diff=value("diff", False), changed_since=value("changed_since"))
+    dry_run = value("dry_run", False)
+    return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
+                   value("output"), value("exclude"), value("select"), value("ignore"),
+                   value("unsafe"), value("compile"), value("annotate"), value("jobs"),
+                   value("quiet", False), value("verbose", False), show_diff=dry_run,
+                   force=value("force", False), changed_since=value("changed_since"))
 
 
 def _run(request: Request) -> int:

@@ -103,6 +103,14 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
     ["apply", "a.py"],
     ["apply", "--dry-run", "a.py", "b.py", "--quiet"],
     ["apply", "-v", "--force", "a.py"],
+    ["check", "--format", "github", "--select", "NM1", "--select=NM2", "a.py", "-j", "3"],
+    ["check", "--format=json", "-o", "out.json", "--exclude", "tests/", "--ignore", "NM7",
+     "--no-compile", "--changed-since", "HEAD~1", "a.py"],
+    ["check", "--compile", "--no-compile", "--format", "sarif", "--format", "text", "a.py"],
+    ["apply", "--unsafe-fixes", "--annotate", "--jobs=12", "--output=r.md", "--format",
+     "markdown", "a.py", "--no-unsafe-fixes"],
+    ["apply", "--dry-run", "--no-annotate", "--compile", "--exclude=x", "--exclude", "y",
+     "a.py"],
 ])
 def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
@@ -116,11 +124,16 @@ def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], mo
 
 
 @pytest.mark.parametrize("args", [
-    [], ["check"], ["check", "a.py", "--format", "json"], ["check", "-j", "2", "a.py"],
-    ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
-    ["check", "a.py", "--help"], ["check", "--select=NM1", "a.py"], ["check", ""],
+    [], ["check"], ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
+    ["check", "a.py", "--help"], ["check", ""],
     ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan", "a.py"],
     ["--version", "check", "a.py"], ["explain", "NM110"],
+    ["check", "a.py", "--format"], ["check", "--format", "yaml", "a.py"],
+    ["check", "-j", "0", "a.py"], ["check", "--jobs=x", "a.py"], ["check", "-j", "-1", "a.py"],
+    ["check", "-j", "03", "a.py"], ["check", "-j4", "a.py"], ["check", "--select", "-q", "a.py"],
+    ["check", "--select=", "a.py"], ["check", "-o=r.json", "a.py"], ["check", "--quiet=1", "a.py"],
+    ["check", "--unsafe-fixes", "a.py"], ["check", "--annotate", "a.py"],
+    ["apply", "--diff", "a.py"], ["check", "--force", "a.py"],
 ])
 def test_anything_else_is_left_to_typer(args: list[str]) -> None:
     assert entry.lean_request(args) is None
