@@ -3,11 +3,11 @@
 pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files with nothing
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
 argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
-at a file. So `--version`, `rules`, and `check` and `apply` command lines (the two hooks)
-made of paths and the common options are recognised here and run without typer; every other
-command line, including every mistake and every `--help`, goes to the typer application
-(`codemod.cli`), which stays the one definition of the interface. Both run the same
-`codemod.command.execute`.
+at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
+command lines made of paths and the common options are recognised here and run without
+typer; every other command line, including every mistake and every `--help`, goes to the
+typer application (`codemod.cli`), which stays the one definition of the interface. Both run
+the same `codemod.command.execute`.
 """
 
 from __future__ import annotations
@@ -23,13 +23,15 @@ if TYPE_CHECKING:
     from codemod.command import Request
 
 _SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
-             "--verbose": ("verbose", True), "--compile": ("compile", True),
-             "--no-compile": ("compile", False)}
+             "--verbose": ("verbose", True)}
+_COMPILE = {"--compile": ("compile", True), "--no-compile": ("compile", False)}
+_UNSAFE = {"--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False)}
 _COMMAND_SWITCHES = {
-    "check": {"--diff": ("diff", True)},
-    "apply": {"--dry-run": ("dry_run", True), "--force": ("force", True),
-              "--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False),
-              "--annotate": ("annotate", True), "--no-annotate": ("annotate", False)},
+    "check": {"--diff": ("diff", True), **_COMPILE},
+    "apply": {"--dry-run": ("dry_run", True), "--force": ("force", True), **_UNSAFE,
+              "--annotate": ("annotate", True), "--no-annotate": ("annotate", False),
+              **_COMPILE},
+    "scan": {"--fix": ("fix", True), "--force": ("force", True), **_UNSAFE},
 }
 _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
            "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
@@ -56,13 +58,15 @@ def main() -> None:
 
 
 def lean_request(arguments: list[str]) -> Request | None:
-    """The request of a `check` or `apply` command line made of paths and the options above;
-    None for anything else, or for a value the command would refuse (typer then parses the
-    line and reports the mistake). The request is the one the typer command makes
+    """The request of a `check`, `apply` or `scan` command line made of paths and the options
+    above; None for anything else, or for a value the command would refuse (typer then parses
+    the line and reports the mistake). The request is the one the typer command makes
     (tests/test_startup.py checks that)."""
     if not arguments or arguments[0] not in _COMMAND_SWITCHES:
         return None
     switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
+    valued = {k: v for k, v in _VALUED.items()
+              if arguments[0] != "scan" or v != "changed_since"}
     given: dict[str, object] = {}
     paths: list[Path] = []
     rest = iter(arguments[1:])
@@ -72,11 +76,11 @@ def lean_request(arguments: list[str]) -> Request | None:
         if name in switches and not equals:
             field, value = switches[name]
             given[field] = value
-        elif name in _VALUED:
+        elif name in valued:
             value = inline if equals else next(rest, "")
-            if not _acceptable(_VALUED[name], value):
+            if not _acceptable(valued[name], value):
                 return None
-            _store(given, _VALUED[name], value)
+            _store(given, valued[name], value)
         elif argument.startswith("-") or not argument:
             return None
         else:
@@ -104,7 +108,7 @@ def _store(given: dict[str, object], field: str, value: str) -> None:
 
 
 def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
-    """As `codemod.cli.check` and `codemod.cli.apply` build it."""
+    """As `codemod.cli.check`, `apply` and `scan` build it."""
     from codemod.command import Request
 
     def value(field: str, default: object = None) -> Any:
@@ -115,6 +119,12 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
                        value("select"), value("ignore"), False, value("compile"), False,
                        value("jobs"), value("quiet", False), value("verbose", False),
                        show_diff=value("diff", False), changed_since=value("changed_since"))
+    if command == "scan":
+        return Request(paths, "scan --fix" if value("fix", False) else "scan",
+                       value("fmt", "text"), value("output"), value("exclude"), value("select"),
+                       value("ignore"), value("unsafe"), None, False, value("jobs"),
+                       value("quiet", False), value("verbose", False),
+                       show_diff=value("fix", False), force=value("force", False))
     dry_run = value("dry_run", False)
     return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
                    value("output"), value("exclude"), value("select"), value("ignore"),

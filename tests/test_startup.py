@@ -111,6 +111,9 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
      "markdown", "a.py", "--no-unsafe-fixes"],
     ["apply", "--dry-run", "--no-annotate", "--compile", "--exclude=x", "--exclude", "y",
      "a.py"],
+    ["scan", "requirements.txt"],
+    ["scan", "--fix", "--force", "--unsafe-fixes", "-j", "2", "--format", "json", "-q", "."],
+    ["scan", "--select", "NM8", "--no-unsafe-fixes", "--output", "r.txt", "-v", "."],
 ])
 def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
@@ -126,14 +129,15 @@ def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], mo
 @pytest.mark.parametrize("args", [
     [], ["check"], ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
     ["check", "a.py", "--help"], ["check", ""],
-    ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan", "a.py"],
+    ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan"],
     ["--version", "check", "a.py"], ["explain", "NM110"],
     ["check", "a.py", "--format"], ["check", "--format", "yaml", "a.py"],
     ["check", "-j", "0", "a.py"], ["check", "--jobs=x", "a.py"], ["check", "-j", "-1", "a.py"],
     ["check", "-j", "03", "a.py"], ["check", "-j4", "a.py"], ["check", "--select", "-q", "a.py"],
     ["check", "--select=", "a.py"], ["check", "-o=r.json", "a.py"], ["check", "--quiet=1", "a.py"],
     ["check", "--unsafe-fixes", "a.py"], ["check", "--annotate", "a.py"],
-    ["apply", "--diff", "a.py"], ["check", "--force", "a.py"],
+    ["apply", "--diff", "a.py"], ["check", "--force", "a.py"], ["scan", "--compile", "."],
+    ["scan", "--changed-since", "HEAD", "."], ["scan", "--dry-run", "."], ["check", "--fix", "."],
 ])
 def test_anything_else_is_left_to_typer(args: list[str]) -> None:
     assert entry.lean_request(args) is None
