@@ -14,6 +14,7 @@ import libcst as cst
 
 from codemod.analyse import Analysis, analyse
 from codemod.diff import carry_over, confined
+from codemod.failsafe import never_raise
 from codemod.imports import ImportNote
 from codemod.locate import Locator
 from codemod.mask import Masked, mask
@@ -33,23 +34,6 @@ def migrate_source(path: str, data: bytes, registry: Registry,
     is not generated, verified or diffed, and `modified` says whether it would change."""
     return never_raise(path, data, lambda: _migrate(path, data, registry,
                                                     options or registry.options, generate))
-
-
-def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
-                expected: tuple[type[Exception], ...] = ()) -> FileResult:
-    """Run one file's work so that a problem costs that file, never the run. `expected`
-    exceptions carry a message for the user; anything else is reported as a bug."""
-    try:
-        return work()
-    except expected as error:
-        return FileResult(path, original=data, error=str(error))
-    except RecursionError:
-        return FileResult(path, original=data,
-                          error=f"{path}: nested too deeply to analyse; file skipped")
-    except Exception as error:
-        return FileResult(path, original=data,
-                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
-                                "file left untouched, please report this")
 
 
 def _migrate(path: str, data: bytes, registry: Registry, options: Options,
