@@ -1,3 +1,3 @@
-from codemod.cli import app
+from codemod.entry import main
 
-app(prog_name="neuron-migrate")
+main()

@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
-from rich.table import Table
-from rich.text import Text
 
-from codemod import __version__, gitstate
-from codemod.config import Config, ConfigError, check_rule_code, load_config
-from codemod.diff import split_lines
-from codemod.discover import Excludes
-from codemod.model import Options
-from codemod.registry import Registry
-from codemod.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
-                            render_text, summary_rows)
-from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
+from codemod import __version__, catalogue
+from codemod.command import Request, UsageProblem, execute, load_rules, names_as_bytes
+from codemod.report import FORMATS
 from codemod.smoke import smoke
-from rules import all_rules
 
-MAX_JOBS_PER_CORE = 4
-"""More workers than this per core only add memory (each holds LibCST and the catalogue)."""
+if TYPE_CHECKING:
+    from codemod.rule import Rule
 
 app = typer.Typer(
     name="neuron-migrate",
@@ -87,248 +72,23 @@ def main(version: Annotated[bool, typer.Option("--version", callback=_version, i
                                                help="Show the version and exit.")] = False
          ) -> None:
     """neuron-migrate."""
-    _names_as_bytes()
+    names_as_bytes()
 
 
-def _names_as_bytes() -> None:
-    """A file name that is not valid UTF-8 reaches Python with surrogates in it; printed,
-    it would abort the run. Written back with surrogateescape, it comes out as the bytes
-    the file system holds, as `ls` and git print it."""
-    for stream in (sys.stdout, sys.stderr):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None and getattr(stream, "encoding", "").lower() in ("utf-8",
-                                                                                    "utf8"):
-            reconfigure(errors="surrogateescape")
+all_rules = load_rules
+"""Replaceable (tests add a rule); `_load_rules` reads it when the catalogue is loaded."""
 
 
-@dataclass(frozen=True)
-class _Request:
-    """One invocation's flags, before the repository's configuration is merged in."""
-
-    paths: list[Path]
-    mode: str
-    fmt: str
-    output: Path | None
-    exclude: list[str] | None
-    select: list[str] | None
-    ignore: list[str] | None
-    unsafe: bool | None
-    compile_models: bool | None
-    annotate: bool | None
-    jobs: int | None
-    quiet: bool
-    verbose: bool
-    show_diff: bool
-    force: bool = False
-    changed_since: str | None = None
+def _load_rules() -> tuple[Rule, ...]:
+    return all_rules()  # looked up when called, so that tests can replace `all_rules`
 
 
-def _options(request: _Request, config: Config) -> Options:
-    known = frozenset(r.id for r in all_rules())
-    for code in [*(request.select or []), *(request.ignore or [])]:
-        check_rule_code(code, known, where="--select/--ignore")
-    select = request.select if request.select is not None else config.select
-    ignore = request.ignore if request.ignore is not None else config.ignore
-    return Options(
-        unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
-        compile=_first(request.compile_models, config.compile, True),
-        annotate=_first(request.annotate, config.annotate, False),
-        select=frozenset(s.upper() for s in select),
-        ignore=frozenset(i.upper() for i in ignore),
-    )
-
-
-def _first(*values: bool | None) -> bool:
-    return next(v for v in values if v is not None)  # type: ignore[return-value]
-
-
-def _execute(request: _Request) -> None:
-    """One command; Ctrl-C outside the migration itself (which stops in its own way) is exit
-    130 too, not click's "Aborted!" and 1, which means "findings" to `check`."""
+def _execute(request: Request) -> None:
     try:
-        _execute_request(request)
-    except KeyboardInterrupt:
-        Console(stderr=True).print(Text("interrupted (Ctrl-C)", style="bold red"))
-        raise typer.Exit(130) from None
-
-
-def _execute_request(request: _Request) -> None:
-    if request.fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {request.fmt!r}; choose from "
-                                 f"{', '.join(FORMATS)}", param_hint="--format")
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    try:
-        config = load_config(request.paths, frozenset(r.id for r in all_rules()))
-        options = _options(request, config)
-    except ConfigError as error:
-        errors.print(Text(f"error: {error}", style="bold red"))
-        raise typer.Exit(2) from None
-    if request.output is not None and (problem := _unwritable(request.output)):
-        errors.print(Text(f"error: --output {request.output}: {problem}", style="bold red"))
-        raise typer.Exit(2)
-    registry = Registry(all_rules(), options)
-    keep = request.show_diff or request.fmt == "markdown"
-    scan_only = request.mode.startswith("scan")
-    writes = request.mode in ("apply", "scan --fix")
-    try:
-        roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
-        protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
-        only = gitstate.changed_since(roots, request.changed_since) \
-            if request.changed_since else None
-    except gitstate.GitError as error:
-        errors.print(Text(f"error: {error}", style="bold red"))
-        raise typer.Exit(2) from None
-    if request.changed_since and not roots:
-        errors.print(Text("error: --changed-since needs paths inside a git work tree",
-                          style="bold red"))
-        raise typer.Exit(2)
-    with _progress(request.quiet) as advance:
-        result = run(request.paths, registry, write=writes,
-                     excludes=_excludes(config, request),
-                     jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
-                     keep_sources=keep, progress=advance,
-                     python=not scan_only, fix_pins=request.mode != "scan",
-                     strict=scan_only, per_file_ignores=_per_file(config),
-                     protected=protected, only=only)
-    _report(result, registry, request)
-    if result.interrupted:
-        name = "Ctrl-C" if result.interrupted == signal.SIGINT else \
-            signal.Signals(result.interrupted).name
-        errors.print(Text(f"interrupted ({name}): the files listed above are done, no other "
-                          "file was touched", style="bold red"))
-    raise typer.Exit(result.exit_code())
-
-
-def _excludes(config: Config, request: _Request) -> Excludes:
-    groups: list[tuple[Path, list[str]]] = [(Path.cwd(), list(request.exclude or []))]
-    if config.path is not None:
-        groups.append((config.path.parent, list(config.exclude)))
-    return Excludes.of(*groups)
-
-
-def _per_file(config: Config) -> PerFileIgnores | None:
-    if config.path is None or not config.per_file_ignores:
-        return None
-    return PerFileIgnores.of(config.path.parent.resolve(), config.per_file_ignores)
-
-
-class _progress:
-    """A progress bar on stderr for runs over many files, only on a terminal."""
-
-    def __init__(self, quiet: bool) -> None:
-        self.enabled = not quiet and sys.stderr.isatty()
-        self.bar: Progress | None = None
-        self.task = None
-
-    def __enter__(self):  # type: ignore[no-untyped-def]
-        if not self.enabled:
-            return None
-        self.bar = Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(),
-                            console=Console(stderr=True), transient=True)
-        self.bar.start()
-        return self.advance
-
-    def advance(self, done: int, total: int) -> None:
-        if self.bar is None or total < 20:
-            return
-        if self.task is None:
-            self.task = self.bar.add_task("files", total=total)
-        self.bar.update(self.task, completed=done)
-
-    def __exit__(self, *exc: object) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-
-
-def _report(result: RunResult, registry: Registry, request: _Request) -> None:
-    errors = Console(stderr=True, highlight=False, soft_wrap=True)
-    document = _document(result, registry, request)
-    if request.output is not None:
-        try:
-            request.output.write_text(document if document is not None else
-                                      _plain_text(result, registry, request), encoding="utf-8")
-        except OSError as error:
-            errors.print(Text(f"error: --output {request.output}: cannot write the report "
-                              f"({error.strerror or error})", style="bold red"))
-            raise typer.Exit(2) from None
-    for message in [f.error for f in result.files if f.error] + list(result.errors):
-        errors.print(Text(f"error: {message}", style="bold red"))
-    if request.quiet:
-        return
-    if document is not None and request.output is None:
-        sys.stdout.write(document + "\n")
-        return
-    console = Console(highlight=False, soft_wrap=True)
-    if request.output is None:
-        for text, style in render_text(result, registry, request.show_diff, request.verbose,
-                                       interleave=sys.stdout.isatty()):
-            if style == "diff":
-                _write_diff(text)
-            elif style != "error":
-                console.print(Text(text, style={"heading": "bold", "dim": "dim"}.get(style, "")))
-    _print_summary(console, result)
-
-
-def _unwritable(output: Path) -> str | None:
-    """Why the report could not be written there, asked before any file is migrated (an
-    `apply` would otherwise write the files and then fail on its report)."""
-    if output.is_dir():
-        return "is a folder"
-    folder = output.parent if str(output.parent) else Path(".")
-    if not folder.is_dir():
-        return f"the folder {folder} does not exist"
-    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
-        return "permission denied"
-    return None
-
-
-def _document(result: RunResult, registry: Registry, request: _Request) -> str | None:
-    if request.fmt == "json":
-        return render_json(result, registry, request.mode)
-    if request.fmt == "markdown":
-        return render_markdown(result, registry)
-    if request.fmt == "sarif":
-        return render_sarif(result, registry)
-    if request.fmt == "github":
-        return render_github(result)
-    return None
-
-
-def _plain_text(result: RunResult, registry: Registry, request: _Request) -> str:
-    lines = [text for text, _ in render_text(result, registry, request.show_diff,
-                                             request.verbose)]
-    rows, sentence = summary_rows(result)
-    lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
-    return "\n".join([*lines, sentence]) + "\n"
-
-
-def _print_summary(console: Console, result: RunResult) -> None:
-    rows, sentence = summary_rows(result)
-    if rows:
-        table = Table(title="Summary", title_justify="left")
-        for column in ("rule", "fixes", "unsafe fixes", "review items"):
-            table.add_column(column, justify="left" if column == "rule" else "right")
-        for row in rows:
-            table.add_row(*row)
-        console.print(table)
-    console.print(Text(sentence, style="bold"))
-    if result.findings:
-        console.print("Run `neuron-migrate explain NMxxx` for the full explanation of a rule.")
-
-
-_DIFF_COLOURS = (("---", "\x1b[1m"), ("+++", "\x1b[1m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"),
-                 ("@@", "\x1b[36m"))
-
-
-def _write_diff(diff: str) -> None:
-    """Diffs go out byte for byte (tabs, carriage returns), so that `git apply` takes them;
-    colour only on a terminal, and never with NO_COLOR set."""
-    sys.stdout.flush()
-    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for line in split_lines(diff + "\n"):
-        prefix = next((c for p, c in _DIFF_COLOURS if line.startswith(p)), "") if colour else ""
-        sys.stdout.write(f"{prefix}{line.rstrip(chr(10))}\x1b[0m\n" if prefix else line)
-    sys.stdout.flush()
+        status = execute(request, _load_rules)
+    except UsageProblem as problem:
+        raise typer.BadParameter(str(problem), param_hint=problem.param_hint) from None
+    raise typer.Exit(status)
 
 
 @app.command()
@@ -357,7 +117,7 @@ def apply(
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
-    _execute(_Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
+    _execute(Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
                       ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since))
 
@@ -381,7 +141,7 @@ def check(
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
-    _execute(_Request(paths, "check", fmt, output, exclude, select, ignore, False,
+    _execute(Request(paths, "check", fmt, output, exclude, select, ignore, False,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since))
 
@@ -410,7 +170,7 @@ def scan(
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
     """
-    _execute(_Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
+    _execute(Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
                       ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force))
 
@@ -421,10 +181,7 @@ app.command()(smoke)
 @app.command("rules")
 def list_rules() -> None:
     """List every rule: id, kind and what it does."""
-    console = Console(highlight=False, soft_wrap=True)
-    for rule in all_rules():
-        console.print(f"{rule.id}  {rule.name:<26} {str(rule.kind):<11} {rule.summary}",
-                      markup=False)
+    catalogue.print_rules()
 
 
 @app.command()
@@ -434,6 +191,8 @@ def explain(rule_id: Annotated[str, typer.Argument(help="A rule id such as NM110
     wanted = rule_id.strip()
     for rule in all_rules():
         if wanted.upper() == rule.id or wanted == rule.name:
+            from rich.console import Console
+
             console = Console(highlight=False, soft_wrap=True)
             console.print(f"{rule.id} {rule.name} ({rule.kind})", style="bold", markup=False)
             console.print(rule.summary + "\n", markup=False)

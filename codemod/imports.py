@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.registry import STAR_IMPORT, UNUSED_IMPORT, Registry
+from codemod.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from codemod.scopes import Binding, Scope
 
 
@@ -25,12 +26,14 @@ class ImportNote:
 
 def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry,
                   silenced: Callable[[str, ast.stmt], bool] = lambda rule_id, unit: False,
+                  kept: Callable[[Binding], str | None] = lambda binding: None,
                   ) -> tuple[dict[int, set[int]], list[ImportNote]]:
     """Which aliases of which import statements go, keyed by id of the `ast` statement.
 
     An XLA import stays while any remaining reference resolves to it. Side-effect imports
     (`torch_xla.distributed.xla_backend`) go even so, unless they are the only binding of a
-    name that is still used.
+    name that is still used. `kept` gives the reason an import nothing the rewrite read uses
+    must stay (a name in `__all__`), which is reported.
     """
     removals: dict[int, set[int]] = {}
     notes: list[ImportNote] = []
@@ -48,6 +51,13 @@ def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry
             continue
         if id(binding) in used and (side_effect is None or _sole_binding(binding, imports,
                                                                             registry)):
+            continue
+        reason = kept(binding)
+        if reason is not None:
+            rule = registry.by_id.get(UNMAPPED)
+            if rule is not None and registry.enabled(rule) and not silenced(UNMAPPED, statement):
+                notes.append(ImportNote(UNMAPPED, f"kept `{_import_text(binding)}`: {reason}",
+                                        statement, False))
             continue
         if side_effect is None and not registry.enabled(registry.by_id[UNUSED_IMPORT]):
             continue
@@ -174,3 +184,20 @@ def _is_import_line(statement: cst.BaseStatement, future: bool) -> bool:
         if is_future != future:
             return False
     return True
+
+
+_XLA_WORD = re.compile(r"(?i)(?<![\w.])(torch[_-]?xla|xla|pjrt|xm|xmp)(?!\w)")
+
+
+def xla_heading(lines: Sequence[cst.EmptyLine]) -> int | None:
+    """The index of a section comment such as `# XLA imports` directly above an import: a
+    comment line of its own (not part of a longer comment), of a few words, that names XLA.
+    Anything longer may be about something else, and stays."""
+    if not lines or lines[-1].comment is None:
+        return None
+    if len(lines) > 1 and lines[-2].comment is not None:
+        return None
+    text = lines[-1].comment.value.lstrip("#").strip()
+    if len(text.split()) > 6 or not _XLA_WORD.search(text):
+        return None
+    return len(lines) - 1

@@ -14,10 +14,12 @@ import libcst as cst
 
 from codemod.analyse import Analysis, analyse
 from codemod.diff import carry_over, confined
+from codemod.failsafe import never_raise
 from codemod.imports import ImportNote
 from codemod.locate import Locator
 from codemod.mask import Masked, mask
 from codemod.model import FileResult, Finding, Kind, Options
+from codemod.nameguard import LostName, lost_names, original_line
 from codemod.registry import UNUSED_SUPPRESSION, Registry
 from codemod.suppress import Suppressions, read_suppressions
 from codemod.rewrite import ModuleRewriter, Pending
@@ -32,23 +34,6 @@ def migrate_source(path: str, data: bytes, registry: Registry,
     is not generated, verified or diffed, and `modified` says whether it would change."""
     return never_raise(path, data, lambda: _migrate(path, data, registry,
                                                     options or registry.options, generate))
-
-
-def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
-                expected: tuple[type[Exception], ...] = ()) -> FileResult:
-    """Run one file's work so that a problem costs that file, never the run. `expected`
-    exceptions carry a message for the user; anything else is reported as a bug."""
-    try:
-        return work()
-    except expected as error:
-        return FileResult(path, original=data, error=str(error))
-    except RecursionError:
-        return FileResult(path, original=data,
-                          error=f"{path}: nested too deeply to analyse; file skipped")
-    except Exception as error:
-        return FileResult(path, original=data,
-                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
-                                "file left untouched, please report this")
 
 
 def _migrate(path: str, data: bytes, registry: Registry, options: Options,
@@ -77,9 +62,20 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
                                 context=lambda: FileContext(path, text, options, suppressions),
                                 generate=generate or options.annotate)
     masked = mask(data, tree, analysis.on_path, analysis.flagged)
-    done = rewrite(masked) if masked is not None else None
-    if done is None:  # the whole file
-        done = rewrite(None)
+    done = _generate(rewrite, masked)
+    problem = None
+    if not isinstance(done, str) and done[0] is not None and done[0] != data:
+        problem = _guard(path, data, done[0])
+        lost = _lost(path, tree, done[0]) if problem is None else []
+        keep = _keepable(lost, done[1], data, done[0])
+        if keep:  # imports removed while something the rewrite did not read uses them
+            done = _generate(functools.partial(rewrite, keep=keep), masked)
+            lost = [] if isinstance(done, str) or done[0] in (None, data) else \
+                _lost(path, tree, done[0])
+        if lost:
+            more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
+            line = original_line(data, done[0], lost[0].line)  # type: ignore[index]
+            problem = lost[0].message(path, line) + more
     if isinstance(done, str):
         return FileResult(path, original=data, error=done)
     new, rewriter, encoding = done
@@ -93,7 +89,6 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
                           modified=any(f.applied for f in findings))
     if new == data:
         return FileResult(path, findings=findings, original=data, encoding=encoding)
-    problem = _guard(path, data, new)
     if problem is not None:
         rules = sorted({f.rule_id for f in findings if f.applied})
         findings = tuple(dataclasses.replace(f, applied=False) for f in findings)
@@ -102,6 +97,14 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
                                 "(please report this)")
     return FileResult(path, findings=findings, original=data, new_source=new,
                       encoding=encoding)
+
+
+def _generate(rewrite: Callable[..., Rewritten | str | None],
+              masked: Masked | None) -> Rewritten | str:
+    """The rewrite of the file with its untouched statements masked, else of the whole
+    file."""
+    done = rewrite(masked) if masked is not None else None
+    return rewrite(None) if done is None else done  # type: ignore[return-value]
 
 
 def _encoding(data: bytes) -> str:
@@ -116,7 +119,8 @@ Rewritten = tuple[bytes | None, ModuleRewriter, str]
 
 def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
              registry: Registry, context: Callable[[], FileContext],
-             generate: bool = True) -> Rewritten | str | None:
+             generate: bool = True, keep: dict[str, str] | None = None
+             ) -> Rewritten | str | None:
     """Rewrite the file, or the file with its untouched statements masked: the new bytes, the
     rewriter (for its findings) and the encoding, or an error message.
 
@@ -130,7 +134,7 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
     except cst.ParserSyntaxError as error:
         return None if masked is not None else (
             f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
-    rewriter = ModuleRewriter(analysis, registry, context())
+    rewriter = ModuleRewriter(analysis, registry, context(), keep)
     if not generate:
         rewriter.plan(module)
         return None, rewriter, module.encoding
@@ -184,6 +188,34 @@ def _guard(path: str, original: bytes, new: bytes) -> str | None:
         if _compiles(original, path) or not _parses(new):
             return f"{path}:{error.lineno}: the rewritten code does not compile ({error.msg})"
     return None
+
+
+def _lost(path: str, original: ast.Module, new: bytes) -> list[LostName]:
+    """The name guard: names the output uses (or lists in `__all__`) whose binding in the
+    original it lost. Output with any is never written."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return lost_names(original, new, path)
+
+
+def _keepable(lost: list[LostName], rewriter: ModuleRewriter, original: bytes,
+              new: bytes) -> dict[str, str] | None:
+    """When every lost name is an XLA import the rewrite removed (a use it did not read, such
+    as a string annotation), the imports to keep, each with the reason to report."""
+    if not lost:
+        return None
+    removed = {b.name for b in rewriter.analysis.xla_imports
+               if b.alias_index in rewriter.removals.get(id(b.statement), ())}
+    if any(n.name not in removed for n in lost):
+        return None
+    keep: dict[str, str] = {}
+    for name in lost:
+        if name.name not in keep:
+            line = original_line(original, new, name.line)
+            keep[name.name] = (f"`{name.name}` is still used at line {line}, where the rewrite "
+                               "does not follow it (a string annotation, for example); "
+                               "migrate that use by hand")
+    return keep
 
 
 def _compiles(source: bytes, path: str) -> bool:

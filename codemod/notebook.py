@@ -33,11 +33,11 @@ from codemod.deps import LineEdit, fix_text_lines, is_dependency_file
 from codemod.deps.launch_paths import HostPaths
 from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
-from codemod.migrate import migrate_source, never_raise
+from codemod.failsafe import never_raise
 from codemod.model import FileResult, Finding, Kind
 from codemod.notebook_json import Cell, NotebookError, read_notebook, write_sources
 from codemod.registry import Registry
-from codemod.runner import migrate_data
+from codemod.runner import migrate_data, migrate_source  # the engine loads when a cell needs it
 
 MARKER = "# neuron-migrate-cell"
 _LEADING_BLANKS = re.compile(r"\A(?:[ \t\f]*\r?\n)*")

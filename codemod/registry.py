@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from codemod.model import Options
-from codemod.rule import Rule, overrides
+
+if TYPE_CHECKING:  # the rules import LibCST: a run that parses nothing never loads them
+    from codemod.rule import Rule
 
 BASE_TOKENS = (b"xla", b"pjrt")
 """A file containing none of these (or of the rules' own tokens) is never parsed."""
@@ -58,6 +61,8 @@ class Registry:
         self.tokens = tuple(sorted(tokens))
 
     def _with_hook(self, hook: str) -> tuple[Rule, ...]:
+        from codemod.rule import overrides
+
         return tuple(r for r in self.rules if overrides(r, hook))
 
     def enabled(self, rule: Rule) -> bool:
@@ -102,3 +107,40 @@ class Registry:
 
     def prefilter(self, data: bytes) -> bool:
         return any(token in data for token in self.tokens)
+
+
+class DeferredRegistry(Registry):
+    """A `Registry` whose rules are loaded the first time anything but `prefilter` is asked.
+
+    Loading the catalogue imports LibCST and every rule module, most of a run's start-up. A
+    file with no XLA-era token is decided by `prefilter` alone, from tokens known without the
+    rules (`codemod.catalogue`), so a `check` of clean files (a pre-commit hook's usual run)
+    never pays for it.
+    """
+
+    def __init__(self, load: Callable[[], Iterable[Rule]], tokens: Iterable[bytes],
+                 options: Options | None = None) -> None:  # no super().__init__: that loads
+        self.options = options or Options()
+        self.tokens = tuple(sorted(set(tokens)))
+        self._load = load
+        self._loaded: Registry | None = None
+
+    @property
+    def loaded(self) -> Registry:
+        if self._loaded is None:
+            self._loaded = Registry(self._load(), self.options)
+        return self._loaded
+
+    def __getattr__(self, name: str) -> Any:
+        """Only attributes a loaded registry has and this one lacks get here."""
+        if name.startswith("__") or name in ("_load", "_loaded"):
+            raise AttributeError(name)
+        return getattr(self.loaded, name)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Worker processes get the loaded registry, as they always did."""
+        return _same, (self.loaded,)
+
+
+def _same(registry: Registry) -> Registry:
+    return registry

@@ -11,29 +11,21 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
-from codemod.imports import ImportNote, add_helpers, add_imports, plan_removals, remove_aliases
-from codemod.mask import is_placeholder
+from codemod.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
+                             xla_heading)
 from codemod.model import Kind
 from codemod.registry import Registry
-from codemod.scopes import Scope
+from codemod.nameguard import exports
+from codemod.pairing import StructureMismatch, check_pair, map_blocks, paired_units
+from codemod.scopes import Binding, Scope
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
 from codemod.transform import FileContext, Pending, UnitRewriter
 from codemod.walk import transform, walk
-
-_Node = TypeVar("_Node", bound=cst.CSTNode)
-SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
-ElifFn = Callable[[cst.If, ast.If], cst.If]
-
-
-class StructureMismatch(Exception):
-    """LibCST and `ast` disagree about the statements of a file (a bug, never user error)."""
-
 
 @dataclass(frozen=True)
 class UnitResult:
@@ -41,6 +33,7 @@ class UnitResult:
     unwrap: bool = False
     statements: tuple[cst.BaseStatement, ...] | None = None  # replaces the whole line
     after: tuple[cst.BaseStatement, ...] = ()  # inserted after the line
+    comments: tuple[cst.Comment, ...] = ()  # from replaced code, to go above the line
 
 
 @dataclass(frozen=True)
@@ -52,8 +45,12 @@ class Residual:
 
 
 class ModuleRewriter:
-    def __init__(self, analysis: Analysis, registry: Registry, context: FileContext) -> None:
+    def __init__(self, analysis: Analysis, registry: Registry, context: FileContext,
+                 keep: dict[str, str] | None = None) -> None:
         self.analysis = analysis
+        # imports to keep although nothing the rewrite read uses them: name -> why (the
+        # name guard found a use the rewrite does not read)
+        self.keep = keep or {}
         self.registry = registry
         self.context = context
         self.results: dict[int, UnitResult] = {}
@@ -62,6 +59,7 @@ class ModuleRewriter:
         self.used: set[int] = set()
         self.removals: dict[int, set[int]] = {}
         self.annotations: dict[int, list[str]] = {}
+        self.header: set[str] = set()  # the comments above the module's first statement
         # lines the rewrite may change (1-based, inclusive); a change elsewhere makes the
         # caller check that LibCST reproduces the file
         self.touched: list[tuple[int, int]] = []
@@ -69,6 +67,7 @@ class ModuleRewriter:
     def run(self, module: cst.Module) -> cst.Module:
         self.plan(module)
         self.annotations = self._annotations() if self.context.options.annotate else {}
+        self.header = {line.comment.value for line in module.header if line.comment}
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
                             if b.statement is not None and id(b.statement) in self.removals)
         body, carry = self._rebuild(module.body, self.analysis.tree.body, top_level=True)
@@ -88,21 +87,43 @@ class ModuleRewriter:
         self._visit(module.body, self.analysis.tree.body)
         self.removals, self.import_notes = plan_removals(
             self.analysis.xla_imports, self.used, self.registry,
-            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)))
+            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)),
+            self._kept())
+
+    def _kept(self) -> Callable[[Binding], str | None]:
+        """Why an import the rewritten code does not use must stay, if it must: a module-level
+        name listed in `__all__` is part of the module's interface."""
+        exported = {name for name, _ in exports(self.analysis.tree)}
+        module = self.analysis.module_scope
+
+        def kept(binding: Binding) -> str | None:
+            if binding.name in self.keep:
+                return self.keep[binding.name]
+            statement = binding.statement
+            if binding.name in exported and statement is not None and \
+                    self.analysis.scope_of.get(id(statement)) is module:
+                return (f"`{binding.name}` is listed in `__all__`, so other modules may import "
+                        "it from here; export a native replacement, or take it out of "
+                        "`__all__`, by hand")
+            return None
+        return kept
 
     # ------------------------------------------------------------ phase 1: rewrite
-    def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt]) -> None:
+    def _visit(self, statements: Sequence[cst.CSTNode], body: list[ast.stmt],
+               suite: bool = False) -> None:
+        """`suite`: the statements of a one-line block (`if x: a(); b()`), each of which can
+        become a line of its own (the block is then indented)."""
         on_path, flagged = self.analysis.on_path, self.analysis.flagged
-        for node, unit, alone in _units(statements, body):
+        for node, unit, alone in paired_units(statements, body, suite):
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
                 self._rewrite_unit(node, unit, alone)
             if isinstance(node, cst.BaseCompoundStatement):
-                _map_blocks(node, unit, self._visit_suite, self._visit_elif)
+                map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
     def _visit_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
-        self._visit(suite.body, body)
+        self._visit(suite.body, body, suite=isinstance(suite, cst.SimpleStatementSuite))
         return suite
 
     def _visit_elif(self, node: cst.If, unit: ast.If) -> cst.If:
@@ -115,38 +136,61 @@ class ModuleRewriter:
                                 line_level=alone and isinstance(node, cst.BaseSmallStatement))
         new = transform(node, rewriter)
         self.findings.extend((p, unit) for p in rewriter.findings)
-        after = tuple(rewriter.after)
+        after, comments = tuple(rewriter.after), tuple(rewriter.comments)
         if new is not node or rewriter.statements is not None:
             self.touched.append((span(unit)[0], unit.end_lineno or unit.lineno)
                                 if rewriter.unwrap else span(unit))
         if isinstance(new, cst.RemovalSentinel) or rewriter.statements is not None:
-            self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after)
-            if rewriter.statements is None:
-                return
-            for statement in rewriter.statements:  # what the replacement still references
-                self._scan(statement, scope, rewriter.clean)
+            self.results[id(unit)] = UnitResult(None, statements=rewriter.statements, after=after,
+                                                comments=comments)
+            written: tuple[cst.CSTNode, ...] = (*(rewriter.statements or ()), *after)
+        else:
+            self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after,
+                                                comments=comments)
+            written = (*(() if rewriter.unwrap else (new,)), *after)
+        if not written:
             return
-        self.results[id(unit)] = UnitResult(new, rewriter.unwrap, after=after)
-        if rewriter.unwrap:
-            return
-        scanner = self._scan(new, scope, rewriter.clean, rewriter.reported, rewriter.quiet)
+        # what the new code still references: the imports it keeps, and the XLA names left
+        # in it (a rewritten call's arguments included), each reported
+        scanner = self._scan(written, scope, rewriter.clean, rewriter.reported, rewriter.quiet,
+                             blocks=len(written) > 1 or written[0] is not new)
+        notes: list[tuple[str, cst.CSTNode | None]] = []
         for rule_id, message, anchor in scanner.findings:
             if self.context.suppressions.silences(rule_id, *span(unit)):
                 continue
             sig, rank = scanner.occurrence(anchor)
             self.findings.append((Residual(rule_id, message, sig, rank), unit))
+            notes.append((rule_id, anchor))
+        if rewriter.statements is not None and self.context.options.annotate:
+            # notes go above the new statement that holds what they are about, where the next
+            # run would put them
+            notes += [(p.rule_id, p.anchor) for p in rewriter.findings if p.kind is Kind.REVIEW]
+            texts = [(self._note(rule_id), anchor) for rule_id, anchor in notes]
+            result = self.results[id(unit)]
+            self.results[id(unit)] = UnitResult(
+                None, statements=_noted(rewriter.statements, texts), after=result.after,
+                comments=result.comments)
 
-    def _scan(self, node: cst.CSTNode, scope: Scope, clean: set[int],
-              reported: set[int] | None = None, quiet: set[int] | None = None
-              ) -> ResidualScanner:
-        """What the new unit still references. The subtrees the rewriter found clean are
-        skipped; when something is left to report, the unit is scanned again in full, since
-        a finding's position counts the nodes like it before it, skipped ones included."""
+    def _scan(self, nodes: Sequence[cst.CSTNode], scope: Scope, clean: set[int],
+              reported: set[int] | None = None, quiet: set[int] | None = None,
+              blocks: bool = False) -> ResidualScanner:
+        """What the new code still references. The subtrees the rewriter found clean are
+        skipped; when something is left to report, the code is scanned again in full, since
+        a finding's position counts the nodes like it before it, skipped ones included.
+        With `blocks`, the nodes are new statements, read with their bodies."""
         reported = reported or set()
-        scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet, clean)
-        walk(node, scanner)
+        scanner = self._scanner(nodes, scope, reported, quiet, clean, blocks)
         if scanner.findings:
-            scanner = ResidualScanner(node, scope, self.registry, reported, self.used, quiet)
+            scanner = self._scanner(nodes, scope, reported, quiet, None, blocks)
+        return scanner
+
+    def _scanner(self, nodes: Sequence[cst.CSTNode], scope: Scope, reported: set[int],
+                 quiet: set[int] | None, clean: set[int] | None,
+                 blocks: bool) -> ResidualScanner:
+        scanner = ResidualScanner(nodes[0], scope, self.registry, reported, self.used, quiet,
+                                  clean)
+        scanner.blocks = blocks
+        for node in nodes:
             walk(node, scanner)
         return scanner
 
@@ -157,22 +201,22 @@ class ModuleRewriter:
                  if isinstance(f, Residual) or f.kind is Kind.REVIEW]
         items += [(n.rule_id, n.statement) for n in self.import_notes if not n.applied]
         for rule_id, unit in items:
-            rule = self.registry.by_id.get(rule_id)
-            text = f"# neuron-migrate: {rule_id} {rule.summary if rule else ''}".rstrip()
+            text = self._note(rule_id)
             if text not in notes.setdefault(id(unit), []):
                 notes[id(unit)].append(text)
         return notes
 
+    def _note(self, rule_id: str) -> str:
+        rule = self.registry.by_id.get(rule_id)
+        return f"# neuron-migrate: {rule_id} {rule.summary if rule else ''}".rstrip()
+
     def _annotate(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> cst.BaseStatement:
         if not self.annotations:
             return statement
-        texts = [t for u in units for t in self.annotations.get(id(u), ())]
-        present = {line.comment.value for line in statement.leading_lines if line.comment}
-        lines = [cst.EmptyLine(comment=cst.Comment(t)) for t in dict.fromkeys(texts)
-                 if t not in present]
-        if not lines:
-            return statement
-        return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
+        # comments above a file's first statement are the module's header to LibCST
+        header = self.header if units and units[0] is self.analysis.tree.body[0] else ()
+        return _with_notes(statement, [t for u in units for t in self.annotations.get(id(u), ())
+                                       if t not in header])
 
     # ------------------------------------------------------------ phase 2: rebuild
     def _rebuild(self, statements: Sequence[cst.BaseStatement], body: list[ast.stmt],
@@ -186,7 +230,7 @@ class ModuleRewriter:
         carry: list[cst.EmptyLine] = []
         position = 0
         dropped = False  # a statement was removed before any was kept
-        for statement in statements:
+        for index, statement in enumerate(statements):
             first = dropped and not out and not top_level
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
@@ -196,23 +240,35 @@ class ModuleRewriter:
                 results = [self.results.get(id(u)) for u in units]
                 replaced = next((r.statements for r in results if r and r.statements), None)
                 inserted = [s for r in results if r for s in r.after]
+                moved = _comment_lines(results)
                 if replaced:
                     new = [*replaced, *inserted]
-                    lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines]
+                    trailing = statement.trailing_whitespace.comment
+                    if trailing is not None and isinstance(new[-1], cst.SimpleStatementLine) \
+                            and new[-1].trailing_whitespace.comment is None:
+                        new[-1] = new[-1].with_changes(
+                            trailing_whitespace=statement.trailing_whitespace)
+                    elif trailing is not None:
+                        moved.append(cst.EmptyLine(comment=trailing))
+                    lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines,
+                             *moved]
                     out.append(new[0].with_changes(leading_lines=[*lines,
                                                                   *new[0].leading_lines]))
                     out.extend(new[1:])
                 elif smalls is None:
                     out.append(_attach(carry, self._annotate(statement, units), first=first))
                 elif smalls:
-                    out.append(_attach(carry, self._annotate(
-                        statement.with_changes(body=smalls), units), first=first))
+                    out.append(_attach(carry, self._annotate(statement.with_changes(
+                        body=smalls, leading_lines=[*statement.leading_lines, *moved]),
+                        units), first=first))
                     out.extend(inserted)
                 elif inserted:
-                    out.append(_attach([*carry, *statement.leading_lines], inserted[0]))
+                    out.append(_attach([*carry, *statement.leading_lines, *moved], inserted[0]))
                     out.extend(inserted[1:])
                 else:
-                    carry = [*carry, *statement.leading_lines]
+                    lines = self._unheaded(statement, units, statements[index + 1:],
+                                           body[position:])
+                    carry = [*carry, *lines, *moved]
                     dropped = True
                     continue
                 carry = []
@@ -221,7 +277,7 @@ class ModuleRewriter:
                 raise StructureMismatch("more LibCST statements than ast statements")
             unit = body[position]
             position += 1
-            _check(statement, unit)
+            check_pair(statement, unit)
             if id(unit) not in self.analysis.on_path:
                 out.append(_attach(carry, statement, first=first))
                 carry = []
@@ -229,6 +285,9 @@ class ModuleRewriter:
             result = self.results.get(id(unit))
             header = result.node if result and result.node is not None else statement
             assert isinstance(header, cst.BaseCompoundStatement)
+            moved = _comment_lines([result])
+            if moved:
+                header = header.with_changes(leading_lines=[*header.leading_lines, *moved])
             if result and result.unwrap:
                 inner, inner_carry = self._suite_statements(header.body, unit.body)  # type: ignore[attr-defined]
                 lines = [*(carry if _has_comment(carry) else []), *header.leading_lines]
@@ -242,15 +301,51 @@ class ModuleRewriter:
                 continue
             if isinstance(unit, ast.Try) and self._dead_import_guard(unit):
                 self.touched.append((unit.lineno, unit.end_lineno or unit.lineno))
-                carry = [*carry, *statement.leading_lines]
+                lines = self._unheaded(statement, [unit], statements[index + 1:],
+                                       body[position:])
+                carry = [*carry, *lines]
                 dropped = True
                 continue
-            rebuilt = _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+            rebuilt = map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
             out.append(_attach(carry, self._annotate(rebuilt, [unit]), first=first))
             carry = []
         if position != len(body):
             raise StructureMismatch("fewer LibCST statements than ast statements")
         return out, carry
+
+    def _unheaded(self, statement: cst.BaseStatement, units: list[ast.stmt],
+                  following: Sequence[cst.BaseStatement], body: list[ast.stmt]
+                  ) -> Sequence[cst.EmptyLine]:
+        """The leading lines of a removed statement, without a section comment such as
+        `# XLA imports` when every import it heads (up to a blank or comment line) went."""
+        lines = statement.leading_lines
+        heading = xla_heading(lines) if self._gone(statement, units) else None
+        if heading is None:
+            return lines
+        position = 0
+        for other in following:
+            if other.leading_lines:
+                break  # a blank line or a comment ends the section
+            count = len(other.body) if isinstance(other, cst.SimpleStatementLine) else 1
+            if not self._gone(other, body[position:position + count]):
+                return lines
+            position += count
+        line = units[0].lineno - (len(lines) - heading)
+        self.touched.append((line, line))
+        kept = list(lines[:heading])
+        while kept and kept[-1].comment is None:
+            kept.pop()  # the blank lines that set the section apart go with it
+        return kept
+
+    def _gone(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> bool:
+        """Whether the rewrite removes this line: every import on it, or a dead import
+        guard."""
+        if isinstance(statement, cst.SimpleStatementLine):
+            return bool(units) and all(
+                isinstance(u, (ast.Import, ast.ImportFrom))
+                and len(self.removals.get(id(u), ())) == len(u.names) for u in units)
+        return len(units) == 1 and isinstance(units[0], ast.Try) and \
+            self._dead_import_guard(units[0])
 
     def _dead_import_guard(self, unit: ast.Try) -> bool:
         """`try: import torch_xla... except ImportError: xm = None` once every import in it
@@ -285,7 +380,7 @@ class ModuleRewriter:
             return None
         kept: list[cst.BaseSmallStatement] = []
         for small, unit in zip(smalls, units):
-            _check(small, unit)
+            check_pair(small, unit)
             new = self._small(small, unit)
             if new is not None:
                 kept.append(new)
@@ -304,8 +399,21 @@ class ModuleRewriter:
             return small
         return result.node  # type: ignore[return-value]
 
+    def _expanded(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        """A one-line block whose statements become several lines (a statement replaced by
+        statements, statements inserted after one, comments moved above one), as an indented
+        block with each of its statements on a line of its own; any other block as it is."""
+        if not isinstance(suite, cst.SimpleStatementSuite) or not any(
+                (r := self.results.get(id(u))) is not None
+                and (r.statements or r.after or r.comments) for u in body):
+            return suite
+        lines = [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+                 for small in suite.body]
+        return cst.IndentedBlock(body=lines, header=suite.trailing_whitespace)
+
     def _suite_statements(self, suite: cst.BaseSuite, body: list[ast.stmt]
                           ) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        suite = self._expanded(suite, body)
         if isinstance(suite, cst.IndentedBlock):
             statements, carry = self._rebuild(suite.body, body)
             return statements, _footer(carry, suite.footer)
@@ -314,6 +422,7 @@ class ModuleRewriter:
         return ([cst.SimpleStatementLine(body=smalls)] if smalls else []), []
 
     def _rebuild_suite(self, suite: cst.BaseSuite, body: list[ast.stmt]) -> cst.BaseSuite:
+        suite = self._expanded(suite, body)
         if isinstance(suite, cst.IndentedBlock):
             statements, carry = self._rebuild(suite.body, body)
             if not statements:
@@ -329,7 +438,7 @@ class ModuleRewriter:
             return node
         result = self.results.get(id(unit))
         header = result.node if result and isinstance(result.node, cst.If) else node
-        return _map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+        return map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
 
 
 def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
@@ -352,91 +461,50 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
     return statement.with_changes(leading_lines=own)
 
 
+def _noted(statements: tuple[cst.BaseStatement, ...],
+           notes: list[tuple[str, cst.CSTNode | None]]) -> tuple[cst.BaseStatement, ...]:
+    """New statements with each note above the line that holds its anchor (the first
+    statement when none does)."""
+    placed: set[int] = set()
+
+    class Notes(cst.CSTTransformer):
+        def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                      updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+            inside = {id(n) for n in _descendants(original)}
+            texts = [(i, t) for i, (t, anchor) in enumerate(notes) if id(anchor) in inside]
+            placed.update(i for i, _ in texts)
+            return _with_notes(updated, [t for _, t in texts])
+
+    noted = [statement.visit(Notes()) for statement in statements]
+    rest = [t for i, (t, _) in enumerate(notes) if i not in placed]
+    noted[0] = _with_notes(noted[0], rest)  # type: ignore[arg-type]
+    return tuple(noted)  # type: ignore[arg-type]
+
+
+def _descendants(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _descendants(child)
+
+
+def _with_notes(statement: cst.BaseStatement, texts: list[str]) -> cst.BaseStatement:
+    present = {line.comment.value for line in statement.leading_lines if line.comment}
+    lines = [cst.EmptyLine(comment=cst.Comment(t)) for t in dict.fromkeys(texts)
+             if t not in present]
+    if not lines:
+        return statement
+    return statement.with_changes(leading_lines=[*statement.leading_lines, *lines])
+
+
+def _comment_lines(results: Sequence[UnitResult | None]) -> list[cst.EmptyLine]:
+    """Comment lines for the comments the rewrite of these units took out of the code."""
+    return [cst.EmptyLine(comment=comment) for result in results if result
+            for comment in result.comments]
+
+
 def _has_comment(lines: Sequence[cst.EmptyLine]) -> bool:
     return any(line.comment is not None for line in lines)
 
 
 def _footer(carry: list[cst.EmptyLine], footer: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     return [*carry, *footer] if _has_comment(carry) else list(footer)
-
-
-def _units(statements: Sequence[cst.CSTNode],
-           body: list[ast.stmt]) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
-    """(LibCST unit, ast statement, whether the unit is alone on its line)."""
-    position = 0
-    for statement in statements:
-        line = isinstance(statement, cst.SimpleStatementLine)
-        parts = statement.body if line else [statement]
-        for part in parts:
-            if position >= len(body):
-                raise StructureMismatch("more LibCST statements than ast statements")
-            _check(part, body[position])
-            yield part, body[position], line and len(parts) == 1
-            position += 1
-    if position != len(body):
-        raise StructureMismatch("fewer LibCST statements than ast statements")
-
-
-_SAME = {"Del": "Delete"}
-
-
-def _check(node: cst.CSTNode, unit: ast.stmt) -> None:
-    if is_placeholder(node):
-        return
-    expected = _SAME.get(type(node).__name__, type(node).__name__)
-    actual = type(unit).__name__.removeprefix("Async")
-    if expected != actual:
-        raise StructureMismatch(f"LibCST {type(node).__name__} paired with ast {actual} "
-                                f"at line {unit.lineno}")
-
-
-def _with(node: _Node, **changes: object) -> _Node:
-    """`node.with_changes(...)`, or `node` itself when nothing changes (while planning, no
-    block changes)."""
-    if all(_same(getattr(node, name), value) for name, value in changes.items()):
-        return node
-    return node.with_changes(**changes)
-
-
-def _same(old: object, new: object) -> bool:
-    if old is new:
-        return True
-    return (isinstance(old, (list, tuple)) and isinstance(new, (list, tuple))
-            and len(old) == len(new) and all(a is b for a, b in zip(old, new)))
-
-
-def _else(node: cst.Else | None, body: list[ast.stmt], suite: SuiteFn) -> cst.Else | None:
-    return _with(node, body=suite(node.body, body)) if node is not None else None
-
-
-def _map_blocks(node: cst.BaseCompoundStatement, unit: ast.stmt, suite: SuiteFn,
-                elif_: ElifFn) -> cst.BaseCompoundStatement:
-    """Apply `suite` to every block of a compound statement (and `elif_` to an elif)."""
-    if isinstance(node, cst.If):
-        assert isinstance(unit, ast.If)
-        orelse = node.orelse
-        if isinstance(orelse, cst.If):
-            orelse = elif_(orelse, unit.orelse[0])  # type: ignore[arg-type]
-        else:
-            orelse = _else(orelse, unit.orelse, suite)
-        return _with(node, body=suite(node.body, unit.body), orelse=orelse)
-    if isinstance(node, (cst.For, cst.While)):
-        return _with(node, body=suite(node.body, unit.body),  # type: ignore[attr-defined]
-                     orelse=_else(node.orelse, unit.orelse, suite))  # type: ignore[attr-defined]
-    if isinstance(node, (cst.Try, cst.TryStar)):
-        handlers = [_with(h, body=suite(h.body, a.body))
-                    for h, a in zip(node.handlers, unit.handlers)]  # type: ignore[attr-defined]
-        final = node.finalbody
-        return _with(
-            node,
-            body=suite(node.body, unit.body),  # type: ignore[attr-defined]
-            handlers=handlers,
-            orelse=_else(node.orelse, unit.orelse, suite),  # type: ignore[attr-defined]
-            finalbody=_with(final, body=suite(final.body, unit.finalbody))  # type: ignore[attr-defined]
-            if final is not None else None,
-        )
-    if isinstance(node, cst.Match):
-        cases = [_with(c, body=suite(c.body, a.body))
-                 for c, a in zip(node.cases, unit.cases)]  # type: ignore[attr-defined]
-        return _with(node, cases=cases)
-    return _with(node, body=suite(node.body, unit.body))  # type: ignore[attr-defined]

@@ -11,18 +11,20 @@ import os
 import signal
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pathspec
 
 from codemod import deps
 from codemod.discover import Excludes, discover
 from codemod.fileio import WriteError, read_bytes, write_atomic
-from codemod.migrate import migrate_source
-from codemod.model import FileResult, Finding, Kind
+from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import Registry
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 Progress = Callable[[int, int], None]
 """Called with (files done, files in all) as the run advances."""
@@ -251,7 +253,7 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
         return deps.scan_source(name, data, registry, fix=fix_pins)
     if kind == "setup.py" and not code:
         return deps.scan_source(name, data, registry, fix=False)
-    result = migrate_source(name, data, registry, generate=generate)
+    result = _migrate_code(name, data, registry, generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
         # a string both read (NM714 and NM801, NM712 and NM814): the scanner's word is kept
@@ -262,6 +264,22 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
                                 key=lambda f: (f.line, f.column, f.rule_id)))
         result = dataclasses.replace(result, findings=findings)
     return result
+
+
+def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) -> FileResult:
+    """A file without any XLA-era token is decided before the engine (and LibCST) is loaded:
+    `migrate_source` would return this same result."""
+    if not registry.prefilter(data):
+        return FileResult(name, original=data)
+    return migrate_source(name, data, registry, generate=generate)
+
+
+def migrate_source(path: str, data: bytes, registry: Registry, options: Options | None = None,
+                   generate: bool = True) -> FileResult:
+    """`codemod.migrate.migrate_source`, imported on first use: it loads LibCST."""
+    from codemod import migrate
+
+    return migrate.migrate_source(path, data, registry, options, generate)
 
 
 def _notebook(name: str, data: bytes, registry: Registry, code: bool,
@@ -350,11 +368,14 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
     """Each file migrated, in order. The caller writes a result before it asks for the next,
     and a phase is finished before the next is handed out."""
     total = sum(len(phase) for phase in phases)
-    if jobs <= 1 or total < 2:
+    if jobs <= 1 or total < 2 or not any(_needs_engine(path, job)
+                                         for phase in phases for path in phase):
         for phase in phases:
             for path in phase:
                 yield process(path, job)
         return
+    from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
+
     workers = min(jobs, total)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(job,))
     try:
@@ -375,6 +396,22 @@ def _stop(pool: ProcessPoolExecutor) -> None:
         with contextlib.suppress(OSError, ValueError):
             worker.kill()
     pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _needs_engine(path: Path, job: Job) -> bool:
+    """Whether a file may need more than a token search. A hook's run over a few files with
+    nothing XLA-era in them is over before worker processes would have started, so the
+    workers start only once a file needs them (the results are the same either way)."""
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return False
+        data = path.read_bytes()
+    except OSError:
+        return False  # reading it again reports the problem
+    # a launch line (NM816) is read; a notebook names python in its metadata, not so
+    launches = b"python " in data if path.suffix == ".ipynb" else \
+        path.suffix != ".py" and b"python" in data
+    return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
 
 
 def _write(result: FileResult) -> FileResult:

@@ -9,6 +9,7 @@ reports every XLA reference still there, which also tells the import bookkeeping
 from __future__ import annotations
 
 from collections.abc import Iterable
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -46,6 +47,10 @@ class FileContext:
     suppressions: Suppressions = field(default_factory=Suppressions)
     needs: set[str] = field(default_factory=set)
     helpers: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
 
 
 @dataclass(frozen=True)
@@ -166,13 +171,15 @@ class _ScopedVisitor:
     def __init__(self, root: cst.CSTNode, scope: Scope) -> None:
         self.root = root
         self.scope = scope
+        # new statements (a rule's replacement) are read whole, their blocks included
+        self.blocks = False
         self.locals: list[set[str]] = []
         self.signed: list[cst.CSTNode] = []  # nodes with a signature, in source order
         self.inner: set[int] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
         kind = type(node)
-        if kind in _NOT_UNIT and node is not self.root:
+        if kind in _NOT_UNIT and node is not self.root and not self.blocks:
             return False  # bodies and `elif`s are units of their own
         if kind in _BINDS_LOCALS:
             self.locals.append(_local_names(node) or set())
@@ -230,6 +237,13 @@ class _ScopedVisitor:
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 
+def _comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments in `node`, whitespace included, in source order."""
+    if type(node) is cst.Comment:
+        return [node]  # type: ignore[list-item]
+    return [c for child in node.children for c in _comments(child)]
+
+
 class _Requote(cst.CSTTransformer):
     def __init__(self, avoid: str) -> None:
         super().__init__()
@@ -265,8 +279,14 @@ class UnitRewriter(_ScopedVisitor):
         self.unwrap = False
         self.statements: tuple[cst.BaseStatement, ...] | None = None
         self.after: list[cst.BaseStatement] = []
-        self.parents: list[cst.CSTNode] = []
+        # comments inside code a rule replaced that the replacement does not carry; they
+        # go above the statement. Only a statement over several lines can hold any.
+        self.comments: list[cst.Comment] = []
         self.span = span(ast_unit)
+        first, last = self.span
+        self.commented = last > first and any("#" in line
+                                              for line in context.lines[first - 1:last])
+        self.parents: list[cst.CSTNode] = []
         # Original subtrees the rules left as they were and that hold nothing the residual
         # scan looks for (no name of an XLA or watched import, no string a rule knows, no
         # lambda or comprehension): the scan of the new unit skips them. `marks` holds the
@@ -424,12 +444,14 @@ class UnitRewriter(_ScopedVisitor):
                                                   code(outcome.node)))
                 return updated
             self.findings.append(self.pending(rule, kind, outcome.message, original, True))
+            self._keep_comments(updated, (outcome.node,))
             return self._fit_quotes(outcome.node)
         if isinstance(outcome, ReplaceStatement):
             kind = outcome.kind or rule.kind
             applies = kind is not Kind.UNSAFE_FIX or self.options.unsafe_fixes
             if role is Role.STATEMENT and self.line_level and self.statements is None and applies:
                 self.statements = outcome.statements
+                self._keep_comments(updated, outcome.statements)
                 self.remove.add(id(updated))
                 self.findings.append(self.pending(rule, kind, outcome.message, original, True))
                 return updated
@@ -451,7 +473,7 @@ class UnitRewriter(_ScopedVisitor):
                                                   False, "(delete this statement)"))
                 return updated
             else:
-                self.remove.add(id(updated))
+                self.remove.add(id(updated))  # its comments go with it, as on its line
                 self.findings.append(self.pending(rule, rule.kind, outcome.message, original,
                                                   True))
                 return updated
@@ -459,6 +481,17 @@ class UnitRewriter(_ScopedVisitor):
         self.findings.append(self.pending(rule, Kind.REVIEW, outcome.message, original, False,
                                           outcome.suggestion))
         return updated
+
+    def _keep_comments(self, old: cst.CSTNode, new: tuple[cst.CSTNode, ...]) -> None:
+        """Remember the comments in `old` that its replacement `new` drops."""
+        if not self.commented:
+            return
+        kept = [c.value for node in new for c in _comments(node)]
+        for comment in _comments(old):
+            if comment.value in kept:
+                kept.remove(comment.value)
+            else:
+                self.comments.append(comment)
 
     def _fit_quotes(self, node: cst.CSTNode) -> cst.CSTNode:
         """Inside an f-string's braces, a replacement's string literals must not reuse the

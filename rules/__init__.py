@@ -5,10 +5,10 @@ from __future__ import annotations
 from codemod.rule import Rule
 from rules import (collectives, compile, data, dependencies, device, device_queries,
                    environment, installs, launch, memory, optimizer, precision, process_group,
-                   ranks, review, saving, step, unsupported, utilities)
+                   ranks, review, runtime, saving, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
-            optimizer, launch, saving, data, utilities, precision, compile, environment,
+            optimizer, launch, saving, data, utilities, precision, runtime, compile, environment,
             unsupported, installs, dependencies)
 
 

@@ -77,8 +77,8 @@ torch.distributed, torch.compile, torch.autocast), rewrite the line, and run neu
 again: the import goes once nothing uses it."""
     doc_url = D_HOME
     example = Example(
-        before="import torch_xla.runtime as xr\n\nxr.initialize_cache(\"/tmp/cache\")\n",
-        after="import torch_xla.runtime as xr\n\nxr.initialize_cache(\"/tmp/cache\")\n",
+        before="import torch_xla.runtime as xr\n\ndevices = xr.global_runtime_device_count()\n",
+        after="import torch_xla.runtime as xr\n\ndevices = xr.global_runtime_device_count()\n",
     )
 
 

@@ -143,7 +143,7 @@ class XlacInternals(ReviewRule):
     summary = "private torch_xla internals (`torch_xla._XLAC`, `torch_xla.experimental`) have no native equivalent"
     explanation = """\
 What it does: reports calls into `torch_xla._XLAC` (the C++ extension) and
-`torch_xla.experimental` (eager mode switches, custom kernels, scan, stablehlo export, ...).
+`torch_xla.experimental` (custom kernels, scan, stablehlo export, ...).
 
 Why: these reach into the XLA runtime itself; nothing with the same contract exists, and
 neuron-migrate will not guess.
@@ -152,7 +152,7 @@ What to do: find out what the call achieved (often a sync, a graph hint or a deb
 and drop it or use the native facility: torch.neuron.synchronize(), torch.compile, NKI
 kernels through `torch_neuronx.nki_op`."""
     doc_url = D_HOME
-    example = _example("torch_xla._XLAC._xla_sync_multi(tensors, devices=[])", "import torch_xla")
+    example = _example("print(torch_xla._XLAC._get_xla_tensors_text(tensors))", "import torch_xla")
     guidance = {"torch_xla._XLAC": "a private XLA runtime call with no native equivalent; "
                                    "find what it achieved and drop or replace it",
                 "torch_xla.experimental": "an experimental XLA feature with no native "

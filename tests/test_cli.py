@@ -62,7 +62,7 @@ def test_check_exit_codes(in_tmp: Path) -> None:
 
 def test_review_items_alone_make_dry_run_exit_1(in_tmp: Path) -> None:
     (in_tmp / "review.py").write_text("import torch_xla.runtime as xr\n"
-                                      "xr.initialize_cache('/tmp/cache')\n")
+                                      "devices = xr.global_runtime_device_count()\n")
     run = cli("apply", "--dry-run", "review.py")
     assert run.exit_code == 1 and "NM701" in run.stdout
 

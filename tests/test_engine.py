@@ -232,3 +232,63 @@ def test_parsing_without_node_checks_gives_libcsts_tree_and_restores_the_checks(
         migrate.parse_module(b"def (:\n")
     with pytest.raises(cst.CSTValidationError):
         cst.Name("")  # also after a parse error
+
+
+class _StepTwice(Rule):
+    """A statement-level rewrite: the call becomes two statements (arguments kept)."""
+
+    id = "NM998"
+    name = "step-twice"
+    kind = Kind.FIX
+    summary = "test only"
+    explanation = "test only"
+    doc_url = "https://example.invalid"
+    example = Example("", "")
+    calls: ClassVar[frozenset[str]] = frozenset({"torch_xla.core.xla_model.optimizer_step"})
+
+    def on_call(self, node, site):
+        from codemod.rule import ReplaceStatement
+
+        optimizer = cst.Module([]).code_for_node(node.args[0].value)
+        return ReplaceStatement((cst.parse_statement(f"sync({optimizer})\n"),
+                                 cst.parse_statement(f"{optimizer}.step()\n")), "two")
+
+
+def test_comments_inside_replaced_code_move_above_the_statement(monkeypatch) -> None:
+    from codemod.migrate import migrate_source
+    from codemod.registry import Registry
+
+    source = ("import torch_xla.core.xla_model as xm\n\n\ndef train(opt):\n"
+              "    xm.optimizer_step(opt,  # the optimizer\n"
+              "                      barrier=True)  # after the call\n"
+              "    xm.mark_step(  # cut the graph\n    )\n"
+              "    return xm.xla_device(\n        # the device\n    )\n")
+    result = migrate_source("t.py", source.encode(), Registry((*all_rules(), _StepTwice())))
+    assert result.error is None
+    assert result.new_source.decode() == (
+        "import torch\n\n\ndef train(opt):\n"
+        "    # the optimizer\n    sync(opt)\n    opt.step()  # after the call\n"
+        "    # the device\n    return torch.device(\"neuron\")\n")
+
+
+def test_annotate_puts_a_note_about_a_rewritten_statements_arguments_where_a_rerun_would(
+        in_tmp: Path) -> None:
+    source = ("import torch_xla.core.xla_model as xm\nimport torch_xla.debug.metrics as met\n\n\n"
+              "def report(debug):\n    if debug:\n        xm.master_print(met.metrics_report())\n")
+    (in_tmp / "train.py").write_text(source)
+    assert cli("apply", "--annotate", "train.py").exit_code == 0
+    annotated = (in_tmp / "train.py").read_text()
+    note = annotated.index("# neuron-migrate: NM707")
+    assert annotated.index("if not torch.distributed") < note < annotated.index("print(met.")
+    cli("apply", "--annotate", "train.py")
+    assert (in_tmp / "train.py").read_text() == annotated
+
+
+def test_annotate_a_files_first_statement_once(in_tmp: Path) -> None:
+    source = "# kept until upstream moves\nfrom torch_xla.core.xla_model import *"
+    (in_tmp / "compat.py").write_text(source)
+    cli("apply", "--annotate", "compat.py")
+    annotated = (in_tmp / "compat.py").read_text()
+    assert annotated.count("# neuron-migrate: NM703") == 1
+    cli("apply", "--annotate", "compat.py")
+    assert (in_tmp / "compat.py").read_text() == annotated

@@ -246,7 +246,7 @@ def test_a_refused_write_is_not_counted_as_changed(in_tmp: Path) -> None:
 
 
 def test_jobs_are_capped(in_tmp: Path, monkeypatch) -> None:
-    from codemod import cli as cli_module
+    from codemod import command as cli_module
 
     asked: list[int] = []
     real_run = cli_module.run

@@ -15,20 +15,20 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from codemod.deps import commands, lockfiles, shell
-from codemod.deps.emit import Emitter, rule_enabled
 from codemod.deps.ids import LAUNCH
 from codemod.deps.launch_paths import ContainerPaths, HostPaths
-from codemod.deps.launches import names_a_spawner
-from codemod.deps.entries import Unparsable
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
+
+if TYPE_CHECKING:  # the scanners (and packaging, tomlkit) load when a file needs them
+    from codemod.deps.emit import Emitter
 
 __all__ = ["LineEdit", "fix_text_lines", "is_dependency_file", "kind_of", "scan_source",
            "scan_text_lines"]
 
-Scanner = Callable[[str, Emitter, str], None]
+Scanner = Callable[[str, "Emitter", str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
@@ -62,8 +62,11 @@ def kind_of(path: Path) -> str | None:
              "pipfile": "pipfile", "containerfile": "dockerfile", "dockerfile": "dockerfile"}
     if name in fixed:
         return fixed[name]
-    if name in lockfiles.COMMANDS:
-        return "lockfile"
+    if name.endswith(".lock"):  # every lockfile name does; the module needs packaging
+        from codemod.deps import lockfiles
+
+        if name in lockfiles.COMMANDS:
+            return "lockfile"
     if name.startswith(("dockerfile.", "dockerfile-", "dockerfile_", "containerfile.",
                         "containerfile-")) or name.endswith(".dockerfile"):
         return "dockerfile"
@@ -91,8 +94,12 @@ def mentions_neuron(data: bytes) -> bool:
 def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
     """Whether a file without Neuron words still needs reading: it names a script that
     spawns its own workers (NM816)."""
-    return kind in LAUNCHERS and b"python" in data and rule_enabled(registry, LAUNCH) and \
-        names_a_spawner(path, data)
+    if kind not in LAUNCHERS or b"python" not in data:
+        return False
+    from codemod.deps.emit import rule_enabled
+    from codemod.deps.launches import names_a_spawner
+
+    return rule_enabled(registry, LAUNCH) and names_a_spawner(path, data)
 
 
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
@@ -100,6 +107,9 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     kind = kind_of(Path(path))
     if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
         return FileResult(path, original=data)
+    from codemod.deps.emit import Emitter, rule_enabled
+    from codemod.deps.entries import Unparsable
+
     text = data.decode("utf-8", "surrogateescape")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it
     text = text[len(bom):]
@@ -133,6 +143,9 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
 
 def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:
     """The re-parse guard (DESIGN invariant 10): a fixed file must read as its kind again."""
+    from codemod.deps.emit import Emitter
+    from codemod.deps.entries import Unparsable
+
     try:
         scanner(kind)(text, Emitter(path, text, registry, fix=False), path)
     except Unparsable:
@@ -169,6 +182,10 @@ def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
     lines are rewritten, and pins are left to the files the notebook installs from)."""
     if not lines:
         return [], []
+    from codemod.deps import commands, shell
+    from codemod.deps.emit import Emitter, rule_enabled
+    from codemod.deps.entries import Unparsable
+
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
     emitter = Emitter(path, text, registry, fix=fix,
                       line_numbers=[n for n, _ in lines] + [lines[-1][0] + 1],

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from codemod.model import Kind
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 
 def render_github(result: RunResult) -> str:

@@ -13,12 +13,15 @@ Schema (version 1):
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from codemod import __version__
 from codemod.model import FileResult
 from codemod.registry import Registry
 from codemod.report.summary import Summary
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 SCHEMA_VERSION = 1
 

@@ -4,12 +4,15 @@
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from codemod.model import Finding
 from codemod.registry import Registry
 from codemod.report.summary import Summary, label, where
 from codemod.report.text import diff_of
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 
 def render_markdown(result: RunResult, registry: Registry) -> str:

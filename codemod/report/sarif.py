@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from codemod import __version__
 from codemod.model import Finding, Kind
 from codemod.registry import Registry
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Kind.FIX: "note", Kind.UNSAFE_FIX: "warning", Kind.REVIEW: "warning"}

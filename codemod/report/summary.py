@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from codemod.model import Finding, Kind
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 
 @dataclass(frozen=True)

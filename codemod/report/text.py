@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from codemod.diff import file_diff
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
 from codemod.report.summary import Summary, label, where
-from codemod.runner import RunResult
+
+if TYPE_CHECKING:  # the runner is only a type here
+    from codemod.runner import RunResult
 
 
 def render_text(result: RunResult, registry: Registry, show_diff: bool,

@@ -1,0 +1,334 @@
+"""The body of `apply`, `check` and `scan`: one request in, reports out, an exit status back.
+
+Kept apart from the argument parser (`codemod.cli`) so that the lean start-up path
+(`codemod.entry`) runs the very same code. Everything heavy is imported where it is first
+needed: the rule catalogue and LibCST only when a file has an XLA-era token (through
+`DeferredRegistry`), rich only when something is printed with style or a progress bar.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from codemod import catalogue, gitstate
+from codemod.config import Config, ConfigError, check_rule_code, load_config
+from codemod.diff import split_lines
+from codemod.discover import Excludes
+from codemod.model import Options
+from codemod.registry import DeferredRegistry, Registry
+from codemod.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
+                            render_text, summary_rows)
+from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
+
+if TYPE_CHECKING:
+    from codemod.rule import Rule
+
+MAX_JOBS_PER_CORE = 4
+"""More workers than this per core only add memory (each holds LibCST and the catalogue)."""
+
+
+class UsageProblem(Exception):
+    """A flag with a value the run cannot use; the parser reports it as a usage error."""
+
+    def __init__(self, message: str, param_hint: str) -> None:
+        super().__init__(message)
+        self.param_hint = param_hint
+
+
+@dataclass(frozen=True)
+class Request:
+    """One invocation's flags, before the repository's configuration is merged in."""
+
+    paths: list[Path]
+    mode: str
+    fmt: str
+    output: Path | None
+    exclude: list[str] | None
+    select: list[str] | None
+    ignore: list[str] | None
+    unsafe: bool | None
+    compile_models: bool | None
+    annotate: bool | None
+    jobs: int | None
+    quiet: bool
+    verbose: bool
+    show_diff: bool
+    force: bool = False
+    changed_since: str | None = None
+
+
+def names_as_bytes() -> None:
+    """A file name that is not valid UTF-8 reaches Python with surrogates in it; printed,
+    it would abort the run. Written back with surrogateescape, it comes out as the bytes
+    the file system holds, as `ls` and git print it."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None and getattr(stream, "encoding", "").lower() in ("utf-8",
+                                                                                    "utf8"):
+            reconfigure(errors="surrogateescape")
+
+
+def load_rules() -> tuple[Rule, ...]:
+    """The rule catalogue, imported when a file first needs it: it imports LibCST."""
+    from rules import all_rules
+
+    return all_rules()
+
+
+def options_of(request: Request, config: Config) -> Options:
+    known = catalogue.rule_ids()
+    for code in [*(request.select or []), *(request.ignore or [])]:
+        check_rule_code(code, known, where="--select/--ignore")
+    select = request.select if request.select is not None else config.select
+    ignore = request.ignore if request.ignore is not None else config.ignore
+    return Options(
+        unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
+        compile=_first(request.compile_models, config.compile, True),
+        annotate=_first(request.annotate, config.annotate, False),
+        select=frozenset(s.upper() for s in select),
+        ignore=frozenset(i.upper() for i in ignore),
+    )
+
+
+def _first(*values: bool | None) -> bool:
+    return next(v for v in values if v is not None)  # type: ignore[return-value]
+
+
+def execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
+    """Run the request and print its reports; the exit status. `load_rules` is called only
+    if some file needs the catalogue. Raises `UsageProblem` for a flag the run cannot use.
+
+    Ctrl-C outside the migration itself (which stops in its own way) is exit 130 too, not
+    click's "Aborted!" and 1, which means "findings" to `check`."""
+    try:
+        return _execute(request, load_rules)
+    except KeyboardInterrupt:
+        print_error("interrupted (Ctrl-C)")
+        return 130
+
+
+def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
+    if request.fmt not in FORMATS:
+        raise UsageProblem(f"unknown format {request.fmt!r}; choose from "
+                           f"{', '.join(FORMATS)}", param_hint="--format")
+    try:
+        config = load_config(request.paths, catalogue.rule_ids())
+        options = options_of(request, config)
+    except ConfigError as error:
+        return _fail(f"error: {error}")
+    if request.output is not None and (problem := _unwritable(request.output)):
+        return _fail(f"error: --output {request.output}: {problem}")
+    registry = DeferredRegistry(load_rules, catalogue.tokens(), options)
+    keep = request.show_diff or request.fmt == "markdown"
+    scan_only = request.mode.startswith("scan")
+    writes = request.mode in ("apply", "scan --fix")
+    try:
+        roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
+        protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
+        only = gitstate.changed_since(roots, request.changed_since) \
+            if request.changed_since else None
+    except gitstate.GitError as error:
+        return _fail(f"error: {error}")
+    if request.changed_since and not roots:
+        return _fail("error: --changed-since needs paths inside a git work tree")
+    with _progress(request.quiet) as advance:
+        result = run(request.paths, registry, write=writes,
+                     excludes=_excludes(config, request),
+                     jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
+                     keep_sources=keep, progress=advance,
+                     python=not scan_only, fix_pins=request.mode != "scan",
+                     strict=scan_only, per_file_ignores=_per_file(config),
+                     protected=protected, only=only)
+    if not _report(result, registry, request):
+        return 2
+    if result.interrupted:
+        name = "Ctrl-C" if result.interrupted == signal.SIGINT else \
+            signal.Signals(result.interrupted).name
+        print_error(f"interrupted ({name}): the files listed above are done, no other file "
+                    "was touched")
+    return result.exit_code()
+
+
+def _fail(message: str) -> int:
+    print_error(message)
+    return 2
+
+
+def print_error(message: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="bold red"))
+
+
+def _excludes(config: Config, request: Request) -> Excludes:
+    groups: list[tuple[Path, list[str]]] = [(Path.cwd(), list(request.exclude or []))]
+    if config.path is not None:
+        groups.append((config.path.parent, list(config.exclude)))
+    return Excludes.of(*groups)
+
+
+def _per_file(config: Config) -> PerFileIgnores | None:
+    if config.path is None or not config.per_file_ignores:
+        return None
+    return PerFileIgnores.of(config.path.parent.resolve(), config.per_file_ignores)
+
+
+@contextmanager
+def _progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress bar on stderr for runs over many files, only on a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
+    bar = Progress(TextColumn("migrating"), BarColumn(), MofNCompleteColumn(),
+                   console=Console(stderr=True), transient=True)
+    task = None
+
+    def advance(done: int, total: int) -> None:
+        nonlocal task
+        if total < 20:
+            return
+        if task is None:
+            task = bar.add_task("files", total=total)
+        bar.update(task, completed=done)
+
+    bar.start()
+    try:
+        yield advance
+    finally:
+        bar.stop()
+
+
+def _report(result: RunResult, registry: Registry, request: Request) -> bool:
+    """Print (and write) the reports; False when the report file could not be written."""
+    document = _document(result, registry, request)
+    if request.output is not None:
+        try:
+            request.output.write_text(document if document is not None else
+                                      _plain_text(result, registry, request), encoding="utf-8")
+        except OSError as error:
+            print_error(f"error: --output {request.output}: cannot write the report "
+                        f"({error.strerror or error})")
+            return False
+    for message in [f.error for f in result.files if f.error] + list(result.errors):
+        print_error(f"error: {message}")
+    if request.quiet:
+        return True
+    if document is not None and request.output is None:
+        sys.stdout.write(document + "\n")
+        return True
+    screen = _Screen()
+    if request.output is None:
+        for text, style in render_text(result, registry, request.show_diff, request.verbose,
+                                       interleave=sys.stdout.isatty()):
+            if style == "diff":
+                _write_diff(text)
+            elif style != "error":
+                screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
+    _print_summary(screen, result)
+    return True
+
+
+class _Screen:
+    """Standard output through rich, which is imported only when it changes anything: on a
+    terminal (or where rich is told to style anyway), or for the summary table. Printed to a
+    pipe, a line of plain text is the same either way."""
+
+    def __init__(self) -> None:
+        self._console = None
+
+    @property
+    def console(self):  # type: ignore[no-untyped-def]
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(highlight=False, soft_wrap=True)
+        return self._console
+
+    def print(self, text: str, style: str = "") -> None:
+        if self._console is None and _plain_stdout():
+            sys.stdout.write(text + "\n")
+            return
+        from rich.text import Text
+
+        self.console.print(Text(text, style=style))
+
+
+def _plain_stdout() -> bool:
+    """Whether rich would print to stdout without any styling (and no tab expansion)."""
+    forced = ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE", "JUPYTER_COLUMNS")
+    return not sys.stdout.isatty() and not any(os.environ.get(name) for name in forced)
+
+
+def _unwritable(output: Path) -> str | None:
+    """Why the report could not be written there, asked before any file is migrated (an
+    `apply` would otherwise write the files and then fail on its report)."""
+    if output.is_dir():
+        return "is a folder"
+    folder = output.parent if str(output.parent) else Path(".")
+    if not folder.is_dir():
+        return f"the folder {folder} does not exist"
+    if not os.access(folder, os.W_OK) or (output.exists() and not os.access(output, os.W_OK)):
+        return "permission denied"
+    return None
+
+
+def _document(result: RunResult, registry: Registry, request: Request) -> str | None:
+    if request.fmt == "json":
+        return render_json(result, registry, request.mode)
+    if request.fmt == "markdown":
+        return render_markdown(result, registry)
+    if request.fmt == "sarif":
+        return render_sarif(result, registry)
+    if request.fmt == "github":
+        return render_github(result)
+    return None
+
+
+def _plain_text(result: RunResult, registry: Registry, request: Request) -> str:
+    lines = [text for text, _ in render_text(result, registry, request.show_diff,
+                                             request.verbose)]
+    rows, sentence = summary_rows(result)
+    lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
+    return "\n".join([*lines, sentence]) + "\n"
+
+
+def _print_summary(screen: _Screen, result: RunResult) -> None:
+    rows, sentence = summary_rows(result)
+    if rows:
+        from rich.table import Table
+
+        table = Table(title="Summary", title_justify="left")
+        for column in ("rule", "fixes", "unsafe fixes", "review items"):
+            table.add_column(column, justify="left" if column == "rule" else "right")
+        for row in rows:
+            table.add_row(*row)
+        screen.console.print(table)
+    screen.print(sentence, "bold")
+    if result.findings:
+        screen.print("Run `neuron-migrate explain NMxxx` for the full explanation of a rule.")
+
+
+_DIFF_COLOURS = (("---", "\x1b[1m"), ("+++", "\x1b[1m"), ("+", "\x1b[32m"), ("-", "\x1b[31m"),
+                 ("@@", "\x1b[36m"))
+
+
+def _write_diff(diff: str) -> None:
+    """Diffs go out byte for byte (tabs, carriage returns), so that `git apply` takes them;
+    colour only on a terminal, and never with NO_COLOR set."""
+    sys.stdout.flush()
+    colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for line in split_lines(diff + "\n"):
+        prefix = next((c for p, c in _DIFF_COLOURS if line.startswith(p)), "") if colour else ""
+        sys.stdout.write(f"{prefix}{line.rstrip(chr(10))}\x1b[0m\n" if prefix else line)
+    sys.stdout.flush()

@@ -1,0 +1,140 @@
+"""The `neuron-migrate` executable: a lean way in for the invocations a hook repeats.
+
+pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files with nothing
+XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
+argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
+at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
+command lines made of paths and the common options are recognised here and run without
+typer; every other command line, including every mistake and every `--help`, goes to the
+typer application (`codemod.cli`), which stays the one definition of the interface. Both run
+the same `codemod.command.execute`.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from codemod import __version__
+
+if TYPE_CHECKING:
+    from codemod.command import Request
+
+_SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
+             "--verbose": ("verbose", True)}
+_COMPILE = {"--compile": ("compile", True), "--no-compile": ("compile", False)}
+_UNSAFE = {"--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False)}
+_COMMAND_SWITCHES = {
+    "check": {"--diff": ("diff", True), **_COMPILE},
+    "apply": {"--dry-run": ("dry_run", True), "--force": ("force", True), **_UNSAFE,
+              "--annotate": ("annotate", True), "--no-annotate": ("annotate", False),
+              **_COMPILE},
+    "scan": {"--fix": ("fix", True), "--force": ("force", True), **_UNSAFE},
+}
+_VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
+           "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
+           "--changed-since": "changed_since"}
+_REPEATABLE = frozenset({"exclude", "select", "ignore"})
+"""The options the lean `check` and `apply` take; anything else is typer's to parse."""
+
+
+def main() -> None:
+    arguments = sys.argv[1:]
+    if arguments == ["--version"]:
+        sys.stdout.write(f"neuron-migrate {__version__}\n")
+        sys.exit(0)
+    if arguments == ["rules"]:
+        from codemod.catalogue import print_rules
+
+        print_rules()
+        sys.exit(0)
+    if (request := lean_request(arguments)) is not None:
+        sys.exit(_run(request))
+    from codemod.cli import app
+
+    app(prog_name="neuron-migrate")
+
+
+def lean_request(arguments: list[str]) -> Request | None:
+    """The request of a `check`, `apply` or `scan` command line made of paths and the options
+    above; None for anything else, or for a value the command would refuse (typer then parses
+    the line and reports the mistake). The request is the one the typer command makes
+    (tests/test_startup.py checks that)."""
+    if not arguments or arguments[0] not in _COMMAND_SWITCHES:
+        return None
+    switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
+    valued = {k: v for k, v in _VALUED.items()
+              if arguments[0] != "scan" or v != "changed_since"}
+    given: dict[str, object] = {}
+    paths: list[Path] = []
+    rest = iter(arguments[1:])
+    for argument in rest:
+        name, equals, inline = argument.partition("=") if argument.startswith("--") else \
+            (argument, "", "")
+        if name in switches and not equals:
+            field, value = switches[name]
+            given[field] = value
+        elif name in valued:
+            value = inline if equals else next(rest, "")
+            if not _acceptable(valued[name], value):
+                return None
+            _store(given, valued[name], value)
+        elif argument.startswith("-") or not argument:
+            return None
+        else:
+            paths.append(Path(argument))
+    return _request(arguments[0], paths, given) if paths else None
+
+
+def _acceptable(field: str, value: str) -> bool:
+    from codemod.report import FORMATS
+
+    if not value or value.startswith("-"):
+        return False
+    if field == "jobs":
+        return re.fullmatch(r"[1-9][0-9]*", value) is not None
+    return field != "fmt" or value in FORMATS
+
+
+def _store(given: dict[str, object], field: str, value: str) -> None:
+    if field in _REPEATABLE:
+        given.setdefault(field, [])
+        given[field].append(value)  # type: ignore[attr-defined]
+    else:
+        given[field] = int(value) if field == "jobs" else Path(value) if field == "output" \
+            else value
+
+
+def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
+    """As `codemod.cli.check`, `apply` and `scan` build it."""
+    from codemod.command import Request
+
+    def value(field: str, default: object = None) -> Any:
+        return given.get(field, default)
+
+    if command == "check":
+        return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
+                       value("select"), value("ignore"), False, value("compile"), False,
+                       value("jobs"), value("quiet", False), value("verbose", False),
+                       show_diff=value("diff", False), changed_since=value("changed_since"))
+    if command == "scan":
+        return Request(paths, "scan --fix" if value("fix", False) else "scan",
+                       value("fmt", "text"), value("output"), value("exclude"), value("select"),
+                       value("ignore"), value("unsafe"), None, False, value("jobs"),
+                       value("quiet", False), value("verbose", False),
+                       show_diff=value("fix", False), force=value("force", False))
+    dry_run = value("dry_run", False)
+    return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
+                   value("output"), value("exclude"), value("select"), value("ignore"),
+                   value("unsafe"), value("compile"), value("annotate"), value("jobs"),
+                   value("quiet", False), value("verbose", False), show_diff=dry_run,
+                   force=value("force", False), changed_since=value("changed_since"))
+
+
+def _run(request: Request) -> int:
+    from codemod.command import execute, load_rules, names_as_bytes
+
+    names_as_bytes()
+    return execute(request, load_rules)

@@ -1,0 +1,193 @@
+"""The name guard (DESIGN invariant 12): output that uses a name whose binding the rewrite
+removed is never written, and the engine keeps an import while anything uses it."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import codemod.migrate
+import codemod.rewrite
+from codemod.migrate import migrate_source
+from codemod.nameguard import lost_names, original_line
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import cli
+
+
+def _lost(before: str, after: str) -> list[tuple[str, int, int, bool]]:
+    """(name, the line of the original that uses it, the line that bound it, exported)"""
+    return [(n.name, original_line(before.encode(), after.encode(), n.line), n.bound_at,
+             n.exported) for n in lost_names(ast.parse(before), after.encode())]
+
+
+@pytest.mark.parametrize("before, after, expected", [
+    pytest.param("import m\n\ndef f():\n    return m.x\n",
+                 "\n\ndef f():\n    return m.x\n", [("m", 4, 1, False)], id="removed-import"),
+    pytest.param("import a.b\nprint(a.b)\n", "print(a.b)\n", [("a", 2, 1, False)],
+                 id="dotted-import-binds-its-root"),
+    pytest.param("def f():\n    import m\n    return m\nm = 1\n",
+                 "def f():\n    return m\nm = 1\n", [("m", 3, 2, False)],
+                 id="local-binding-lost-although-the-module-binds-it"),
+    pytest.param("x = 1\n__all__ = ['x', 'y']\n", "__all__ = ['x', 'y']\n",
+                 [("x", 2, 1, True)], id="all-entry"),
+    pytest.param("import m\n__all__ = []\n__all__ += ['m']\n", "__all__ = []\n__all__ += ['m']\n",
+                 [("m", 3, 1, True)], id="all-extended"),
+    pytest.param("import m\n__all__ = []\n__all__.append('m')\n",
+                 "__all__ = []\n__all__.append('m')\n", [("m", 3, 1, True)], id="all-appended"),
+    pytest.param("import m\ndef f() -> 'm.T':\n    pass\n", "def f() -> 'm.T':\n    pass\n",
+                 [("m", 2, 1, False)], id="string-annotation"),
+    pytest.param("import m\nclass C:\n    m = 1\n    def f(self):\n        return m\n",
+                 "class C:\n    m = 1\n    def f(self):\n        return m\n",
+                 [("m", 5, 1, False)], id="class-binding-is-not-seen-by-methods"),
+    pytest.param("def f():\n    global g\n    g = 1\ndef h():\n    return g\n",
+                 "def f():\n    pass\ndef h():\n    return g\n", [("g", 5, 3, False)],
+                 id="global-declaration"),
+])
+def test_lost_names(before: str, after: str, expected: list) -> None:
+    assert _lost(before, after) == expected
+
+
+@pytest.mark.parametrize("before, after", [
+    pytest.param("import m\nm.f()\n", "import torch\n\ndef _h(m):\n    return m\n_h(1)\n",
+                 id="a-helper-binds-its-own-parameter"),
+    pytest.param("import m\n", "print(len([]))\n", id="builtins"),
+    pytest.param("from m import *\nf()\n", "f()\n", id="star-import-binds-nothing-known"),
+    pytest.param("import m\nx = [m for m in range(3)]\n", "x = [m for m in range(3)]\n",
+                 id="comprehension-variable"),
+    pytest.param("import m\nf = lambda m: m\n", "f = lambda m: m\n", id="lambda-parameter"),
+    pytest.param("import m\ndef f():\n    m = 2\n    return m\n",
+                 "def f():\n    m = 2\n    return m\n", id="local-shadow"),
+    pytest.param("def f():\n    x = 1\n    def g():\n        nonlocal x\n        x = 2\n"
+                 "    return x\n",
+                 "def f():\n    x = 1\n    def g():\n        nonlocal x\n        x = 2\n"
+                 "    return x\n", id="nonlocal"),
+    pytest.param("import m\n__all__ = ['m']\n", "import m\n__all__ = ['m']\n", id="kept-export"),
+    pytest.param("__all__ = ['late']\ndef late():\n    pass\n",
+                 "__all__ = ['late']\ndef late():\n    pass\n", id="export-bound-later"),
+])
+def test_nothing_lost(before: str, after: str) -> None:
+    assert _lost(before, after) == []
+
+
+def _keep_nothing(imports, used, registry, silenced=lambda rule_id, unit: False,
+                  kept=lambda binding: None):
+    """Import bookkeeping that lost track of every use: the class of bug the guard exists for."""
+    return _plan_removals(imports, set(), registry, silenced)
+
+
+_plan_removals = codemod.rewrite.plan_removals
+
+
+def test_guard_refuses_output_that_uses_a_removed_import(in_tmp: Path, monkeypatch) -> None:
+    monkeypatch.setattr(codemod.rewrite, "plan_removals", _keep_nothing)
+    source = ("import torch_xla.core.xla_model as xm\n\n\n"
+              "def main():\n    device = xm.xla_device()\n    return xm.some_unmapped_api(device)\n")
+    (in_tmp / "train.py").write_text(source)
+    run = cli("apply", "train.py")
+    assert run.exit_code == 2
+    assert "train.py:6: `xm` is still used here" in run.stderr
+    assert "binding at line 1 was removed" in run.stderr and "was not written" in run.stderr
+    assert (in_tmp / "train.py").read_text() == source
+
+
+def test_guard_refuses_an_export_that_lost_its_binding(in_tmp: Path, monkeypatch) -> None:
+    monkeypatch.setattr(codemod.rewrite.ModuleRewriter, "_kept",
+                        lambda self: lambda binding: None)
+    source = "from torch_xla.core.xla_model import xla_device\n\n__all__ = ['xla_device']\n"
+    (in_tmp / "api.py").write_text(source)
+    run = cli("apply", "api.py")
+    assert run.exit_code == 2
+    assert "api.py:3: `__all__` lists `xla_device`" in run.stderr
+    assert (in_tmp / "api.py").read_text() == source
+
+
+def test_report_only_check_never_generates_or_guards(in_tmp: Path, monkeypatch) -> None:
+    def fail(*args, **kwargs):
+        raise AssertionError("the name guard ran for a report-only check")
+
+    monkeypatch.setattr(codemod.migrate, "lost_names", fail)
+    (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
+    run = cli("check", "train.py")
+    assert run.exit_code == 1 and "NM110" in run.stdout
+
+
+def _migrate(source: str, unsafe: bool = False):
+    registry = Registry(all_rules())
+    result = migrate_source("t.py", source.encode(), registry)
+    assert result.error is None, result.error
+    return result
+
+
+def test_xla_call_inside_a_rewritten_calls_arguments_is_reported_and_its_import_kept() -> None:
+    result = _migrate("import torch_xla.core.xla_model as xm\n"
+                      "import torch_xla.debug.metrics as met\n\n"
+                      "xm.master_print(met.metrics_report())\n")
+    new = result.new_source.decode()
+    assert "import torch_xla.debug.metrics as met\n" in new
+    assert "print(met.metrics_report())" in new
+    found = {(f.rule_id, f.line, f.column) for f in result.findings}
+    assert ("NM707", 4, 17) in found  # the inner call, at its own column
+
+
+def test_names_in_all_keep_their_imports_and_are_reported() -> None:
+    source = ("from torch_xla.core.xla_model import xla_device, mark_step\n\n"
+              "__all__ = [\"xla_device\", \"mark_step\"]\n")
+    result = _migrate(source)
+    assert result.new_source is None
+    kept = [f for f in result.findings if f.rule_id == "NM701"]
+    assert [f.message.split(":")[0] for f in kept] == [
+        "kept `from torch_xla.core.xla_model import xla_device`",
+        "kept `from torch_xla.core.xla_model import mark_step`"]
+    assert all("__all__" in f.message and not f.applied for f in kept)
+
+
+def test_guarded_import_named_in_all_stays() -> None:
+    source = ("try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n"
+              "    xm = None\n\n__all__ = [\"xm\"]\n\nxm.mark_step()\n")
+    result = _migrate(source)
+    assert result.new_source.decode() == (
+        "try:\n    import torch_xla.core.xla_model as xm\nexcept ImportError:\n"
+        "    xm = None\n\n__all__ = [\"xm\"]\n")
+    assert [f.rule_id for f in result.findings if not f.applied] == ["NM701"]
+
+
+def test_import_used_only_in_a_string_annotation_is_kept_and_reported() -> None:
+    source = ("import torch_xla.core.xla_model as xm\n"
+              "from torch_xla.distributed.spmd import XLAShardedTensor\n\n\n"
+              "def shard(t) -> \"XLAShardedTensor\":\n    xm.mark_step()\n    return t\n")
+    result = _migrate(source)
+    new = result.new_source.decode()
+    assert new.startswith("from torch_xla.distributed.spmd import XLAShardedTensor\n")
+    assert "mark_step" not in new
+    kept = [f for f in result.findings if f.rule_id == "NM701"]
+    assert len(kept) == 1 and "still used at line 5" in kept[0].message
+
+
+_LOST_CASES = [p.values[:2] for p in test_lost_names.pytestmark[0].args[1]]
+
+
+@pytest.mark.parametrize("before, after", _LOST_CASES)
+def test_symbol_table_pass_alone_sees_every_lost_name(before: str, after: str) -> None:
+    """The fast pass (the compiler's symbol tables) decides whether the new module is parsed
+    at all: it must flag everything the full pass finds."""
+    from codemod import nameguard
+
+    tree = ast.parse(before)
+    table = nameguard._table(tree)
+    fast = nameguard._symbol_table(after.encode(), "t.py", table)
+    found = {n.name for n in nameguard._lost(table, fast, nameguard.exports(tree))}
+    assert found >= {n.name for n in lost_names(tree, after.encode())} != set()
+
+
+def test_a_file_with_nothing_lost_is_never_parsed_again(monkeypatch) -> None:
+    import codemod.nameguard
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("parsed the new module although nothing was lost")
+
+    monkeypatch.setattr(codemod.nameguard.ast, "parse", refuse)
+    original = ast.Module(body=[], type_ignores=[])
+    assert lost_names(original, b"import torch\n\nx = torch.ones(2)\n") == []

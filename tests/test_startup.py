@@ -1,0 +1,153 @@
+"""Start-up stays lean: what a pre-commit hook runs on every commit imports no more than it
+needs (timings are in benchmarks/startup.py; this checks the behaviour that makes them)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from codemod import catalogue, entry
+from codemod.command import Request
+from codemod.model import Options
+from codemod.registry import Registry
+from rules import all_rules
+from tests.conftest import ROOT, cli
+
+HEAVY = ("libcst", "rich", "pydantic", "typer", "rules", "multiprocessing")
+"""Modules a run over files with nothing XLA-era in them has no use for (worker processes
+included: they start only once a file needs them)."""
+
+_PROBE = """
+import json, sys
+sys.argv = ["neuron-migrate", *sys.argv[1:]]
+from codemod.entry import main
+try:
+    main()
+except SystemExit as done:
+    status = done.code
+sys.stdout.flush()
+loaded = [name for name in {heavy!r} if name in sys.modules]
+sys.stderr.write("\\n" + json.dumps({{"status": status, "loaded": loaded}}) + "\\n")
+"""
+
+
+_NOTEBOOK = {
+    "cells": [{"cell_type": "markdown", "metadata": {}, "source": ["Moved to the native stack."]},
+              {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+               "source": ["!pip install numpy\n", "import torch\n", "torch.ones(2)"]}],
+    "metadata": {"language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5,
+}
+
+
+def _probe(*args: str | Path, cwd: Path) -> tuple[int, list[str], str]:
+    """Run the executable's entry point in a fresh interpreter; its exit status, which of
+    HEAVY it imported, and what it printed."""
+    done = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *map(str, args)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    return report["status"], report["loaded"], done.stdout
+
+
+@pytest.mark.parametrize("args", [["--version"], ["rules"]])
+def test_version_and_rules_load_nothing_heavy(tmp_path: Path, args: list[str]) -> None:
+    status, loaded, out = _probe(*args, cwd=tmp_path)
+    assert status == 0 and loaded == []
+    assert out.strip()
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_a_hook_over_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path,
+                                                                 command: str) -> None:
+    (tmp_path / "clean.py").write_text("import torch\nprint(torch.ones(2))\n")
+    (tmp_path / "other.py").write_text("x = 1\n")
+    (tmp_path / "requirements.txt").write_text("torch==2.13.0\nnumpy\n")
+    (tmp_path / "notes.ipynb").write_text(json.dumps(_NOTEBOOK))
+    status, loaded, out = _probe(command, "clean.py", "other.py", "requirements.txt",
+                                 "notes.ipynb", cwd=tmp_path)
+    assert status == 0 and loaded == []
+    assert out.startswith("4 files scanned, 0 ")
+
+
+def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
+    """The probe above would notice the engine: here it is loaded, and the file is reported."""
+    (tmp_path / "old.py").write_text("import torch_xla\ntorch_xla.sync()\n")
+    status, loaded, out = _probe("check", "old.py", cwd=tmp_path)
+    assert status == 1 and {"libcst", "rules"} <= set(loaded)
+    assert "NM110" in out
+
+
+def test_the_index_matches_the_catalogue() -> None:
+    """After adding or changing a rule: `python -m codemod.catalogue --write`."""
+    assert catalogue.INDEX.read_text(encoding="utf-8") == catalogue.index_source()
+    assert catalogue.tokens() == Registry(all_rules()).tokens
+    assert catalogue.rule_ids() == {rule.id for rule in all_rules()}
+
+
+def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
+    lines = cli("rules").stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [rule.id for rule in all_rules()]
+    for line, rule in zip(lines, all_rules()):
+        assert line == f"{rule.id}  {rule.name:<26} {str(rule.kind):<11} {rule.summary}"
+
+
+@pytest.mark.parametrize("args", [
+    ["check", "a.py"],
+    ["check", "a.py", "b", "-q"],
+    ["check", "--verbose", "a.py", "--diff"],
+    ["check", "-v", "-q", "a.py"],
+    ["apply", "a.py"],
+    ["apply", "--dry-run", "a.py", "b.py", "--quiet"],
+    ["apply", "-v", "--force", "a.py"],
+    ["check", "--format", "github", "--select", "NM1", "--select=NM2", "a.py", "-j", "3"],
+    ["check", "--format=json", "-o", "out.json", "--exclude", "tests/", "--ignore", "NM7",
+     "--no-compile", "--changed-since", "HEAD~1", "a.py"],
+    ["check", "--compile", "--no-compile", "--format", "sarif", "--format", "text", "a.py"],
+    ["apply", "--unsafe-fixes", "--annotate", "--jobs=12", "--output=r.md", "--format",
+     "markdown", "a.py", "--no-unsafe-fixes"],
+    ["apply", "--dry-run", "--no-annotate", "--compile", "--exclude=x", "--exclude", "y",
+     "a.py"],
+    ["scan", "requirements.txt"],
+    ["scan", "--fix", "--force", "--unsafe-fixes", "-j", "2", "--format", "json", "-q", "."],
+    ["scan", "--select", "NM8", "--no-unsafe-fixes", "--output", "r.txt", "-v", "."],
+])
+def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
+    """The entry point parses these command lines itself; the typer application must turn
+    them into the same request (if an option's default changes there, this fails)."""
+    import codemod.cli
+
+    made: list[Request] = []
+    monkeypatch.setattr(codemod.cli, "_execute", made.append)
+    assert cli(*args).exit_code == 0
+    assert entry.lean_request(args) == made[0]
+
+
+@pytest.mark.parametrize("args", [
+    [], ["check"], ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
+    ["check", "a.py", "--help"], ["check", ""],
+    ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan"],
+    ["--version", "check", "a.py"], ["explain", "NM110"],
+    ["check", "a.py", "--format"], ["check", "--format", "yaml", "a.py"],
+    ["check", "-j", "0", "a.py"], ["check", "--jobs=x", "a.py"], ["check", "-j", "-1", "a.py"],
+    ["check", "-j", "03", "a.py"], ["check", "-j4", "a.py"], ["check", "--select", "-q", "a.py"],
+    ["check", "--select=", "a.py"], ["check", "-o=r.json", "a.py"], ["check", "--quiet=1", "a.py"],
+    ["check", "--unsafe-fixes", "a.py"], ["check", "--annotate", "a.py"],
+    ["apply", "--diff", "a.py"], ["check", "--force", "a.py"], ["scan", "--compile", "."],
+    ["scan", "--changed-since", "HEAD", "."], ["scan", "--dry-run", "."], ["check", "--fix", "."],
+])
+def test_anything_else_is_left_to_typer(args: list[str]) -> None:
+    assert entry.lean_request(args) is None
+
+
+@pytest.mark.parametrize("options", [Options(), Options(select=frozenset({"NM8"})),
+                                     Options(ignore=frozenset({"NM816", "NM1"}))])
+def test_the_scanner_asks_whether_a_rule_is_on_without_loading_the_rules(options) -> None:
+    from codemod.deps.emit import rule_enabled
+
+    registry = Registry(all_rules(), options)
+    for rule in registry.all_rules:
+        assert rule_enabled(registry, rule.id) == registry.enabled(rule)
