@@ -13,7 +13,8 @@ applies a second time, and reports:
 Then, for the training scripts listed in benchmarks/realworld_scripts.toml (repo-relative
 paths with their fake-data arguments; tiny synthetic data is generated where a script needs a
 data file), it runs `smoke SCRIPT --nproc 2 --steps 3 --check-replicas -- ARGS` on each
-migrated script and counts how many run.
+migrated script (one process for the single-device scripts the list marks) and counts how
+many run.
 
     python -m pip install -e ".[bench]"   # pyflakes
     python benchmarks/realworld.py CHECKOUT... [--tool-root PATH] [--python PY] [--json OUT]
@@ -88,6 +89,7 @@ class ScriptOutcome:
     error: str = ""
     seconds: float = 0.0
     leftover: list[str] = field(default_factory=list)  # torch_xla modules it still imports
+    smoke_options: list[str] = field(default_factory=list)
 
 
 # ------------------------------------------------------------------------- checkouts
@@ -230,10 +232,10 @@ def smoke_one(entry: Json, checkout: Checkout | None, tool_root: Path, python: s
     if entry.get("data"):
         generate_data(entry["data"], script.parent, entry.get("data_root", "."))
     logs = checkout.copy.parent / "logs" / entry["name"].replace("/", "_").replace(" ", "_")
+    outcome.smoke_options = smoke_options(entry)
     command, environment = tool_command(
-        tool_root, "smoke", str(script), "--nproc", "2", "--steps", str(entry.get("steps", 3)),
-        "--check-replicas", "--timeout", str(timeout), "--format", "json", "--python", python,
-        "--logs", str(logs), "--", *args)
+        tool_root, "smoke", str(script), *outcome.smoke_options, "--timeout", str(timeout),
+        "--format", "json", "--python", python, "--logs", str(logs), "--", *args)
     started = time.perf_counter()
     try:
         done = subprocess.run(command, env=environment, cwd=script.parent, capture_output=True,
@@ -246,6 +248,15 @@ def smoke_one(entry: Json, checkout: Checkout | None, tool_root: Path, python: s
     if outcome.status == "failed" and not outcome.error:
         outcome.error = f"exited without a traceback; last output: {_last_line(logs)}"
     return outcome
+
+
+def smoke_options(entry: Json) -> list[str]:
+    """Two replicas checked against each other after each of 3 steps, unless the list says
+    the script is single-device, slow, or diverges on its own."""
+    nproc = int(entry.get("nproc", 2))
+    replicas = nproc > 1 and entry.get("check_replicas", True)
+    return ["--nproc", str(nproc), "--steps", str(entry.get("steps", 3)),
+            *(["--check-replicas"] if replicas else [])]
 
 
 def _last_line(logs: Path) -> str:

@@ -79,3 +79,27 @@ def test_mnist_data_has_the_idx_layout_torchvision_reads(tmp_path: Path) -> None
     magic, count, rows, columns = struct.unpack(">IIII", images[:16])
     assert (magic, rows, columns) == (0x803, 28, 28) and len(images) == 16 + count * 28 * 28
     assert struct.unpack(">II", labels[:8])[0] == 0x801 and max(labels[8:]) < 10
+
+
+def test_smoke_options_follow_the_script_list() -> None:
+    from realworld import smoke_options
+
+    assert smoke_options({}) == ["--nproc", "2", "--steps", "3", "--check-replicas"]
+    assert smoke_options({"nproc": 1, "steps": 1}) == ["--nproc", "1", "--steps", "1"]
+    assert smoke_options({"check_replicas": False}) == ["--nproc", "2", "--steps", "3"]
+
+
+def test_the_script_list_names_known_repositories_and_data_sets() -> None:
+    import tomllib
+
+    from realworld import SCRIPTS
+    from realworld_data import GENERATORS
+
+    settings = tomllib.loads(SCRIPTS.read_text(encoding="utf-8"))
+    names = [entry["name"] for entry in settings["script"]]
+    assert len(names) == len(set(names)) >= 20
+    for entry in settings["script"]:
+        assert entry["repo"] in settings["repos"] and not Path(entry["path"]).is_absolute()
+        assert entry.get("data") is None or entry["data"] in GENERATORS
+        assert set(entry) <= {"name", "repo", "path", "args", "data", "data_root", "needs",
+                              "steps", "nproc", "check_replicas"}
