@@ -68,6 +68,7 @@ class MigrationFigures:
     files: int = 0
     changed: int = 0
     failed: int = 0
+    failures: list[str] = field(default_factory=list)  # inputs the tool could not read or parse
     changed_on_second_apply: list[str] = field(default_factory=list)
     reviews_by_rule: dict[str, int] = field(default_factory=dict)
     internal_errors: list[str] = field(default_factory=list)
@@ -196,20 +197,27 @@ def migrate(checkouts: list[Checkout], tool_root: Path, scratch: Path,
         files=len(files), changed=summary.get("changed", 0), failed=summary.get("failed", 0),
         changed_on_second_apply=sorted(f["path"] for f in second.get("files", [])
                                        if f["status"] == "changed"),
+        failures=sorted(_relative(f["error"], scratch) for f in first.get("files", [])
+                        if f.get("error") and INTERNAL_ERROR not in f["error"]),
         reviews_by_rule=reviews_by_rule(first),
-        internal_errors=sorted(set(internal_errors(first) + internal_errors(second))),
+        internal_errors=sorted({_relative(e, scratch)
+                                for e in internal_errors(first) + internal_errors(second)}),
         seconds=round(seconds, 1))
     compare_sources(checkouts, files, figures)
     return figures
 
 
+def _relative(message: str, scratch: Path) -> str:
+    return message.replace(f"{scratch}{os.sep}", "")
+
+
 # ------------------------------------------------------------------------- smoke
 def run_scripts(checkouts: list[Checkout], entries: list[Json], tool_root: Path,
-                python: str, timeout: float, only: str | None) -> list[ScriptOutcome]:
+                python: str, timeout: float, only: list[str] | None) -> list[ScriptOutcome]:
     by_repo = {c.repo: c for c in checkouts}
     outcomes = []
     for entry in entries:
-        if only and only not in entry["name"]:
+        if only and not any(part in entry["name"] for part in only):
             continue
         outcome = smoke_one(entry, by_repo.get(entry["repo"]), tool_root, python, timeout)
         print(render_scripts([outcome]).split("\n", 1)[1], flush=True)
@@ -313,6 +321,7 @@ def render_migration(figures: MigrationFigures) -> str:
         "", "Undefined names gained:",
         *(f"  {path}: {', '.join(names)}" for path, names in figures.new_undefined_names.items()),
         "", "Internal errors:", *(f"  {text}" for text in figures.internal_errors),
+        "", "Files that failed (not internal errors):", *(f"  {text}" for text in figures.failures),
         "", "Changed on a second apply:", *(f"  {p}" for p in figures.changed_on_second_apply),
         "", "torch_xla modules still referenced (references):",
         *(f"  {count:5}  {name}" for name, count in list(figures.leftover_modules.items())[:25]),
@@ -344,7 +353,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     parser.add_argument("--unsafe-fixes", action="store_true", help="apply with --unsafe-fixes")
     parser.add_argument("--no-smoke", action="store_true", help="only migrate and count")
-    parser.add_argument("--only", help="run only the listed scripts whose name contains this")
+    parser.add_argument("--only", action="append",
+                        help="run only the listed scripts whose name contains this (repeatable)")
     parser.add_argument("--keep", type=Path, help="migrate in this (new) folder and keep it")
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     return parser.parse_args(argv)
