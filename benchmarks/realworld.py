@@ -28,6 +28,7 @@ in), run as `PYTHONPATH=ROOT python -m codemod`, so several branches can be meas
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -86,7 +87,7 @@ class ScriptOutcome:
     path: str
     args: list[str]
     data: str | None
-    status: str  # passed | failed | timeout | missing | no-report
+    status: str  # passed | failed | timeout | missing | no-report | skipped
     error: str = ""
     seconds: float = 0.0
     leftover: list[str] = field(default_factory=list)  # torch_xla modules it still imports
@@ -219,10 +220,24 @@ def run_scripts(checkouts: list[Checkout], entries: list[Json], tool_root: Path,
     for entry in entries:
         if only and not any(part in entry["name"] for part in only):
             continue
-        outcome = smoke_one(entry, by_repo.get(entry["repo"]), tool_root, python, timeout)
+        missing = [m for m in entry.get("needs", []) if not importable(python, m)]
+        if missing:
+            outcome = ScriptOutcome(entry["name"], f"{entry['repo']}/{entry['path']}", [],
+                                    entry.get("data"), "skipped",
+                                    f"{python} has no {', '.join(missing)}")
+        else:
+            outcome = smoke_one(entry, by_repo.get(entry["repo"]), tool_root, python, timeout)
         print(render_scripts([outcome]).split("\n", 1)[1], flush=True)
         outcomes.append(outcome)
     return outcomes
+
+
+@functools.cache
+def importable(python: str, module: str) -> bool:
+    """Whether the smoke interpreter has a script's dependency: a script that cannot import
+    torchvision says nothing about the migration."""
+    done = subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False)
+    return done.returncode == 0
 
 
 def smoke_one(entry: Json, checkout: Checkout | None, tool_root: Path, python: str,
@@ -331,7 +346,14 @@ def render_migration(figures: MigrationFigures) -> str:
 
 def render_scripts(outcomes: list[ScriptOutcome]) -> str:
     ran = sum(o.status == "passed" for o in outcomes)
-    lines = [f"Training scripts that run under smoke: {ran} of {len(outcomes)}"]
+    left_out = Counter(o.status for o in outcomes if o.status in ("skipped", "missing"))
+    notes = []
+    if left_out["skipped"]:
+        notes.append(f"{left_out['skipped']} skipped: the interpreter lacks what they need")
+    if left_out["missing"]:
+        notes.append(f"{left_out['missing']} missing: no checkout")
+    lines = [f"Training scripts that run under smoke: {ran} of "
+             f"{len(outcomes) - left_out.total()}" + (f" ({'; '.join(notes)})" if notes else "")]
     for outcome in outcomes:
         lines.append(f"  {outcome.status:9} {outcome.name}  {outcome.error}")
         if outcome.leftover:

@@ -103,3 +103,15 @@ def test_the_script_list_names_known_repositories_and_data_sets() -> None:
         assert entry.get("data") is None or entry["data"] in GENERATORS
         assert set(entry) <= {"name", "repo", "path", "args", "data", "data_root", "needs",
                               "steps", "nproc", "check_replicas"}
+
+
+def test_scripts_the_run_could_not_try_are_not_counted() -> None:
+    from realworld import ScriptOutcome, render_scripts
+
+    outcomes = [ScriptOutcome("a", "r/a.py", [], None, "passed"),
+                ScriptOutcome("b", "r/b.py", [], None, "failed", "NameError: x"),
+                ScriptOutcome("c", "r/c.py", [], None, "skipped", "no torchvision"),
+                ScriptOutcome("d", "r/d.py", [], None, "missing", "checkout not given")]
+    first = render_scripts(outcomes).splitlines()[0]
+    assert first == ("Training scripts that run under smoke: 1 of 2 (1 skipped: the interpreter "
+                     "lacks what they need; 1 missing: no checkout)")
