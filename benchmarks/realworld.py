@@ -214,14 +214,18 @@ def _relative(message: str, scratch: Path) -> str:
 
 # ------------------------------------------------------------------------- smoke
 def run_scripts(checkouts: list[Checkout], entries: list[Json], tool_root: Path,
-                python: str, timeout: float, only: list[str] | None) -> list[ScriptOutcome]:
+                python: str, timeout: float, only: list[str] | None,
+                heavy: bool = False) -> list[ScriptOutcome]:
     by_repo = {c.repo: c for c in checkouts}
     outcomes = []
     for entry in entries:
         if only and not any(part in entry["name"] for part in only):
             continue
         missing = [m for m in entry.get("needs", []) if not importable(python, m)]
-        if missing:
+        if entry.get("heavy") and not heavy:
+            outcome = ScriptOutcome(entry["name"], f"{entry['repo']}/{entry['path']}", [],
+                                    entry.get("data"), "skipped", f"heavy: {entry['heavy']}")
+        elif missing:
             outcome = ScriptOutcome(entry["name"], f"{entry['repo']}/{entry['path']}", [],
                                     entry.get("data"), "skipped",
                                     f"{python} has no {', '.join(missing)}")
@@ -349,7 +353,8 @@ def render_scripts(outcomes: list[ScriptOutcome]) -> str:
     left_out = Counter(o.status for o in outcomes if o.status in ("skipped", "missing"))
     notes = []
     if left_out["skipped"]:
-        notes.append(f"{left_out['skipped']} skipped: the interpreter lacks what they need")
+        notes.append(f"{left_out['skipped']} skipped: heavy, or the interpreter lacks what "
+                     "they need")
     if left_out["missing"]:
         notes.append(f"{left_out['missing']} missing: no checkout")
     lines = [f"Training scripts that run under smoke: {ran} of "
@@ -375,6 +380,8 @@ def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per script")
     parser.add_argument("--unsafe-fixes", action="store_true", help="apply with --unsafe-fixes")
     parser.add_argument("--no-smoke", action="store_true", help="only migrate and count")
+    parser.add_argument("--heavy", action="store_true",
+                        help="also run the scripts the list marks heavy (10 GB and more)")
     parser.add_argument("--only", action="append",
                         help="run only the listed scripts whose name contains this (repeatable)")
     parser.add_argument("--keep", type=Path, help="migrate in this (new) folder and keep it")
@@ -394,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
         print(render_migration(figures), flush=True)
         outcomes = [] if args.no_smoke else run_scripts(
             checkouts, settings.get("script", []), args.tool_root.resolve(), args.python,
-            args.timeout, args.only)
+            args.timeout, args.only, args.heavy)
         if outcomes:
             print("\n" + render_scripts(outcomes))
         if args.json:

@@ -102,7 +102,7 @@ def test_the_script_list_names_known_repositories_and_data_sets() -> None:
         assert entry["repo"] in settings["repos"] and not Path(entry["path"]).is_absolute()
         assert entry.get("data") is None or entry["data"] in GENERATORS
         assert set(entry) <= {"name", "repo", "path", "args", "data", "data_root", "needs",
-                              "steps", "nproc", "check_replicas"}
+                              "steps", "nproc", "check_replicas", "heavy"}
 
 
 def test_scripts_the_run_could_not_try_are_not_counted() -> None:
@@ -113,5 +113,5 @@ def test_scripts_the_run_could_not_try_are_not_counted() -> None:
                 ScriptOutcome("c", "r/c.py", [], None, "skipped", "no torchvision"),
                 ScriptOutcome("d", "r/d.py", [], None, "missing", "checkout not given")]
     first = render_scripts(outcomes).splitlines()[0]
-    assert first == ("Training scripts that run under smoke: 1 of 2 (1 skipped: the interpreter "
-                     "lacks what they need; 1 missing: no checkout)")
+    assert first == ("Training scripts that run under smoke: 1 of 2 (1 skipped: heavy, or the "
+                     "interpreter lacks what they need; 1 missing: no checkout)")
