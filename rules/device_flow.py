@@ -145,11 +145,23 @@ def _unindexed(flow: Flow, sources: list[tuple[Source, str]]) -> list[str]:
         node = source.node
         if indexed and kind == "device" and isinstance(node, ast.Call) and \
                 source.scope is not None and \
-                source.scope.qualname(ast_dotted(node.func)) in _XLA_GETTERS:
+                (qualname := source.scope.qualname(ast_dotted(node.func))) is not None and \
+                _unindexed_device(qualname, node):
+            printed = "prints" if qualname not in _XLA_GETTERS else \
+                "printed as \"xla:0\"; its replacement torch.device(\"neuron\") prints"
             return [f"it is compared with the device from {source.label} (line {source.line}), "
-                    "which printed as \"xla:0\"; its replacement torch.device(\"neuron\") "
-                    "prints as \"neuron\", without an index: compare `.type` instead"]
+                    f"which {printed} as \"neuron\", without an index: compare `.type` "
+                    "instead"]
     return []
+
+
+def _unindexed_device(qualname: str, call: ast.Call) -> bool:
+    """An XLA device getter, or what NM101 made of one (`torch.device("neuron")`, which
+    prints without an index): a second run must reach the first run's verdict."""
+    if qualname in _XLA_GETTERS:
+        return True
+    return qualname == "torch.device" and len(call.args) == 1 and not call.keywords and \
+        isinstance(call.args[0], ast.Constant) and call.args[0].value == "neuron"
 
 
 def _deferred(flow: Flow, ends: list[tuple[Use, str]]) -> bool:

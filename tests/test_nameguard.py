@@ -124,10 +124,10 @@ def _migrate(source: str, unsafe: bool = False):
 def test_xla_call_inside_a_rewritten_calls_arguments_is_reported_and_its_import_kept() -> None:
     result = _migrate("import torch_xla.core.xla_model as xm\n"
                       "import torch_xla.debug.metrics as met\n\n"
-                      "xm.master_print(met.metrics_report())\n")
-    new = result.new_source.decode()
+                      "xm.master_print(met.counter_value('ExecuteTime'))\n")
+    new = result.new_source.decode()  # a metric query stays for review (NM707)
     assert "import torch_xla.debug.metrics as met\n" in new
-    assert "print(met.metrics_report())" in new
+    assert "print(met.counter_value('ExecuteTime'))" in new
     found = {(f.rule_id, f.line, f.column) for f in result.findings}
     assert ("NM707", 4, 17) in found  # the inner call, at its own column
 
