@@ -16,6 +16,9 @@ from codemod.suppress import span
 if TYPE_CHECKING:
     from codemod.transform import UnitRewriter
 
+_MODULES_THE_ENGINE_IMPORTS = frozenset({"os", "torch"})
+"""Roots of what rules' replacements name (`ref`): imported when the file does not bind them."""
+
 
 class UnitSite:
     """The engine's implementation of `codemod.rule.Site` for one unit."""
@@ -29,7 +32,25 @@ class UnitSite:
 
     def qualname_of(self, expr: cst.BaseExpression) -> str | None:
         resolution = self._rewriter.resolve(expr)
-        return resolution.qualname if resolution is not None else None
+        if resolution is not None:
+            return resolution.qualname
+        return self._unbound_module(expr)
+
+    def _unbound_module(self, expr: cst.BaseExpression) -> str | None:
+        """`os.environ` in a file that never binds `os`: the module the engine would import
+        for its own code (`ref` adds `import os` there), so that this run judges the line
+        as the next run will, once that import exists."""
+        from codemod.transform import dotted  # transform imports this module
+
+        dotted_name = dotted(expr)
+        if dotted_name is None:
+            return None
+        root = dotted_name.split(".", 1)[0]
+        if root not in _MODULES_THE_ENGINE_IMPORTS or \
+                self._rewriter.scope.lookup(root) is not None or \
+                any(root in names for names in self._rewriter.locals):
+            return None
+        return dotted_name
 
     def ref(self, qualname: str) -> cst.BaseExpression | None:
         parts = qualname.split(".")

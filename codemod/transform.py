@@ -8,7 +8,7 @@ reports every XLA reference still there, which also tells the import bookkeeping
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 import functools
 from dataclasses import dataclass, field
 
@@ -244,6 +244,12 @@ def _comments(node: cst.CSTNode) -> list[cst.Comment]:
     return [c for child in node.children for c in _comments(child)]
 
 
+def _nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _nodes(child)
+
+
 class _Requote(cst.CSTTransformer):
     def __init__(self, avoid: str) -> None:
         super().__init__()
@@ -443,6 +449,14 @@ class UnitRewriter(_ScopedVisitor):
                 self.findings.append(self.pending(rule, kind, outcome.message, original, False,
                                                   code(outcome.node)))
                 return updated
+            if not self._quotes_fit(outcome.node):
+                self._report(head, updated)
+                self.findings.append(self.pending(
+                    rule, Kind.REVIEW, f"{outcome.message} (not written: inside f-strings that "
+                    "use both quote characters, the replacement's string cannot be quoted "
+                    "before Python 3.12; rewrite this by hand)", original, False,
+                    code(outcome.node)))
+                return updated
             self.findings.append(self.pending(rule, kind, outcome.message, original, True))
             self._keep_comments(updated, (outcome.node,))
             return self._fit_quotes(outcome.node)
@@ -495,11 +509,23 @@ class UnitRewriter(_ScopedVisitor):
 
     def _fit_quotes(self, node: cst.CSTNode) -> cst.CSTNode:
         """Inside an f-string's braces, a replacement's string literals must not reuse the
-        f-string's own quote (a syntax error before Python 3.12)."""
-        quotes = [p.end for p in self.parents if isinstance(p, cst.FormattedString)]
-        if not quotes or quotes[-1] not in ('"', "'"):
+        quote of any f-string around them (a syntax error before Python 3.12)."""
+        quotes = self._enclosing_quotes()
+        if len(quotes) != 1:
             return node
-        return node.visit(_Requote(quotes[-1]))  # type: ignore[return-value]
+        return node.visit(_Requote(quotes.pop()))  # type: ignore[return-value]
+
+    def _enclosing_quotes(self) -> set[str]:
+        """The one-character quotes of the f-strings around this place (triple-quoted ones
+        do not end at a single quote character)."""
+        return {p.end for p in self.parents
+                if isinstance(p, cst.FormattedString) and p.end in ('"', "'")}
+
+    def _quotes_fit(self, node: cst.CSTNode) -> bool:
+        """Whether a replacement can sit here: inside f-strings that use both quote
+        characters, no string literal can (before Python 3.12)."""
+        return len(self._enclosing_quotes()) < 2 or not any(
+            isinstance(n, (cst.SimpleString, cst.FormattedString)) for n in _nodes(node))
 
     def _report(self, head: cst.CSTNode, node: cst.CSTNode) -> None:
         """This finding covers `head`'s XLA name and every XLA string in `node`; other XLA

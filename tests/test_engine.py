@@ -3,6 +3,7 @@ safe, and a rewrite that would break a file is never written."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -292,3 +293,30 @@ def test_annotate_a_files_first_statement_once(in_tmp: Path) -> None:
     assert annotated.count("# neuron-migrate: NM703") == 1
     cli("apply", "--annotate", "compat.py")
     assert (in_tmp / "compat.py").read_text() == annotated
+
+
+def test_one_unsafe_run_reaches_the_fixed_point_when_the_engine_adds_an_import(
+        in_tmp: Path) -> None:
+    """`os` is bound only by the import the first run adds: the first run already judges
+    `os.environ[...] = ...` as the assignment it is (NM602), as the second would."""
+    (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                     "if xm.is_master_ordinal(): print(1)\n"
+                                     "os.environ['XLA_USE_BF16'] = '1'\n")
+    first = cli("apply", "--unsafe-fixes", "--format", "json", "train.py").json()
+    assert "is read here" not in json.dumps(first)
+    once = (in_tmp / "train.py").read_text()
+    assert "XLA_USE_BF16" not in once
+    cli("apply", "--unsafe-fixes", "train.py")
+    assert (in_tmp / "train.py").read_text() == once
+
+
+def test_a_replacement_that_cannot_be_quoted_in_nested_f_strings_is_reported_alone(
+        in_tmp: Path) -> None:
+    (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                     "x = f\"{f'{xm.xla_device()}'}\"\n"
+                                     "xm.mark_step()\n")
+    run = cli("apply", "--format", "json", "train.py")
+    findings = {(f["rule_id"], f["line"], f["kind"]) for f in run.json()["findings"]}
+    assert ("NM101", 2, "review") in findings and ("NM110", 3, "fix") in findings
+    assert (in_tmp / "train.py").read_text() == ("import torch_xla.core.xla_model as xm\n"
+                                                 "x = f\"{f'{xm.xla_device()}'}\"\n")
