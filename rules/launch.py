@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from codemod.locate import ast_dotted
 from codemod.model import Kind
 from codemod.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
 from codemod.quote import code
@@ -132,14 +133,11 @@ def _xla_group(node: ast.Call) -> bool:
 
 
 def _qualname(node: ast.expr, aliases: dict[str, str]) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
+    name = ast_dotted(node)
+    if name is None:
         return None
-    parts.append(aliases.get(node.id, node.id))
-    return ".".join(reversed(parts))
+    root, dot, rest = name.partition(".")
+    return aliases.get(root, root) + dot + rest
 
 
 def group_guard(site: Site) -> cst.BaseExpression | None:
