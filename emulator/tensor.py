@@ -81,8 +81,11 @@ class NeuronTensor(torch.Tensor):
     def untyped_storage(self) -> torch.UntypedStorage:
         # ...but torch itself (Dynamo's meta conversion) must see the placeholder
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller == "torch" or caller.startswith("torch."):
+        if (caller == "torch" or caller.startswith("torch.")) and not _is_fake(self._elem):
             return super().untyped_storage()
+        # A wrapper Dynamo made around a FakeTensor gets the fake payload's (meta) storage:
+        # meta conversion resizes a zero-byte storage to 0, which on the placeholder would
+        # need a C++ PrivateUse1 hook (resizePrivateUse1Bytes) that Python cannot register.
         return self._elem.untyped_storage()
 
     def __reduce_ex__(self, proto: int) -> Any:
@@ -103,6 +106,11 @@ class NeuronTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         return run_on_cpu(func, args, kwargs or {})
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    fake = sys.modules.get("torch._subclasses.fake_tensor")
+    return fake is not None and isinstance(t, fake.FakeTensor)
 
 
 def payload(t: torch.Tensor) -> torch.Tensor:
