@@ -81,11 +81,13 @@ class NeuronTensor(torch.Tensor):
     def untyped_storage(self) -> torch.UntypedStorage:
         # ...but torch itself (Dynamo's meta conversion) must see the placeholder
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if (caller == "torch" or caller.startswith("torch.")) and not _is_fake(self._elem):
-            return super().untyped_storage()
-        # A wrapper Dynamo made around a FakeTensor gets the fake payload's (meta) storage:
-        # meta conversion resizes a zero-byte storage to 0, which on the placeholder would
-        # need a C++ PrivateUse1 hook (resizePrivateUse1Bytes) that Python cannot register.
+        if caller == "torch" or caller.startswith("torch."):
+            placeholder = super().untyped_storage()
+            # ...except an empty one around a FakeTensor, which meta conversion resizes to 0
+            # bytes: on the placeholder that needs a C++ PrivateUse1 hook
+            # (resizePrivateUse1Bytes) Python cannot register; the fake payload's is meta
+            if placeholder.nbytes() or not _is_fake(self._elem):
+                return placeholder
         return self._elem.untyped_storage()
 
     def __reduce_ex__(self, proto: int) -> Any:
