@@ -39,7 +39,57 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) 
     def run_eagerly(graph: torch.fx.GraphModule, inputs: Any) -> Callable[..., Any]:
         return make_boxed_func(graph.forward)
 
-    return aot_autograd(fw_compiler=run_eagerly, bw_compiler=run_eagerly)(gm, example_inputs)
+    compiled = aot_autograd(fw_compiler=run_eagerly, bw_compiler=run_eagerly)(gm, example_inputs)
+    return _rewrap_fakified_outputs(compiled, _neuron_outputs(gm), _index_of(example_inputs))
+
+
+def _neuron_outputs(gm: torch.fx.GraphModule) -> list[bool]:
+    """Which outputs of the captured graph are neuron tensors (from Dynamo's fake values)."""
+    from emulator.tensor import NeuronTensor
+
+    outputs = gm.graph.output_node().args[0]
+    flags = []
+    for node in outputs if isinstance(outputs, (list, tuple)) else [outputs]:
+        meta = getattr(node, "meta", {})
+        value = meta.get("val", meta.get("example_value"))
+        flags.append(isinstance(value, NeuronTensor)
+                     or (isinstance(value, torch.Tensor) and value.device.type == NAME))
+    return flags
+
+
+def _index_of(example_inputs: list[Any]) -> int:
+    from emulator import ordinals
+    from emulator.tensor import NeuronTensor
+
+    return next((x._index for x in example_inputs if isinstance(x, NeuronTensor)),
+                ordinals.current_index())
+
+
+def _rewrap_fakified_outputs(compiled: Callable[..., Any], neuron: list[bool],
+                             index: int) -> Callable[..., Any]:
+    """Dynamo's DDPOptimizer compiles a DDP model's graph bucket by bucket and feeds each
+    piece the fake outputs of the previous one, which AOTAutograd returns from its desugared
+    graph (``fakify_first_call``): the payloads, without their NeuronTensor wrapper, so the
+    next piece would meet "CPU" tensors. Put the wrapper back on exactly those outputs. Real
+    runs are untouched: AOTAutograd wraps real outputs itself."""
+    from emulator.tensor import NeuronTensor, _is_fake
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        out = compiled(*args, **kwargs)
+        context = torch._guards.TracingContext.try_get()
+        if not (context is not None and getattr(context, "fakify_first_call", False)):
+            return out
+        many = isinstance(out, (list, tuple))
+        items = list(out) if many else [out]
+        for i, (item, wanted) in enumerate(zip(items, neuron)):
+            if wanted and _is_fake(item) and not isinstance(item, NeuronTensor):
+                items[i] = NeuronTensor(item, index)
+        return type(out)(items) if many else items[0]
+
+    for attribute in ("_boxed_call", "zero_grad"):  # keep how Dynamo calls the result
+        if hasattr(compiled, attribute):
+            setattr(run, attribute, getattr(compiled, attribute))
+    return run
 
 
 def patch_compile(before_first_use: Callable[[], None]) -> None:

@@ -102,6 +102,14 @@ _PATTERNS = (
        "no process group: call torch.distributed.init_process_group(\"neuron\") before DDP "
        "or any collective (xmp.spawn and the xla:// init method used to set this up).",
        (), r"Default process group has not been initialized"),
+    # Dynamo traced the same code first, so a CPU tensor in the user's code would have failed
+    # there (InternalTorchDynamoError/TorchRuntimeError); inside the backend it is ours.
+    _p("emulator-compile-backend",
+       "the emulated neuron torch.compile backend failed on a graph Dynamo had already "
+       "captured from the script: most likely a limit of the emulator, not a fault of the "
+       "migration. Please report it to neuron-migrate with the traceback; the run stopped "
+       "before the rest of the script was checked.",
+       ("BackendCompilerFailed",), r"\[neuron emulator:"),
     _p("tensor-on-cpu",
        "a tensor was left on the CPU: move it to the neuron device with .to(device). "
        "XLA-era loaders (MpDeviceLoader) used to place batches; a plain DataLoader does not.",

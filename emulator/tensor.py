@@ -82,7 +82,12 @@ class NeuronTensor(torch.Tensor):
         # ...but torch itself (Dynamo's meta conversion) must see the placeholder
         caller = sys._getframe(1).f_globals.get("__name__", "")
         if caller == "torch" or caller.startswith("torch."):
-            return super().untyped_storage()
+            placeholder = super().untyped_storage()
+            # ...except an empty one around a FakeTensor, which meta conversion resizes to 0
+            # bytes: on the placeholder that needs a C++ PrivateUse1 hook
+            # (resizePrivateUse1Bytes) Python cannot register; the fake payload's is meta
+            if placeholder.nbytes() or not _is_fake(self._elem):
+                return placeholder
         return self._elem.untyped_storage()
 
     def __reduce_ex__(self, proto: int) -> Any:
@@ -103,6 +108,11 @@ class NeuronTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         return run_on_cpu(func, args, kwargs or {})
+
+
+def _is_fake(t: torch.Tensor) -> bool:
+    fake = sys.modules.get("torch._subclasses.fake_tensor")
+    return fake is not None and isinstance(t, fake.FakeTensor)
 
 
 def payload(t: torch.Tensor) -> torch.Tensor:

@@ -25,6 +25,10 @@ CASES = [
     ("RuntimeError", "Expected all tensors to be on the same device, but found at least two "
      "devices, neuron:0 and cpu! (when checking argument for aten.addmm.default)",
      "tensor-on-cpu"),
+    ("torch._dynamo.exc.BackendCompilerFailed", "backend='compile_fn' raised:\nRuntimeError: "
+     "Expected all tensors to be on the same device, but found at least two devices, neuron:0 "
+     "and cpu! (when checking argument for aten.addmm.default) [neuron emulator: a tensor of "
+     "shape (4, 512) was left on the CPU]", "emulator-compile-backend"),
     ("ReplicasDiverged", "data-parallel replicas diverged after optimizer step 3",
      "replicas-diverged"),
     ("RuntimeError", "PyTorch is not linked with support for xla devices", "xla-device"),

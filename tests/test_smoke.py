@@ -59,6 +59,8 @@ SCENARIOS = {
     "unsynced": _options("data_parallel.py", "unsynced", nproc=2, check_replicas=True),
     "compile_step": _options("compile_training_step.py"),
     "helper": _options("helper_device_loader.py"),
+    "zero_batch": _options("compile_zero_batch.py"),
+    "ddp_compiled": _options("ddp_compiled_buckets.py", nproc=2, check_replicas=True),
 }
 
 
@@ -199,6 +201,21 @@ def test_a_compiled_training_step_is_named_with_the_line_dynamo_traced(runs: Run
     text = _text(result)
     assert "traced: Dynamo traced `optimizer.zero_grad()`" in text
     assert "NM502 (torch-xla-compile)" in text and "model.compile(" in text
+
+
+def test_a_compiled_model_runs_a_zero_size_batch(runs: Runs) -> None:
+    result = runs["zero_batch"]
+    assert result.passed, result.error
+    assert result.graphs_compiled == 2  # the empty batch is a new shape: one recompile
+    assert "batch of 0: output (0, 2)" in runs.stdout("zero_batch")
+
+
+def test_ddp_over_a_compiled_model_split_at_its_buckets_passes_the_replica_check(
+        runs: Runs) -> None:
+    result = runs["ddp_compiled"]
+    assert result.passed, result.error
+    assert result.graphs_compiled >= 4  # one graph per gradient bucket (one per layer)
+    assert result.optimizer_steps == 3 and "c10d::allreduce_" in result.ops
 
 
 def test_an_error_inside_a_helper_names_the_rule_that_wrote_it(runs: Runs) -> None:
