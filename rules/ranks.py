@@ -21,10 +21,18 @@ _LOCAL_WORLD = frozenset({f"{XR}.local_process_count"})
 
 
 def global_rank(site: Site) -> cst.BaseExpression | None:
-    dist = site.ref("torch.distributed")
-    if dist is None:
+    return _distributed_or_environment(site, "get_rank", "RANK", 0)
+
+
+def _distributed_or_environment(site: Site, getter: str, variable: str,
+                                default: int) -> cst.BaseExpression | None:
+    """torch.distributed's answer, else torchrun's environment: a worker torchrun started
+    knows its rank before (or without) a process group, as PJRT's did; alone, 0 and 1."""
+    dist, os_ = site.ref("torch.distributed"), site.ref("os")
+    if dist is None or os_ is None:
         return None
-    return template("{d}.get_rank() if {d}.is_initialized() else 0", d=dist)
+    return template(f'{{d}}.{getter}() if {{d}}.is_initialized() else '
+                    f'int({{os}}.environ.get("{variable}", {default}))', d=dist, os=os_)
 
 
 def local_rank(site: Site) -> cst.BaseExpression | None:
@@ -41,8 +49,9 @@ class RankAndWorldSize(Rule):
     summary = "ordinals and world size come from torch.distributed and torchrun's environment"
     explanation = """\
 What it does: `xm.get_ordinal()` / `xr.global_ordinal()` become
-`dist.get_rank() if dist.is_initialized() else 0`; `xm.xrt_world_size()` / `xr.world_size()`
-become `dist.get_world_size() if dist.is_initialized() else 1`;
+`dist.get_rank() if dist.is_initialized() else int(os.environ.get("RANK", 0))`;
+`xm.xrt_world_size()` / `xr.world_size()` become
+`dist.get_world_size() if dist.is_initialized() else int(os.environ.get("WORLD_SIZE", 1))`;
 `xm.get_local_ordinal()` / `xr.local_ordinal()` become `int(os.environ.get("LOCAL_RANK", 0))`
 and `xr.local_process_count()` becomes `int(os.environ.get("LOCAL_WORLD_SIZE", 1))`.
 
@@ -50,17 +59,17 @@ Why: TorchNeuron runs one process per NeuronCore under torchrun and the `neuron`
 torch.distributed backend; the rank and world size are torch.distributed's, and torchrun
 publishes the local rank in LOCAL_RANK (which the neuron backend itself reads).
 
-What differs: nothing when the script runs under torchrun. Like the XLA calls, the
-replacements also work in a single process where torch.distributed is not initialised (rank 0,
-world size 1). The expression is put in parentheses where it needs them."""
+What differs: nothing when the script runs under torchrun, with or without a process group
+yet (torchrun's RANK and WORLD_SIZE answer before one exists, as PJRT answered without one).
+Like the XLA calls, the replacements also work in a single process (rank 0, world size 1). The expression is put in parentheses where it needs them."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
                "world = xm.xrt_world_size()\n",
-        after="import torch\n\nrank = torch.distributed.get_rank() if "
-              "torch.distributed.is_initialized() else 0\n"
+        after="import os\nimport torch\n\nrank = torch.distributed.get_rank() if "
+              "torch.distributed.is_initialized() else int(os.environ.get(\"RANK\", 0))\n"
               "world = torch.distributed.get_world_size() if "
-              "torch.distributed.is_initialized() else 1\n",
+              "torch.distributed.is_initialized() else int(os.environ.get(\"WORLD_SIZE\", 1))\n",
     )
     calls = _GLOBAL_RANK | _LOCAL_RANK | _WORLD_SIZE | _LOCAL_WORLD
     emits = ("torch.distributed.get_rank", "torch.distributed.is_initialized",
@@ -76,9 +85,7 @@ world size 1). The expression is put in parentheses where it needs them."""
         elif qualname in _LOCAL_RANK:
             new = local_rank(site)
         elif qualname in _WORLD_SIZE:
-            dist = site.ref("torch.distributed")
-            new = None if dist is None else template(
-                "{d}.get_world_size() if {d}.is_initialized() else 1", d=dist)
+            new = _distributed_or_environment(site, "get_world_size", "WORLD_SIZE", 1)
         else:
             os_ = site.ref("os")
             new = None if os_ is None else template(

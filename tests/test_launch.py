@@ -4,6 +4,8 @@ with the process group its native collectives need, and says how it is now launc
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -149,3 +151,14 @@ def test_a_notebook_launch_is_left_for_review(in_tmp: Path) -> None:
     spawn = _finding(run.json()["findings"], "NM220")
     assert spawn["kind"] == "review" and "torchrun" in spawn["message"]
     assert "xmp.spawn(f, nprocs=8)" in (in_tmp / "train.ipynb").read_text()
+
+
+def test_ranks_under_torchrun_before_any_process_group(in_tmp: Path) -> None:
+    """A worker torchrun started knows its rank and the world size from its environment
+    before a process group exists, as PJRT's did; the migrated code must not read 0 and 1."""
+    (in_tmp / "ranks.py").write_text("import torch_xla.core.xla_model as xm\n\n"
+                                     "print(xm.get_ordinal(), xm.xrt_world_size())\n")
+    assert cli("apply", "ranks.py").exit_code == 0
+    run = subprocess.run([sys.executable, "ranks.py"], capture_output=True, text=True,
+                         env={**os.environ, "RANK": "1", "WORLD_SIZE": "2"}, check=True)
+    assert run.stdout.split() == ["1", "2"]
