@@ -41,6 +41,9 @@ class Finding:
     cell: int | None = None
     """For notebooks: the 0-based index of the code cell; `line` is then the line in it."""
     cell_id: str | None = None
+    file_line: int | None = None
+    """For notebooks: the line of the `.ipynb` file that holds this cell line, for viewers
+    that open the file itself (code scanning)."""
 
     def __post_init__(self) -> None:
         # A repository's findings repeat a few messages thousands of times; one shared copy of

@@ -35,7 +35,7 @@ from codemod.diff import split_lines
 from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
 from codemod.failsafe import never_raise
 from codemod.model import FileResult, Finding, Kind
-from codemod.notebook_json import Cell, NotebookError, read_notebook, write_sources
+from codemod.notebook_json import Cell, NotebookError, file_lines, read_notebook, write_sources
 from codemod.registry import Registry
 from codemod.runner import migrate_data, migrate_source  # the engine loads when a cell needs it
 
@@ -94,6 +94,7 @@ def _migrate(path: str, data: bytes, registry: Registry, code_too: bool = True,
         new_texts.setdefault(cell.index, cell.text)
     error = next((e for e in errors if e is not None), None)
     findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
+    findings = _with_file_lines(findings, notebook.text)
     if error is not None or not new_texts:
         return FileResult(path, tuple(findings), original=data, error=error)
     return FileResult(path, tuple(findings), original=data,
@@ -143,6 +144,20 @@ def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Reg
     if result.new_source is not None:
         new_texts[cell.index] = "".join(lines[:first - 1]) + result.new_source.decode("utf-8")
     return None
+
+
+def _with_file_lines(findings: list[Finding], text: str) -> list[Finding]:
+    if not any(f.cell is not None for f in findings):
+        return findings
+    where = file_lines(text)
+    placed = []
+    for finding in findings:
+        lines = where.get(finding.cell) if finding.cell is not None else None
+        if lines:
+            line = lines[min(finding.line, len(lines)) - 1]
+            finding = dataclasses.replace(finding, file_line=line)
+        placed.append(finding)
+    return placed
 
 
 def _layout(code: Sequence[tuple[Cell, MaskedCell]], header: str) -> list[Part]:

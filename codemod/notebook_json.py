@@ -154,6 +154,20 @@ def _language(root: dict[str, Any]) -> str | None:
 
 
 # ------------------------------------------------------------------ locating the sources
+def file_lines(text: str) -> dict[int, list[int]]:
+    """For each cell with a source, the 1-based line of the notebook file where each of its
+    source lines is written: one list element a line in Jupyter's form; a single string
+    holds them all on the line where it starts."""
+    lines: dict[int, list[int]] = {}
+    for index, span in enumerate(_source_spans(text)):
+        if span is None:
+            continue
+        starts = [start for start, _ in _elements(text, span[0])] \
+            if text[span[0]] == "[" else [span[0]]
+        lines[index] = [text.count("\n", 0, start) + 1 for start in starts]
+    return lines
+
+
 def _source_spans(text: str) -> list[tuple[int, int] | None]:
     """For each cell, the span of its `source` value (None when it has none). The text is
     valid JSON already; where a key repeats, the last one wins, as in `json.loads`."""

@@ -416,3 +416,22 @@ def test_ctrl_c_before_the_migration_is_exit_130(in_tmp: Path, monkeypatch) -> N
     (in_tmp / "train.py").write_text(OLD)
     run = cli("check", ".")
     assert run.exit_code == 130 and "interrupted" in run.stderr
+
+
+def test_sarif_points_a_notebook_finding_at_the_line_of_the_file_that_holds_it(
+        in_tmp: Path) -> None:
+    import json
+
+    notebook = {"cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+         "source": ["import torch_xla.core.xla_model as xm\n", "x = 1\n", "xm.mark_step()\n"]},
+    ], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    text = json.dumps(notebook, indent=1)
+    (in_tmp / "train.ipynb").write_text(text)
+    document = cli("check", "--format", "sarif", "train.ipynb").json()
+    regions = {r["ruleId"]: r["locations"][0]["physicalLocation"]["region"]
+               for r in document["runs"][0]["results"]}
+    lines = text.splitlines()
+    assert "xm.mark_step()" in lines[regions["NM110"]["startLine"] - 1]
+    assert "import torch_xla" in lines[regions["NM001"]["startLine"] - 1]

@@ -63,14 +63,14 @@ def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
 def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
     message = finding.message
     if finding.cell is not None:
-        message = f"cell {finding.cell}: {message}"
+        message = f"cell {finding.cell}, line {finding.line}: {message}"
     entry: dict[str, object] = {
         "ruleId": finding.rule_id,
         "level": _LEVELS[finding.kind],
         "message": {"text": message},
         "locations": [{"physicalLocation": {
             "artifactLocation": _artifact(finding.path),
-            "region": {"startLine": finding.line, "startColumn": finding.column},
+            "region": _region(finding),
         }}],
         "properties": {"kind": str(finding.kind), "applied": finding.applied},
     }
@@ -87,3 +87,11 @@ def _artifact(path: str) -> dict[str, str]:
         return {"uri": Path(os.path.abspath(path)).as_uri()}
     return {"uri": quote(Path(relative).as_posix(), errors="surrogateescape"),
             "uriBaseId": "%SRCROOT%"}
+
+
+def _region(finding: Finding) -> dict[str, int]:
+    """Where a viewer of the file shows the finding: in a notebook, the line of the `.ipynb`
+    that holds the cell's line (the message names the cell and its line)."""
+    if finding.cell is not None and finding.file_line is not None:
+        return {"startLine": finding.file_line}
+    return {"startLine": finding.line, "startColumn": finding.column}
