@@ -39,9 +39,7 @@ class Registry:
             for prefix in rule.prefixes:
                 self._prefixes.setdefault(prefix, rule)
         self.any_call = self._with_hook("on_any_call")
-        self.comparison = self._with_hook("on_comparison")
         self.assign = self._with_hook("on_assign")
-        self.param = self._with_hook("on_param")
         self.string = self._with_hook("on_string")
         self._string_rules = self._with_hook("interesting_string")
         self._flow_rules = self._with_hook("flow_string")

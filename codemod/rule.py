@@ -178,13 +178,7 @@ class Rule:
     def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
         return None
 
-    def on_comparison(self, node: cst.Comparison, site: Site) -> Outcome | None:
-        return None
-
     def on_assign(self, node: cst.Assign, site: Site) -> Outcome | None:
-        return None
-
-    def on_param(self, node: cst.Param, site: Site) -> Outcome | None:
         return None
 
     def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site

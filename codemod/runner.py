@@ -139,9 +139,9 @@ def _start_worker(job: Job) -> None:
 
 
 def _die_with_parent() -> None:
-    """A worker writes files; once the run that started it is gone (killed, even with
-    SIGKILL), it must stop at once rather than go on writing for minutes. Linux tells the
-    kernel so; elsewhere the pool's own shutdown is all there is."""
+    """Once the run that started a worker is gone (killed, even with SIGKILL), the worker
+    must stop at once rather than go on using the machine for minutes (only the main process
+    writes files). Linux tells the kernel so; elsewhere the pool's own shutdown is all."""
     parent = os.getppid()
     with contextlib.suppress(OSError, AttributeError):
         import ctypes

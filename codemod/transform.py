@@ -344,14 +344,10 @@ class UnitRewriter(_ScopedVisitor):
             return self._reference(original, updated)  # type: ignore[arg-type]
         if kind is cst.UnaryOperation:
             return _not_equal(original, updated)  # type: ignore[arg-type]
-        if kind is cst.Comparison:
-            return self._hooks(self.registry.comparison, "on_comparison", original, updated)
         if kind is cst.Assign or kind is cst.AugAssign:
             new = self._hooks(self.registry.assign, "on_assign", original, updated,
                               Role.STATEMENT if original is self.root else Role.EXPRESSION)
             return cst.RemovalSentinel.REMOVE if id(new) in self.remove else new
-        if kind is cst.Param:
-            return self._hooks(self.registry.param, "on_param", original, updated)
         if kind is cst.SimpleString or kind is cst.FormattedString:
             return self._hooks(self.registry.string, "on_string", original, updated)
         if kind is cst.Expr and id(updated.value) in self.remove:  # type: ignore[attr-defined]
