@@ -22,7 +22,7 @@ many run.
 A checkout is matched to the script list by its folder name: `aws-neuron-samples` or
 `aws-neuron+aws-neuron-samples` for the repository aws-neuron/aws-neuron-samples. The tool under
 test is the neuron-migrate source tree at --tool-root (default: the repository this file is
-in), run as `PYTHONPATH=ROOT python -m codemod`, so several branches can be measured alike.
+in), run as `PYTHONPATH=ROOT python -m neuron_migrate`, so several branches can be measured alike.
 """
 
 from __future__ import annotations
@@ -45,6 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from realworld_checks import (leftover_xla, notebook_source, undefined_names,  # noqa: E402
                               xla_era_files)
 from realworld_data import generate_data  # noqa: E402
+import source_tree  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SCRIPTS = HERE / "realworld_scripts.toml"
@@ -128,7 +129,7 @@ def copy_checkouts(folders: list[Path], scratch: Path, settings: Json) -> list[C
 # ------------------------------------------------------------------------- migration
 def tool_command(tool_root: Path, *args: str) -> tuple[list[str], dict[str, str]]:
     environment = dict(os.environ, PYTHONPATH=str(tool_root))
-    return [sys.executable, "-m", "codemod", *args], environment
+    return [sys.executable, "-m", source_tree.module(tool_root), *args], environment
 
 
 def apply(tool_root: Path, files: list[Path], scratch: Path, report: Path,
@@ -397,10 +398,11 @@ def main(argv: list[str] | None = None) -> int:
     scratch = (args.keep or Path(tempfile.mkdtemp(prefix="neuron-migrate-realworld-"))).resolve()
     try:
         checkouts = copy_checkouts(args.checkouts, scratch, settings)
-        figures = migrate(checkouts, args.tool_root.resolve(), scratch, args.unsafe_fixes)
+        tool = source_tree.pythonpath(args.tool_root, scratch / "tool")
+        figures = migrate(checkouts, tool, scratch, args.unsafe_fixes)
         print(render_migration(figures), flush=True)
         outcomes = [] if args.no_smoke else run_scripts(
-            checkouts, settings.get("script", []), args.tool_root.resolve(), args.python,
+            checkouts, settings.get("script", []), tool, args.python,
             args.timeout, args.only, args.heavy)
         if outcomes:
             print("\n" + render_scripts(outcomes))

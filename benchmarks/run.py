@@ -48,11 +48,11 @@ def measure(command: list[str], repeat: int = 1) -> tuple[float, float]:
 def _compile_bytecode() -> None:
     """Installed packages carry their bytecode (pip compiles it); an editable install under
     PYTHONDONTWRITEBYTECODE would otherwise recompile neuron-migrate's modules on every run."""
-    import codemod
-    import emulator
-    import rules
+    import neuron_migrate
+    from neuron_migrate import emulator
+    from neuron_migrate import rules
 
-    folders = [str(Path(m.__file__).parent) for m in (codemod, emulator, rules)]
+    folders = [str(Path(m.__file__).parent) for m in (neuron_migrate, emulator, rules)]
     environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     subprocess.run([sys.executable, "-m", "compileall", "-q", *folders], check=True,
                    env=environment, stdout=subprocess.DEVNULL)

@@ -25,11 +25,16 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+import source_tree  # noqa: E402
 
-CONSOLE_SCRIPT = "import sys\nfrom codemod.entry import main\nsys.exit(main())\n"
-"""What pip's generated `neuron-migrate` script does (pyproject: codemod.entry:main)."""
-OLD_CONSOLE_SCRIPT = "import sys\nfrom codemod.cli import app\nsys.exit(app())\n"
-"""The same, for checkouts from before codemod/entry.py."""
+CONSOLE_SCRIPT = "import sys\nfrom neuron_migrate.entry import main\nsys.exit(main())\n"
+"""What pip's generated `neuron-migrate` script does (pyproject: neuron_migrate.entry:main)."""
+OLDER_CONSOLE_SCRIPTS = {
+    "codemod/entry.py": "import sys\nfrom codemod.entry import main\nsys.exit(main())\n",
+    "codemod/cli.py": "import sys\nfrom codemod.cli import app\nsys.exit(app())\n",
+}
+"""The same, for checkouts from before the one import package (and before codemod/entry.py)."""
 
 CLEAN = '''"""A small training module: no token of the old stack anywhere in it."""
 
@@ -86,8 +91,9 @@ def _write_inputs(folder: Path, checkout: Path) -> Path:
     (folder / "requirements.txt").write_text("torch==2.13.0\nnumpy\n")
     (folder / "old.py").write_text(OLD)
     script = folder / "neuron-migrate"
-    lean = (checkout / "codemod" / "entry.py").exists()
-    script.write_text(CONSOLE_SCRIPT if lean else OLD_CONSOLE_SCRIPT)
+    older = [text for path, text in OLDER_CONSOLE_SCRIPTS.items() if (checkout / path).exists()]
+    new = (checkout / "codemod" / "engine").is_dir()  # the layout `source_tree` maps
+    script.write_text(CONSOLE_SCRIPT if new else older[0])
     return script
 
 
@@ -111,9 +117,9 @@ def main() -> None:
     parser.add_argument("--pythonpath", type=Path, default=ROOT,
                         help="the checkout to measure (default: this one)")
     args = parser.parse_args()
-    environment = _environment(args.pythonpath.resolve())
     with tempfile.TemporaryDirectory() as temporary:
         folder = Path(temporary)
+        environment = _environment(source_tree.pythonpath(args.pythonpath, folder / "tool"))
         commands = _commands(folder, _write_inputs(folder, args.pythonpath))
         subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.pythonpath)],
                        env=environment, stdout=subprocess.DEVNULL, check=False)

@@ -1,3 +1,3 @@
-from codemod.entry import main
+from neuron_migrate.entry import main
 
 main()

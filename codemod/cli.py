@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from codemod import __version__, catalogue
-from codemod.command import Request, UsageProblem, execute, load_rules, names_as_bytes
-from codemod.report import FORMATS
-from codemod.smoke import smoke
+from neuron_migrate import __version__, catalogue
+from neuron_migrate.command import Request, UsageProblem, execute, load_rules, names_as_bytes
+from neuron_migrate.report import FORMATS
+from neuron_migrate.smoke.run import smoke
 
 if TYPE_CHECKING:
-    from codemod.rule import Rule
+    from neuron_migrate.rule import Rule
 
 app = typer.Typer(
     name="neuron-migrate",

@@ -1,7 +1,7 @@
 """The body of `apply`, `check` and `scan`: one request in, reports out, an exit status back.
 
-Kept apart from the argument parser (`codemod.cli`) so that the lean start-up path
-(`codemod.entry`) runs the very same code. Everything heavy is imported where it is first
+Kept apart from the argument parser (`neuron_migrate.cli`) so that the lean start-up path
+(`neuron_migrate.entry`) runs the very same code. Everything heavy is imported where it is first
 needed: the rule catalogue and LibCST only when a file has an XLA-era token (through
 `DeferredRegistry`), rich only when something is printed with style or a progress bar.
 """
@@ -17,18 +17,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemod import catalogue, gitstate
-from codemod.config import Config, ConfigError, check_rule_code, load_config
-from codemod.diff import split_lines
-from codemod.discover import Excludes
-from codemod.model import Options
-from codemod.registry import DeferredRegistry, Registry
-from codemod.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
+from neuron_migrate import catalogue
+
+from neuron_migrate.files import gitstate
+from neuron_migrate.config import Config, ConfigError, check_rule_code, load_config
+from neuron_migrate.files.diff import split_lines
+from neuron_migrate.files.discover import Excludes
+from neuron_migrate.model import Options
+from neuron_migrate.registry import DeferredRegistry, Registry
+from neuron_migrate.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
                             render_text, summary_rows)
-from codemod.runner import PerFileIgnores, RunResult, default_jobs, run
+from neuron_migrate.runner import PerFileIgnores, RunResult, default_jobs, run
 
 if TYPE_CHECKING:
-    from codemod.rule import Rule
+    from neuron_migrate.rule import Rule
 
 MAX_JOBS_PER_CORE = 4
 """More workers than this per core only add memory (each holds LibCST and the catalogue)."""
@@ -77,7 +79,7 @@ def names_as_bytes() -> None:
 
 def load_rules() -> tuple[Rule, ...]:
     """The rule catalogue, imported when a file first needs it: it imports LibCST."""
-    from rules import all_rules
+    from neuron_migrate.rules import all_rules
 
     return all_rules()
 

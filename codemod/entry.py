@@ -6,8 +6,8 @@ argument with it) and used to import LibCST, rich and the whole rule catalogue b
 at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
 command lines made of paths and the common options are recognised here and run without
 typer; every other command line, including every mistake and every `--help`, goes to the
-typer application (`codemod.cli`), which stays the one definition of the interface. Both run
-the same `codemod.command.execute`.
+typer application (`neuron_migrate.cli`), which stays the one definition of the interface. Both run
+the same `neuron_migrate.command.execute`.
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from codemod import __version__
+from neuron_migrate import __version__
 
 if TYPE_CHECKING:
-    from codemod.command import Request
+    from neuron_migrate.command import Request
 
 _SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
              "--verbose": ("verbose", True)}
@@ -46,13 +46,13 @@ def main() -> None:
         sys.stdout.write(f"neuron-migrate {__version__}\n")
         sys.exit(0)
     if arguments == ["rules"]:
-        from codemod.catalogue import print_rules
+        from neuron_migrate.catalogue import print_rules
 
         print_rules()
         sys.exit(0)
     if (request := lean_request(arguments)) is not None:
         sys.exit(_run(request))
-    from codemod.cli import app
+    from neuron_migrate.cli import app
 
     app(prog_name="neuron-migrate")
 
@@ -89,7 +89,7 @@ def lean_request(arguments: list[str]) -> Request | None:
 
 
 def _acceptable(field: str, value: str) -> bool:
-    from codemod.report import FORMATS
+    from neuron_migrate.report import FORMATS
 
     if not value or value.startswith("-"):
         return False
@@ -108,8 +108,8 @@ def _store(given: dict[str, object], field: str, value: str) -> None:
 
 
 def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
-    """As `codemod.cli.check`, `apply` and `scan` build it."""
-    from codemod.command import Request
+    """As `neuron_migrate.cli.check`, `apply` and `scan` build it."""
+    from neuron_migrate.command import Request
 
     def value(field: str, default: object = None) -> Any:
         return given.get(field, default)
@@ -134,7 +134,7 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
 
 
 def _run(request: Request) -> int:
-    from codemod.command import execute, load_rules, names_as_bytes
+    from neuron_migrate.command import execute, load_rules, names_as_bytes
 
     names_as_bytes()
     return execute(request, load_rules)

@@ -6,10 +6,10 @@ import ast
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from codemod.model import Options
+from neuron_migrate.model import Options
 
 if TYPE_CHECKING:  # the rules import LibCST: a run that parses nothing never loads them
-    from codemod.rule import Rule
+    from neuron_migrate.rule import Rule
 
 BASE_TOKENS = (b"xla", b"pjrt")
 """A file containing none of these (or of the rules' own tokens) is never parsed."""
@@ -59,7 +59,7 @@ class Registry:
         self.tokens = tuple(sorted(tokens))
 
     def _with_hook(self, hook: str) -> tuple[Rule, ...]:
-        from codemod.rule import overrides
+        from neuron_migrate.rule import overrides
 
         return tuple(r for r in self.rules if overrides(r, hook))
 
@@ -112,7 +112,7 @@ class DeferredRegistry(Registry):
 
     Loading the catalogue imports LibCST and every rule module, most of a run's start-up. A
     file with no XLA-era token is decided by `prefilter` alone, from tokens known without the
-    rules (`codemod.catalogue`), so a `check` of clean files (a pre-commit hook's usual run)
+    rules (`neuron_migrate.catalogue`), so a `check` of clean files (a pre-commit hook's usual run)
     never pays for it.
     """
 

@@ -14,8 +14,8 @@ from typing import ClassVar, Protocol
 
 import libcst as cst
 
-from codemod.flow import Flow
-from codemod.model import Kind, Options
+from neuron_migrate.analysis.flow import Flow
+from neuron_migrate.model import Kind, Options
 
 
 class Role(enum.Enum):
@@ -78,7 +78,7 @@ class Site(Protocol):
 
     def string_flow(self) -> Flow | None:
         """For a string literal a rule follows (see `Rule.flow_string`): everything its value
-        meets in the file (`codemod.flow`), or None."""
+        meets in the file (`neuron_migrate.analysis.flow`), or None."""
 
     def helper(self, name: str) -> cst.Name:
         """A call target for one of the plain-PyTorch helpers in `rules/helpers.py`, which the
@@ -191,7 +191,7 @@ class Rule:
 
     def flow_string(self, node: ast.expr) -> bool:
         """Whether this string constant or f-string is a value whose flow `site.string_flow`
-        follows (see `codemod.flow`)."""
+        follows (see `neuron_migrate.analysis.flow`)."""
         return False
 
     def leftover_reference(self, qualname: str) -> str:

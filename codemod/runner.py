@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING
 
 import pathspec
 
-from codemod import deps
-from codemod.discover import Excludes, discover
-from codemod.fileio import WriteError, read_bytes, write_atomic
-from codemod.model import FileResult, Finding, Kind, Options
-from codemod.registry import Registry
+from neuron_migrate import deps
+from neuron_migrate.files.discover import Excludes, discover
+from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
+from neuron_migrate.model import FileResult, Finding, Kind, Options
+from neuron_migrate.registry import Registry
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -276,17 +276,17 @@ def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) ->
 
 def migrate_source(path: str, data: bytes, registry: Registry, options: Options | None = None,
                    generate: bool = True) -> FileResult:
-    """`codemod.migrate.migrate_source`, imported on first use: it loads LibCST."""
-    from codemod import migrate
+    """`neuron_migrate.engine.migrate.migrate_source`, imported on first use: it loads LibCST."""
+    from neuron_migrate.engine import migrate
 
     return migrate.migrate_source(path, data, registry, options, generate)
 
 
 def _notebook(name: str, data: bytes, registry: Registry, code: bool,
               fix: bool) -> FileResult:
-    from codemod.notebook import migrate_notebook
+    from neuron_migrate.notebooks.migrate import migrate_notebook
 
-    return migrate_notebook(name, data, registry, code, fix=fix or code)
+    return migrate_notebook(name, data, registry, migrate_data, code, fix=fix or code)
 
 
 def accepts(job_python: bool) -> Callable[[Path], bool]:

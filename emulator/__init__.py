@@ -17,6 +17,6 @@ NAME = "neuron"
 
 def install(*, quiet: bool = True) -> ModuleType:
     """Make ``neuron`` a usable device backed by the CPU (idempotent); returns ``torch.neuron``."""
-    from emulator.setup import install as _install
+    from .setup import install as _install
 
     return _install(quiet=quiet)

@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from emulator import NAME
-from emulator.counters import COUNTERS
+from . import NAME
+from .counters import COUNTERS
 
 
 class DynamicShapesRejected(RuntimeError):
@@ -45,7 +45,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) 
 
 def _neuron_outputs(gm: torch.fx.GraphModule) -> list[bool]:
     """Which outputs of the captured graph are neuron tensors (from Dynamo's fake values)."""
-    from emulator.tensor import NeuronTensor
+    from .tensor import NeuronTensor
 
     outputs = gm.graph.output_node().args[0]
     flags = []
@@ -58,8 +58,8 @@ def _neuron_outputs(gm: torch.fx.GraphModule) -> list[bool]:
 
 
 def _index_of(example_inputs: list[Any]) -> int:
-    from emulator import ordinals
-    from emulator.tensor import NeuronTensor
+    from . import ordinals
+    from .tensor import NeuronTensor
 
     return next((x._index for x in example_inputs if isinstance(x, NeuronTensor)),
                 ordinals.current_index())
@@ -72,7 +72,7 @@ def _rewrap_fakified_outputs(compiled: Callable[..., Any], neuron: list[bool],
     graph (``fakify_first_call``): the payloads, without their NeuronTensor wrapper, so the
     next piece would meet "CPU" tensors. Put the wrapper back on exactly those outputs. Real
     runs are untouched: AOTAutograd wraps real outputs itself."""
-    from emulator.tensor import NeuronTensor, _is_fake
+    from .tensor import NeuronTensor, _is_fake
 
     def run(*args: Any, **kwargs: Any) -> Any:
         out = compiled(*args, **kwargs)

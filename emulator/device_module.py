@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
-from emulator import NAME, ordinals
-from emulator.counters import COUNTERS
+from . import NAME, ordinals
+from .counters import COUNTERS
 
 _GIB = 2**30
 

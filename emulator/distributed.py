@@ -13,9 +13,9 @@ from typing import Any
 
 import torch
 
-from emulator import NAME
-from emulator.counters import COUNTERS
-from emulator.tensor import payload
+from . import NAME
+from .counters import COUNTERS
+from .tensor import payload
 
 
 def register_backend() -> None:

@@ -17,8 +17,8 @@ from typing import Any, Callable
 import torch
 import torch.utils._pytree as pytree
 
-from emulator import NAME
-from emulator.tensor import NeuronTensor, run_on_cpu
+from . import NAME
+from .tensor import NeuronTensor, run_on_cpu
 
 aten = torch.ops.aten
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-from emulator.counters import COUNTERS
+from .counters import COUNTERS
 
 _FROM_DEVICE_MODULE = (
     "synchronize", "device_count", "current_device", "set_device", "is_available",

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from emulator import NAME
+from . import NAME
 
 _current = [0]
 

@@ -28,7 +28,8 @@ from typing import Any
 
 import torch
 
-from emulator.counters import COUNTERS
+from . import NAME
+from .counters import COUNTERS
 
 # c10d and functional-collective ops that reduce over ranks, by namespace and name
 _NAMESPACES = ("c10d", "_c10d_functional", "c10d_functional", "_c10d_functional_autograd")
@@ -127,8 +128,6 @@ class ParallelismCheck:
     def _problem(self, grads: list[torch.Tensor], reduced: int, step: int) -> dict[str, Any] | None:
         import torch.distributed as dist
 
-        from emulator.tensor import NeuronTensor  # imports this module
-
         where = f"optimizer step {step} on rank {self.rank} (WORLD_SIZE={self.world_size})"
         if not (dist.is_available() and dist.is_initialized()):
             return {"key": "no-process-group-world", "step": step, "message": (
@@ -137,7 +136,7 @@ class ParallelismCheck:
                 f"(\"neuron\") at the start of each worker (xmp.spawn and PJRT set this up) and "
                 f"average the gradients (DistributedDataParallel)")}
         COUNTERS.process_group_seen = True
-        on_device = [g.numel() for g in grads if isinstance(g, NeuronTensor)]
+        on_device = [g.numel() for g in grads if g.device.type == NAME]
         if not on_device or reduced >= max(on_device):
             return None
         since = "since the previous step" if step > 1 else "before it"

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
-from emulator import NAME, device_module
-from emulator.tensor import NeuronTensor
+from . import NAME, device_module
+from .tensor import NeuronTensor
 
 
 def patch_accelerator() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 import torch.utils._pytree as pytree
 
-from emulator import NAME, ordinals
+from . import NAME, ordinals
 
 SAVING: dict[int, int] = {}  # CPU storage data_ptr -> neuron index, during torch.save
 _LOADED: dict[int, int] = {}  # CPU storage data_ptr -> neuron index, during torch.load

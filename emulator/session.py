@@ -37,10 +37,10 @@ from typing import Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
-from emulator.counters import COUNTERS
-from emulator.diagnosis import diagnose, pick_frame
-from emulator.distributed import ReplicaCheck
-from emulator.parallelism import ParallelismCheck, nested_step
+from .counters import COUNTERS
+from .diagnosis import diagnose, pick_frame
+from .distributed import ReplicaCheck
+from .parallelism import ParallelismCheck, nested_step
 
 _GLOO_GRACE_SECONDS = 0.05
 _FRAMES_KEPT = 40  # innermost; a deep recursion would otherwise bloat the report

@@ -16,8 +16,8 @@ from typing import Any
 
 import torch
 
-from emulator import NAME, compile_backend, device_module, distributed, kernels, neuronx_stub
-from emulator import ordinals, patches, serialization
+from . import NAME, compile_backend, device_module, distributed, kernels, neuronx_stub
+from . import ordinals, patches, serialization
 
 TESTED_MINORS = ("2.13", "2.14")
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import torch
 
-from emulator import NAME, ordinals
-from emulator.counters import COUNTERS
-from emulator.parallelism import note_op
-from emulator.serialization import SAVING
+from . import NAME, ordinals
+from .counters import COUNTERS
+from .parallelism import note_op
+from .serialization import SAVING
 
 aten = torch.ops.aten
 CPU = torch.device("cpu")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemod.rule import Rule
-from rules import (collectives, compile, data, dependencies, device, device_queries,
+from neuron_migrate.rule import Rule
+from neuron_migrate.rules import (collectives, compile, data, dependencies, device, device_queries,
                    environment, installs, launch, memory, optimizer, precision, process_group,
                    ranks, review, runtime, saving, step, unsupported, utilities)
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from codemod.quote import code
-from rules.training import called_functions, decorated as _decorated, trains
-from rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.training import called_functions, decorated as _decorated, trains
+from neuron_migrate.rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
                            string_value, with_string)
 
 D_CREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.quote import code
-from rules.helpers import HELPERS
-from rules.support import argument, has_star_args
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.support import argument, has_star_args
 
 D_XLA_PG = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
             "torch-neuronx/programming-guide/training/pytorch-neuron-programming-guide.html")

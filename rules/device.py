@@ -7,11 +7,11 @@ import re
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.quote import code
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from rules.device_flow import Verdict, judge
-from rules.support import (argument, call, has_star_args, string, string_value, template,
+from neuron_migrate.model import Kind
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.rules.device_flow import Verdict, judge
+from neuron_migrate.rules.support import (argument, call, has_star_args, string, string_value, template,
                            with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"

@@ -1,4 +1,4 @@
-"""NM102's judgement of a device string's flow (see `codemod.flow`): may every string of it
+"""NM102's judgement of a device string's flow (see `neuron_migrate.analysis.flow`): may every string of it
 become "neuron", and what must the message say?
 
 All or none: a flow is renamed when every place its value reaches is one this module knows
@@ -13,10 +13,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from codemod.analyse import Use
-from codemod.flow import Flow, Source
-from codemod.locate import ast_dotted
-from codemod.rule import Site
+from neuron_migrate.analysis.analyse import Use
+from neuron_migrate.analysis.flow import Flow, Source
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.rule import Site
 
 _INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",
                                  "torch.distributed.distributed_c10d.init_process_group"})

@@ -6,10 +6,10 @@ import re
 
 import libcst as cst
 
-from codemod.deps.signals import REVIEW_ONLY, xla_variable_advice
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from rules.support import argument, string_value
+from neuron_migrate.deps.signals import REVIEW_ONLY, xla_variable_advice
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.rules.support import argument, string_value
 
 D_XLA_ENV = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
              "torch-neuronx/api-reference-guide/training/torch-neuron-envvars.html")

@@ -12,11 +12,11 @@ import functools
 import re
 import shlex
 
-from codemod.deps import ids, scan_text_lines
-from codemod.registry import Registry
-from codemod.rule import Example, Rule
-from rules.dependencies import D_UPDMAN
-from rules.review_base import ReviewRule
+from neuron_migrate.deps import ids, scan_text_lines
+from neuron_migrate.registry import Registry
+from neuron_migrate.rule import Example, Rule
+from neuron_migrate.rules.dependencies import D_UPDMAN
+from neuron_migrate.rules.review_base import ReviewRule
 
 # what a single string can say on its own: the package and its version, not what sits beside it
 _VERDICTS = frozenset({ids.XLA_LINEAGE, ids.UNPINNED, ids.BETA, ids.XLA_RUNTIME_PACKAGE})
@@ -26,7 +26,7 @@ _PINNED = re.compile(r"(?i)\s*torch[-_.]neuronx\s*(?:==|~=|>=|<=|!=|<|>)")  # `t
 
 @functools.cache
 def _scanner_rules() -> Registry:
-    from rules.dependencies import RULES
+    from neuron_migrate.rules.dependencies import RULES
 
     return Registry([cls() for cls in RULES])
 

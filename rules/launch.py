@@ -10,11 +10,11 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.locate import ast_dotted
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
-from codemod.quote import code
-from rules.support import argument, bool_value, has_star_args, string_value, template
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.support import argument, bool_value, has_star_args, string_value, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.quote import code
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.engine.quote import code
 
 D_MEMGL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
            "guidelines-memory-management.html")

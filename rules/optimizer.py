@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.quote import code
-from rules.helpers import HELPERS
-from rules.support import argument, has_star_args, keep_args
-from rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.support import argument, has_star_args, keep_args
+from neuron_migrate.rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"

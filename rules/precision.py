@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
-from codemod.quote import code
-from rules.device import neuron_device_string
-from rules.review_base import ReviewRule
-from rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.device import neuron_device_string
+from neuron_migrate.rules.review_base import ReviewRule
+from neuron_migrate.rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
                            string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"

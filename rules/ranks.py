@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
-from codemod.quote import code
-from rules.support import argument, bool_value, has_star_args, keyword, template
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.support import argument, bool_value, has_star_args, keyword, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 

@@ -6,9 +6,9 @@ run); their documentation lives here like every other rule's.
 
 from __future__ import annotations
 
-from codemod.model import Kind
-from codemod.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, UNUSED_SUPPRESSION
-from codemod.rule import Example, Rule
+from neuron_migrate.model import Kind
+from neuron_migrate.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, UNUSED_SUPPRESSION
+from neuron_migrate.rule import Example, Rule
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"

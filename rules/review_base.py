@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from codemod.model import Kind
-from codemod.rule import Rule
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Rule
 
 
 class ReviewRule(Rule):

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.rule import Example, Outcome, Replace, Rule, Site
-from codemod.quote import code
-from rules.helpers import defined
-from rules.support import argument, bool_value
-from rules.review_base import ReviewRule
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Rule, Site
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.helpers import defined
+from neuron_migrate.rules.support import argument, bool_value
+from neuron_migrate.rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XLA_XSER = "https://pytorch.org/xla/release/1.9/_modules/torch_xla/utils/serialization.html"

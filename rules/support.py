@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from codemod.transform import string_literal
-from codemod.walk import transform, walk
+from neuron_migrate.engine.cst_names import string_literal
+from neuron_migrate.engine.walk import transform, walk
 
 
 def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:

@@ -12,10 +12,10 @@ import ast
 
 import libcst as cst
 
-from codemod.locate import ast_dotted
-from codemod.quote import code
-from codemod.rule import Site
-from rules.reaching import definitions_of
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rule import Site
+from neuron_migrate.rules.reaching import definitions_of
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 

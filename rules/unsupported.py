@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from codemod.deps.signals import DLC, XLA_VENV, xla_image_message, xla_venv_message
-from codemod.rule import Example, Rule
-from rules.dependencies import D_UPDDLC
-from rules.review_base import ReviewRule
+from neuron_migrate.deps.signals import DLC, XLA_VENV, xla_image_message, xla_venv_message
+from neuron_migrate.rule import Example, Rule
+from neuron_migrate.rules.dependencies import D_UPDDLC
+from neuron_migrate.rules.review_base import ReviewRule
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

@@ -12,12 +12,12 @@ from typing import ClassVar
 
 import libcst as cst
 
-from codemod.model import Kind
-from codemod.quote import code
-from codemod.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from codemod.transform import dotted
-from rules.helpers import HELPERS
-from rules.support import argument, has_star_args, string
+from neuron_migrate.model import Kind
+from neuron_migrate.engine.quote import code
+from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.engine.cst_names import dotted
+from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.support import argument, has_star_args, string
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_PROF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/"

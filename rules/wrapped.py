@@ -16,9 +16,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.locate import ast_dotted
-from codemod.rule import Site
-from rules.reaching import Definition, reaching
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.rule import Site
+from neuron_migrate.rules.reaching import Definition, reaching
 
 WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
@@ -44,7 +44,7 @@ class Proof:
 def averaged_by_wrapper(optimizer: cst.BaseExpression, site: Site) -> Proof | None:
     """A proof that every parameter `optimizer` holds is averaged by DDP/FSDP at this call,
     or None when that cannot be shown."""
-    from codemod.quote import code
+    from neuron_migrate.engine.quote import code
 
     name = code(optimizer)
     if not _DOTTED.fullmatch(name):

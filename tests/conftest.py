@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from codemod.cli import app
+from neuron_migrate.cli import app
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -66,8 +66,8 @@ def in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def stdlib_as_xla(monkeypatch: pytest.MonkeyPatch) -> None:
     """`os`, `sys` and `re` stand in for torch_xla: standard-library modules then have
     flagged statements of every shape, and leftover references everywhere."""
-    import codemod.registry as registry_module
-    import codemod.scopes as scopes
+    import neuron_migrate.registry as registry_module
+    import neuron_migrate.analysis.scopes as scopes
 
     monkeypatch.setattr(scopes, "XLA_PREFIXES", ("os", "sys", "re"))
     monkeypatch.setattr(registry_module, "BASE_TOKENS", (b"os", b"sys", b"re"))

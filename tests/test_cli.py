@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from rules import all_rules
+from neuron_migrate.rules import all_rules
 from tests.conftest import ROOT, cli
 
 EXAMPLE = ROOT / "examples" / "xla_mnist" / "train.py"

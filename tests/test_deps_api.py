@@ -12,10 +12,10 @@ import tomlkit
 import yaml
 from packaging.requirements import Requirement
 
-from codemod.deps import SCANNERS, is_dependency_file, kind_of, scan_source, scan_text_lines
-from codemod.model import Kind, Options
-from codemod.registry import Registry
-from rules.dependencies import RULES
+from neuron_migrate.deps import SCANNERS, is_dependency_file, kind_of, scan_source, scan_text_lines
+from neuron_migrate.model import Kind, Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules.dependencies import RULES
 from tests.conftest import FIXTURES
 
 BOM = b"\xef\xbb\xbf"
@@ -133,7 +133,7 @@ def test_fixed_files_parse_with_their_own_tools(after: Path) -> None:
 
 
 def test_a_fix_that_would_break_the_file_is_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    from codemod.deps import emit
+    from neuron_migrate.deps import emit
 
     monkeypatch.setattr(emit, "apply_edits", lambda text, edits: text + "\n[[[broken\n")
     result = scan_source("pyproject.toml", b'[project]\ndependencies = ["torch-neuronx"]\n',

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.deps import kind_of, scan_source
-from codemod.model import FileResult, Kind, Options
-from codemod.registry import Registry
-from rules.dependencies import RULES
+from neuron_migrate.deps import kind_of, scan_source
+from neuron_migrate.model import FileResult, Kind, Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules.dependencies import RULES
 from tests.conftest import FIXTURES
 
 CASES = sorted(p for p in (FIXTURES / "deps").iterdir() if p.is_dir())

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from codemod import runner
-from codemod.deps import scan_source
-from codemod.deps.spawners import spawner_at, spawner_of
-from codemod.model import Kind, Options
-from codemod.registry import Registry
-from rules import all_rules
-from rules.launch import Spawn
+from neuron_migrate import runner
+from neuron_migrate.deps import scan_source
+from neuron_migrate.deps.spawners import spawner_at, spawner_of
+from neuron_migrate.model import Kind, Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
+from neuron_migrate.rules.launch import Spawn
 from tests.conftest import cli
 
 SPAWNS = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"

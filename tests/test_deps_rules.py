@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.deps import ids, scan_source
-from codemod.model import Kind
-from codemod.registry import Registry
-from rules.dependencies import RULES
+from neuron_migrate.deps import ids, scan_source
+from neuron_migrate.model import Kind
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules.dependencies import RULES
 from tests.conftest import FIXTURES
 
 REGISTRY = Registry([rule() for rule in RULES])

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from codemod.deps import scan_source
-from codemod.registry import Registry
-from rules.dependencies import RULES
+from neuron_migrate.deps import scan_source
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules.dependencies import RULES
 
 REGISTRY = Registry([rule() for rule in RULES])
 INDEXES = ("--extra-index-url https://pip.repos.neuron.amazonaws.com "

@@ -6,8 +6,8 @@ import pytest
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from codemod.deps.signals import xla_image, xla_variable_advice
-from codemod.deps.versions import Lineage, lineage_of_spec, lineage_of_version, name_of
+from neuron_migrate.deps.signals import xla_image, xla_variable_advice
+from neuron_migrate.deps.versions import Lineage, lineage_of_spec, lineage_of_version, name_of
 
 XLA, BETA, NATIVE = Lineage.XLA, Lineage.BETA, Lineage.NATIVE
 

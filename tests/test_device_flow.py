@@ -1,5 +1,5 @@
 """NM102 renames a device string everywhere its value flows, or nowhere: the flow analysis
-(`codemod.flow`) and the guarantee, checked on the fixtures and on generated programs."""
+(`neuron_migrate.analysis.flow`) and the guarantee, checked on the fixtures and on generated programs."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemod.analyse import analyse
-from codemod.flow import Flow, string_flows
-from codemod.migrate import migrate_source
-from codemod.model import Kind, Options
-from codemod.registry import Registry
-from rules import all_rules
+from neuron_migrate.analysis.analyse import analyse
+from neuron_migrate.analysis.flow import Flow, string_flows
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.model import Kind, Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import PYTHON_FIXTURES, fixture_id
 
 REGISTRY = Registry(all_rules())
@@ -370,7 +370,7 @@ if __name__ == "__main__":
 def test_a_migrated_benchmark_trains_on_the_neuron_device_not_the_cpu(tmp_path: Path) -> None:
     """The issue's benchmark: with the comparison renamed and the default not, smoke passed
     with every op on the CPU. The smoke report counts the ops run on the device."""
-    from codemod.smoke import SmokeOptions, run_smoke
+    from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 
     new, findings = _migrate(BENCHMARK)
     assert not [f for f in findings if not f.applied]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from codemod.discover import discover
+from neuron_migrate.files.discover import discover
 from tests.conftest import cli
 
 

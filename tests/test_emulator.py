@@ -96,8 +96,8 @@ PROBES = {
                   type(on_cpu).__name__, str(on_cpu.device)]
     """,
     "op_inventory": """
-        from emulator.counters import COUNTERS
-        from emulator.tensor import payload
+        from neuron_migrate.emulator.counters import COUNTERS
+        from neuron_migrate.emulator.tensor import payload
         COUNTERS.executed.clear()
         a = torch.ones(2, 2, device="neuron")
         (a @ a).sum()
@@ -107,7 +107,7 @@ PROBES = {
         result = [before, COUNTERS.ops() == before, torch_neuronx.get_executed_ops() == before]
     """,
     "missing_hook_names_itself": """
-        from emulator.setup import UnsupportedTorch, _require
+        from neuron_migrate.emulator.setup import UnsupportedTorch, _require
         try:
             _require("torch.utils", "no_such_hook")
         except UnsupportedTorch as error:
@@ -131,7 +131,7 @@ PROBES = {
 RUNNER = """
 import json, sys, traceback, warnings
 warnings.simplefilter("ignore")
-import emulator
+from neuron_migrate import emulator
 emulator.install()
 import torch
 PORT = int(sys.argv[1])
@@ -149,7 +149,7 @@ print("PROBES " + json.dumps(out, default=str))
 
 @pytest.fixture(scope="module")
 def probes() -> dict[str, dict]:
-    from codemod.smoke import free_port
+    from neuron_migrate.smoke.run import free_port
 
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     code = json.dumps({k: textwrap.dedent(v) for k, v in PROBES.items()})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emulator.diagnosis import diagnose, diagnose_text, pick_frame
+from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # (exception type, message as PyTorch 2.13 or the emulator words it, expected cause)
 CASES = [
@@ -105,7 +105,7 @@ def test_parallelism_check_in_a_worker_warns_or_raises(monkeypatch: pytest.Monke
     """Without a process group (the emulator need not be installed for this path)."""
     import torch
 
-    from emulator.parallelism import DataParallelismLost, ParallelismCheck
+    from neuron_migrate.emulator.parallelism import DataParallelismLost, ParallelismCheck
 
     param = torch.nn.Parameter(torch.ones(3))
     optimizer = torch.optim.SGD([param], lr=0.1)

@@ -12,12 +12,12 @@ from typing import ClassVar
 import libcst as cst
 import pytest
 
-import codemod.cli
-import codemod.migrate
-import codemod.runner
-from codemod.model import Kind
-from codemod.rule import Example, Replace, Rule
-from rules import all_rules
+import neuron_migrate.cli
+import neuron_migrate.engine.migrate
+import neuron_migrate.runner
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Replace, Rule
+from neuron_migrate.rules import all_rules
 from tests.conftest import FIXTURES, cli
 
 ENCODING = FIXTURES / "encoding"
@@ -30,8 +30,8 @@ def test_file_without_xla_tokens_is_never_parsed(in_tmp: Path, monkeypatch) -> N
     def refuse(*args, **kwargs):
         raise AssertionError("parsed a file with no XLA token")
 
-    monkeypatch.setattr(codemod.migrate.ast, "parse", refuse)
-    monkeypatch.setattr(codemod.migrate.cst, "parse_module", refuse)
+    monkeypatch.setattr(neuron_migrate.engine.migrate.ast, "parse", refuse)
+    monkeypatch.setattr(neuron_migrate.engine.migrate.cst, "parse_module", refuse)
     run = cli("apply", ".")
     assert run.exit_code == 0
     assert (in_tmp / "plain.py").read_bytes() == source
@@ -40,7 +40,7 @@ def test_file_without_xla_tokens_is_never_parsed(in_tmp: Path, monkeypatch) -> N
 def test_file_mentioning_xla_only_in_prose_is_not_rewritten(in_tmp: Path, monkeypatch) -> None:
     source = (FIXTURES / "python" / "no_xla.before.py").read_bytes()
     (in_tmp / "prose.py").write_bytes(source)
-    monkeypatch.setattr(codemod.migrate.cst, "parse_module",
+    monkeypatch.setattr(neuron_migrate.engine.migrate.cst, "parse_module",
                         lambda *a, **k: pytest.fail("LibCST parse of a file with nothing to do"))
     run = cli("apply", "prose.py", "--format", "json")
     assert run.exit_code == 0
@@ -108,14 +108,14 @@ def test_file_changed_between_read_and_write_is_not_overwritten(in_tmp: Path,
                                                                  monkeypatch) -> None:
     target = in_tmp / "busy.py"
     target.write_text("import torch_xla\ntorch_xla.sync()\n")
-    original = codemod.runner.migrate_source
+    original = neuron_migrate.runner.migrate_source
 
     def edit_meanwhile(path, data, registry, **kwargs):
         result = original(path, data, registry, **kwargs)
         target.write_text("# the user saved this meanwhile\n")
         return result
 
-    monkeypatch.setattr(codemod.runner, "migrate_source", edit_meanwhile)
+    monkeypatch.setattr(neuron_migrate.runner, "migrate_source", edit_meanwhile)
     run = cli("apply", "busy.py")
     assert run.exit_code == 2
     assert "changed on disk" in run.stderr
@@ -139,7 +139,7 @@ class _Breaks(Rule):
 
 
 def test_reparse_guard_refuses_to_write_broken_output(in_tmp: Path, monkeypatch) -> None:
-    monkeypatch.setattr(codemod.cli, "all_rules", lambda: (*all_rules(), _Breaks()))
+    monkeypatch.setattr(neuron_migrate.cli, "all_rules", lambda: (*all_rules(), _Breaks()))
     source = "import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
     (in_tmp / "train.py").write_text(source)
     run = cli("apply", "train.py")
@@ -191,8 +191,8 @@ def test_engine_round_trips_real_code(module: str, stdlib_as_xla: None) -> None:
     import difflib
     import sysconfig
 
-    from codemod.migrate import migrate_source
-    from codemod.registry import Registry
+    from neuron_migrate.engine.migrate import migrate_source
+    from neuron_migrate.registry import Registry
 
     path = Path(sysconfig.get_paths()["stdlib"], *module.split(".")).with_suffix(".py")
     data = path.read_bytes()
@@ -210,7 +210,7 @@ def test_engine_round_trips_real_code(module: str, stdlib_as_xla: None) -> None:
 
 def test_findings_share_one_copy_of_each_message() -> None:
     """Large runs hold thousands of findings with the same few messages."""
-    from codemod.model import Finding, Kind
+    from neuron_migrate.model import Finding, Kind
 
     built = ["".join(["removed `xm.mark_step()`", suffix]) for suffix in ("", "")]
     assert built[0] is not built[1]
@@ -223,7 +223,7 @@ def test_parsing_without_node_checks_gives_libcsts_tree_and_restores_the_checks(
 
     import libcst as cst
 
-    from codemod import migrate
+    from neuron_migrate.engine import migrate
 
     data = (Path(sysconfig.get_paths()["stdlib"]) / "argparse.py").read_bytes()
     assert migrate.parse_module(data).deep_equals(cst.parse_module(data))
@@ -248,7 +248,7 @@ class _StepTwice(Rule):
     calls: ClassVar[frozenset[str]] = frozenset({"torch_xla.core.xla_model.optimizer_step"})
 
     def on_call(self, node, site):
-        from codemod.rule import ReplaceStatement
+        from neuron_migrate.rule import ReplaceStatement
 
         optimizer = cst.Module([]).code_for_node(node.args[0].value)
         return ReplaceStatement((cst.parse_statement(f"sync({optimizer})\n"),
@@ -256,8 +256,8 @@ class _StepTwice(Rule):
 
 
 def test_comments_inside_replaced_code_move_above_the_statement(monkeypatch) -> None:
-    from codemod.migrate import migrate_source
-    from codemod.registry import Registry
+    from neuron_migrate.engine.migrate import migrate_source
+    from neuron_migrate.registry import Registry
 
     source = ("import torch_xla.core.xla_model as xm\n\n\ndef train(opt):\n"
               "    xm.optimizer_step(opt,  # the optimizer\n"

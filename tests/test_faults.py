@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from codemod import fileio
-from codemod.fileio import WriteError, write_atomic
+from neuron_migrate.files import fileio
+from neuron_migrate.files.fileio import WriteError, write_atomic
 from tests.conftest import ROOT, cli
 
 OLD = "import torch_xla\ntorch_xla.sync()\nx = 1\n"
@@ -33,7 +33,7 @@ def test_a_fifo_in_the_tree_is_skipped_not_read(in_tmp: Path) -> None:
     os.mkfifo(in_tmp / "pipe.py")
     os.mkfifo(in_tmp / "requirements.txt")
     (in_tmp / "train.py").write_text(OLD)
-    run = subprocess.run([sys.executable, "-m", "codemod", "apply", "."], cwd=in_tmp,
+    run = subprocess.run([sys.executable, "-m", "neuron_migrate", "apply", "."], cwd=in_tmp,
                          capture_output=True, text=True, timeout=60,
                          env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert run.returncode == 0, run.stderr
@@ -190,7 +190,7 @@ def test_workers_die_with_a_killed_run(tmp_path: Path) -> None:
     script.write_text(
         "import os, sys, time\n"
         "from concurrent.futures import ProcessPoolExecutor\n"
-        "from codemod.runner import _start_worker\n"
+        "from neuron_migrate.runner import _start_worker\n"
         "def pid(_):\n    time.sleep(0.2)\n    return os.getpid()\n"
         "with ProcessPoolExecutor(2, initializer=_start_worker, initargs=(None,)) as pool:\n"
         "    print(*set(pool.map(pid, range(4))), flush=True)\n"
@@ -246,7 +246,7 @@ def test_a_refused_write_is_not_counted_as_changed(in_tmp: Path) -> None:
 
 
 def test_jobs_are_capped(in_tmp: Path, monkeypatch) -> None:
-    from codemod import command as cli_module
+    from neuron_migrate import command as cli_module
 
     asked: list[int] = []
     real_run = cli_module.run
@@ -290,7 +290,7 @@ def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: s
     source = "import torch_xla.core.xla_model as xm\n" + source
     for i in range(300):
         (tmp_path / f"m{i:03}.py").write_text(source)
-    run = subprocess.Popen([sys.executable, "-m", "codemod", "apply", "-j", jobs, "."],
+    run = subprocess.Popen([sys.executable, "-m", "neuron_migrate", "apply", "-j", jobs, "."],
                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            text=True, env={**os.environ, "PYTHONPATH": str(ROOT)},
                            start_new_session=True)
@@ -356,7 +356,7 @@ def test_a_failed_write_leaves_the_file_whole_and_no_temporary_file(
 
 
 def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch) -> None:
-    from codemod import runner
+    from neuron_migrate import runner
 
     for name in ("gone.py", "dir.py", "kept.py"):
         (in_tmp / name).write_text(OLD)
@@ -407,7 +407,7 @@ def test_odd_entries_in_the_tree(in_tmp: Path) -> None:
 
 def test_ctrl_c_before_the_migration_is_exit_130(in_tmp: Path, monkeypatch) -> None:
     """Interrupted while finding files: 130 as well, never 1 ("findings" to `check`)."""
-    from codemod import runner
+    from neuron_migrate import runner
 
     def discover(*args: object) -> None:
         raise KeyboardInterrupt

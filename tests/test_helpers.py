@@ -11,11 +11,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import torch
+
+torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from rules.helpers import HELPERS
+from neuron_migrate.rules.helpers import HELPERS
 
 
 def _namespace() -> dict:

@@ -3,7 +3,7 @@ scripts), where the command is on any line of the string."""
 
 from __future__ import annotations
 
-from rules.installs import install_advice
+from neuron_migrate.rules.installs import install_advice
 from tests.conftest import cli
 
 

@@ -9,8 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codemod.smoke import SmokeOptions, run_smoke
-from rules.launch import launch_facts
+from neuron_migrate.smoke.run import SmokeOptions, run_smoke
+from neuron_migrate.rules.launch import launch_facts
 from tests.conftest import cli
 
 SPAWNED = '''\

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import codemod.migrate as migrate
-from codemod.analyse import analyse
-from codemod.mask import mask
-from codemod.model import Options
-from codemod.registry import Registry
-from rules import all_rules
+import neuron_migrate.engine.migrate as migrate
+from neuron_migrate.analysis.analyse import analyse
+from neuron_migrate.engine.mask import mask
+from neuron_migrate.model import Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import SOURCES, source_id
 
 REGISTRY = Registry(all_rules(), Options())
@@ -178,7 +178,7 @@ def test_lines_libcst_would_not_reproduce_stay_as_they_were() -> None:
     (b"a\nb\nc\n", [], True),
 ])
 def test_confined_allows_changes_only_in_the_spans(new: bytes, spans, expected: bool) -> None:
-    from codemod.diff import confined
+    from neuron_migrate.files.diff import confined
 
     assert confined(b"a\nb\nc\n", new, spans) is expected
 

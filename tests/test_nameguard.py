@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-import codemod.migrate
-import codemod.rewrite
-from codemod.migrate import migrate_source
-from codemod.nameguard import lost_names, original_line
-from codemod.registry import Registry
-from rules import all_rules
+import neuron_migrate.engine.migrate
+import neuron_migrate.engine.rewrite
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.engine.nameguard import lost_names, original_line
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import cli
 
 
@@ -78,11 +78,11 @@ def _keep_nothing(imports, used, registry, silenced=lambda rule_id, unit: False,
     return _plan_removals(imports, set(), registry, silenced)
 
 
-_plan_removals = codemod.rewrite.plan_removals
+_plan_removals = neuron_migrate.engine.rewrite.plan_removals
 
 
 def test_guard_refuses_output_that_uses_a_removed_import(in_tmp: Path, monkeypatch) -> None:
-    monkeypatch.setattr(codemod.rewrite, "plan_removals", _keep_nothing)
+    monkeypatch.setattr(neuron_migrate.engine.rewrite, "plan_removals", _keep_nothing)
     source = ("import torch_xla.core.xla_model as xm\n\n\n"
               "def main():\n    device = xm.xla_device()\n    return xm.some_unmapped_api(device)\n")
     (in_tmp / "train.py").write_text(source)
@@ -94,7 +94,7 @@ def test_guard_refuses_output_that_uses_a_removed_import(in_tmp: Path, monkeypat
 
 
 def test_guard_refuses_an_export_that_lost_its_binding(in_tmp: Path, monkeypatch) -> None:
-    monkeypatch.setattr(codemod.rewrite.ModuleRewriter, "_kept",
+    monkeypatch.setattr(neuron_migrate.engine.rewrite.ModuleRewriter, "_kept",
                         lambda self: lambda binding: None)
     source = "from torch_xla.core.xla_model import xla_device\n\n__all__ = ['xla_device']\n"
     (in_tmp / "api.py").write_text(source)
@@ -108,7 +108,7 @@ def test_report_only_check_never_generates_or_guards(in_tmp: Path, monkeypatch) 
     def fail(*args, **kwargs):
         raise AssertionError("the name guard ran for a report-only check")
 
-    monkeypatch.setattr(codemod.migrate, "lost_names", fail)
+    monkeypatch.setattr(neuron_migrate.engine.migrate, "lost_names", fail)
     (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
     run = cli("check", "train.py")
     assert run.exit_code == 1 and "NM110" in run.stdout
@@ -173,7 +173,7 @@ _LOST_CASES = [p.values[:2] for p in test_lost_names.pytestmark[0].args[1]]
 def test_symbol_table_pass_alone_sees_every_lost_name(before: str, after: str) -> None:
     """The fast pass (the compiler's symbol tables) decides whether the new module is parsed
     at all: it must flag everything the full pass finds."""
-    from codemod import nameguard
+    from neuron_migrate.engine import nameguard
 
     tree = ast.parse(before)
     table = nameguard._table(tree)
@@ -183,11 +183,11 @@ def test_symbol_table_pass_alone_sees_every_lost_name(before: str, after: str) -
 
 
 def test_a_file_with_nothing_lost_is_never_parsed_again(monkeypatch) -> None:
-    import codemod.nameguard
+    import neuron_migrate.engine.nameguard
 
     def refuse(*args, **kwargs):
         raise AssertionError("parsed the new module although nothing was lost")
 
-    monkeypatch.setattr(codemod.nameguard.ast, "parse", refuse)
+    monkeypatch.setattr(neuron_migrate.engine.nameguard.ast, "parse", refuse)
     original = ast.Module(body=[], type_ignores=[])
     assert lost_names(original, b"import torch\n\nx = torch.ones(2)\n") == []

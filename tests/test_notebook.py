@@ -8,13 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import rules
-from codemod import notebook as notebook_module
-from codemod.ipython_syntax import mask_cell, restore_cell
-from codemod.model import FileResult, Kind, Options
-from codemod.notebook import migrate_notebook
-from codemod.notebook_json import read_notebook, write_sources
-from codemod.registry import Registry
+from neuron_migrate import rules
+from neuron_migrate.notebooks import migrate as notebook_module
+from neuron_migrate.notebooks.ipython_syntax import mask_cell, restore_cell
+from neuron_migrate.model import FileResult, Kind, Options
+from neuron_migrate.notebooks.migrate import migrate_notebook
+from neuron_migrate.runner import migrate_data
+from neuron_migrate.notebooks.json_file import read_notebook, write_sources
+from neuron_migrate.registry import Registry
 from tests.conftest import FIXTURES
 
 NOTEBOOKS = FIXTURES / "notebooks"
@@ -26,7 +27,7 @@ def registry(**options: object) -> Registry:
     """Every rule, with the dependency rules when that scanner is installed."""
     found = list(rules.all_rules())
     try:
-        from rules.dependencies import RULES
+        from neuron_migrate.rules.dependencies import RULES
     except ImportError:
         RULES = ()
     known = {r.id for r in found}
@@ -39,7 +40,7 @@ def after_of(before: Path) -> Path:
 
 
 def run(data: bytes, path: str = "nb.ipynb") -> FileResult:
-    return migrate_notebook(path, data, registry())
+    return migrate_notebook(path, data, registry(), migrate_data)
 
 
 def notebook(*sources: str | list[str], cell_type: str = "code", **extra: object) -> bytes:
@@ -347,9 +348,9 @@ def test_cell_magic_stays_first_line() -> None:
 
 
 def test_magic_lines_reach_the_dependency_checks() -> None:
-    deps = pytest.importorskip("codemod.deps")
+    deps = pytest.importorskip("neuron_migrate.deps")
     if not hasattr(deps, "scan_text_lines"):
-        pytest.skip("codemod.deps has no scan_text_lines")
+        pytest.skip("neuron_migrate.deps has no scan_text_lines")
     findings = [f for f in run(TRAINING.read_bytes()).findings if f.rule_id.startswith("NM8")]
     assert findings, "the !pip install and %env lines were not scanned"
     assert all(f.cell == 1 and f.cell_id == "setup" and f.kind is Kind.REVIEW for f in findings)

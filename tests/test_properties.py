@@ -13,9 +13,9 @@ import hypothesmith
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemod.migrate import migrate_source
-from codemod.registry import Registry
-from rules import all_rules
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 
 REGISTRY = Registry(all_rules())
 SETTINGS = settings(max_examples=int(os.environ.get("NEURON_MIGRATE_EXAMPLES", "40")),

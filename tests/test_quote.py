@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from codemod import quote
-from codemod.walk import walk
+from neuron_migrate.engine import quote
+from neuron_migrate.engine.walk import walk
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 _LIBCST = cst.Module(body=[])

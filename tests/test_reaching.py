@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from rules.reaching import UNKNOWN, definitions_of, reaching
+from neuron_migrate.rules.reaching import UNKNOWN, definitions_of, reaching
 
 
 def _live(source: str, target: str = "model") -> set[str]:

@@ -14,11 +14,11 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from codemod.model import FileResult, Options
-from codemod.notebook import migrate_notebook
-from codemod.registry import Registry
-from codemod.runner import migrate_data
-from rules import all_rules
+from neuron_migrate.model import FileResult, Options
+from neuron_migrate.notebooks.migrate import migrate_notebook
+from neuron_migrate.registry import Registry
+from neuron_migrate.runner import migrate_data
+from neuron_migrate.rules import all_rules
 
 REGISTRY = Registry(all_rules(), Options())
 EXAMPLES = int(os.environ.get("NEURON_MIGRATE_EXAMPLES", "60"))
@@ -59,7 +59,7 @@ def _must_not_crash(name: str, text: str | bytes, code: bool = True) -> None:
 def _migrate(name: str, data: bytes, code: bool = True) -> FileResult:
     """As `apply` reads a file, or (without `code`) as `scan --fix` does."""
     if name.endswith(".ipynb"):
-        return migrate_notebook(name, data, REGISTRY, code)
+        return migrate_notebook(name, data, REGISTRY, migrate_data, code)
     return migrate_data(name, data, REGISTRY, code=code)
 
 

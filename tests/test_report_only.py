@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from codemod.migrate import migrate_source
-from codemod.model import Options
-from codemod.registry import Registry
-from rules import all_rules
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.model import Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import PYTHON_FIXTURES, SOURCES, cli, copy_fixture, source_id
 
 

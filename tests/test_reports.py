@@ -123,11 +123,11 @@ def test_bad_configuration_is_a_clear_error(repo: Path, table: str, message: str
 
 
 def test_on_a_terminal_each_change_is_explained_under_its_hunk(in_tmp: Path) -> None:
-    from codemod.model import Options
-    from codemod.registry import Registry
-    from codemod.report import render_text
-    from codemod.runner import run
-    from rules import all_rules
+    from neuron_migrate.model import Options
+    from neuron_migrate.registry import Registry
+    from neuron_migrate.report import render_text
+    from neuron_migrate.runner import run
+    from neuron_migrate.rules import all_rules
 
     filler = "".join(f"value_{i} = {i}\n" for i in range(20))
     (in_tmp / "far.py").write_text(f"import torch_xla\n{filler}torch_xla.sync()\n")

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-import codemod.residual as residual
-import codemod.rewrite as rewrite
-from codemod.migrate import migrate_source
-from codemod.model import FileResult, Options
-from codemod.registry import UNMAPPED, Registry
-from rules import all_rules
+import neuron_migrate.engine.residual as residual
+import neuron_migrate.engine.rewrite as rewrite
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.model import FileResult, Options
+from neuron_migrate.registry import UNMAPPED, Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import SOURCES, source_id
 
 

@@ -8,12 +8,12 @@ import re
 
 import pytest
 
-from codemod.deps.signals import KEPT, OTHER_XLA_KNOBS, XLA_VARIABLES, xla_variable_advice
-from codemod.migrate import migrate_source
-from codemod.model import Kind
-from codemod.registry import Registry
-from rules import all_rules
-from rules.environment import BF16, XLA_ONLY
+from neuron_migrate.deps.signals import KEPT, OTHER_XLA_KNOBS, XLA_VARIABLES, xla_variable_advice
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.model import Kind
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
+from neuron_migrate.rules.environment import BF16, XLA_ONLY
 from tests.conftest import PYTHON_FIXTURES
 
 RULES = all_rules()
@@ -170,7 +170,7 @@ def test_xla_stack_installs_written_in_python_are_reported(value: str, reported:
 
 
 def test_in_setup_py_a_string_both_read_is_reported_once_by_the_scanner() -> None:
-    from codemod.runner import migrate_data
+    from neuron_migrate.runner import migrate_data
 
     source = (b"from setuptools import setup\n"
               b"setup(install_requires=[\"torch-neuronx==2.1.2.2.3.0\"])\n")

@@ -8,12 +8,13 @@ import types
 
 import libcst as cst
 import pytest
-import torch
 
-from codemod.migrate import migrate_source
-from codemod.registry import Registry
-from rules import all_rules
-from rules.runtime import side_effect_free
+torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
+
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
+from neuron_migrate.rules.runtime import side_effect_free
 
 REGISTRY = Registry(all_rules())
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codemod.model import Kind
-from rules.launch import Spawn
+from neuron_migrate.model import Kind
+from neuron_migrate.rules.launch import Spawn
 from tests.conftest import cli
 
 XLA_PINS = "torch-neuronx==2.9.0.2.15.32035  # the old stack\nneuronx-cc==2.*\nnki\n"

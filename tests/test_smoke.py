@@ -21,10 +21,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from codemod.smoke import SmokeOptions, SmokeResult, _error_from_stderr, run_smoke, smoke
-from codemod.smoke_diagnosis import helper_rules, origin
-from codemod.smoke_report import render_json, render_text
-import codemod.smoke
+from neuron_migrate.smoke.run import SmokeOptions, SmokeResult, _error_from_stderr, run_smoke, smoke
+from neuron_migrate.smoke.diagnosis import helper_rules, origin
+from neuron_migrate.smoke.report import render_json, render_text
+import neuron_migrate.smoke.run
 from tests.conftest import FIXTURES
 
 SMOKE = FIXTURES / "smoke"
@@ -263,7 +263,7 @@ def test_a_script_ending_by_itself_keeps_its_status_and_finalizes_without_proces
 def test_a_worker_skips_finalization_only_when_its_exit_status_is_certain(
         monkeypatch: pytest.MonkeyPatch, error: str | None, stopped: int | None,
         status: int | None) -> None:
-    from emulator import session
+    from neuron_migrate.emulator import session
 
     monkeypatch.setitem(session._outcome, "error", error and {"type": error})
     monkeypatch.setitem(session._outcome, "stopped_after_steps", stopped)
@@ -350,7 +350,7 @@ def test_command_passes_script_args_after_double_dash_and_prints_json(
         seen.append(options)
         return runs["torch_xla"]
 
-    monkeypatch.setattr(codemod.smoke, "run_smoke", fake_run)
+    monkeypatch.setattr(neuron_migrate.smoke.run, "run_smoke", fake_run)
     code, out, _ = _invoke("--format", "json", "--nproc", "1", "--steps", "3",
                            SMOKE / "train_single.py", "--", "--lr", "0.5", "x")
     assert seen[0].script_args == ("--lr", "0.5", "x")
@@ -360,7 +360,7 @@ def test_command_passes_script_args_after_double_dash_and_prints_json(
 
 
 def test_command_prints_the_text_report(runs: Runs, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(codemod.smoke, "run_smoke", lambda options: runs["train"])
+    monkeypatch.setattr(neuron_migrate.smoke.run, "run_smoke", lambda options: runs["train"])
     code, out, _ = _invoke(SMOKE / "train_single.py")
     assert code == 0 and out.startswith("smoke PASSED") and "graphs compiled: 1" in out
 
@@ -398,14 +398,14 @@ def test_help_is_honest_about_what_it_proves() -> None:
 def test_runs_started_together_never_share_a_port() -> None:
     """Both replica-checked DDP runs start at once, each asking for two ports."""
     with ThreadPoolExecutor(max_workers=4) as pool:
-        handed = [p for ports in pool.map(lambda _: codemod.smoke.free_ports(2), range(40))
+        handed = [p for ports in pool.map(lambda _: neuron_migrate.smoke.run.free_ports(2), range(40))
                   for p in ports]
     assert len(set(handed)) == len(handed) == 80
 
 
 # ------------------------------------------------------- diagnosis without a subprocess
 def test_every_helper_is_claimed_by_the_rules_that_write_it() -> None:
-    from rules.helpers import HELPERS
+    from neuron_migrate.rules.helpers import HELPERS
 
     claimed = helper_rules()
     assert set(claimed) == set(HELPERS), "a helper no rule asks for: teach smoke_diagnosis"
@@ -432,17 +432,17 @@ def test_a_helper_refusing_to_run_without_a_process_group_is_explained(tmp_path:
     assert "written by NM210 (optimizer-step)" in found["text"]
 
 
-def _worker(rank: int, **outcome: Any) -> codemod.smoke.Worker:
+def _worker(rank: int, **outcome: Any) -> neuron_migrate.smoke.run.Worker:
     base = {"optimizer_steps": 0, "graphs_compiled": 0, "ops": {}, "stopped_after_steps": None,
             "world_size": 2, "process_group": False, "parallelism": None, "rank": rank}
-    return codemod.smoke.Worker(rank, "eval.py", returncode=0, outcome=dict(base, **outcome))
+    return neuron_migrate.smoke.run.Worker(rank, "eval.py", returncode=0, outcome=dict(base, **outcome))
 
 
 @pytest.mark.parametrize("check", [False, True])
 def test_no_process_group_in_any_worker_warns_or_fails(check: bool) -> None:
     """An evaluation script that never steps and never forms a group: each rank did it all."""
     options = SmokeOptions(script=Path("eval.py"), nproc=2, check_replicas=check)
-    result = codemod.smoke.summarise(options, [_worker(0), _worker(1)], False, 1.0)
+    result = neuron_migrate.smoke.run.summarise(options, [_worker(0), _worker(1)], False, 1.0)
     assert result.passed is not check
     if check:
         assert result.error["cause"]["key"] == "data-parallel-never-created"
@@ -454,16 +454,16 @@ def test_no_process_group_in_any_worker_warns_or_fails(check: bool) -> None:
 def test_an_evaluation_with_a_process_group_or_a_single_process_says_nothing() -> None:
     grouped = [_worker(0, process_group=True), _worker(1, process_group=True)]
     options = SmokeOptions(script=Path("eval.py"), nproc=2, check_replicas=True)
-    assert codemod.smoke.summarise(options, grouped, False, 1.0).passed
+    assert neuron_migrate.smoke.run.summarise(options, grouped, False, 1.0).passed
     single = SmokeOptions(script=Path("eval.py"))
-    result = codemod.smoke.summarise(single, [_worker(0, world_size=1)], False, 1.0)
+    result = neuron_migrate.smoke.run.summarise(single, [_worker(0, world_size=1)], False, 1.0)
     assert result.passed and result.warnings == []
 
 
 def test_a_rule_claims_the_helpers_its_code_names_directly_or_through_the_module() -> None:
     import ast
 
-    from codemod.smoke_diagnosis import _helpers_by_rule
+    from neuron_migrate.smoke.diagnosis import _helpers_by_rule
 
     module = ast.parse('''
 _BY_NAME = {"all_reduce": "_neuron_a"}
@@ -509,7 +509,7 @@ def test_a_lost_step_the_script_swallowed_still_fails_under_check_replicas() -> 
     workers = [_worker(0, process_group=True),
                _worker(1, process_group=True, parallelism=problem, steps_without_averaging=1)]
     options = SmokeOptions(script=Path("train.py"), nproc=2, check_replicas=True)
-    result = codemod.smoke.summarise(options, workers, False, 1.0)
+    result = neuron_migrate.smoke.run.summarise(options, workers, False, 1.0)
     assert not result.passed and result.failing_rank == 1
     assert result.error["cause"]["key"] == "data-parallel-no-averaging" and result.error["step"] == 2
 

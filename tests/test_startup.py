@@ -10,21 +10,21 @@ from pathlib import Path
 
 import pytest
 
-from codemod import catalogue, entry
-from codemod.command import Request
-from codemod.model import Options
-from codemod.registry import Registry
-from rules import all_rules
+from neuron_migrate import catalogue, entry
+from neuron_migrate.command import Request
+from neuron_migrate.model import Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.conftest import ROOT, cli
 
-HEAVY = ("libcst", "rich", "pydantic", "typer", "rules", "multiprocessing")
+HEAVY = ("libcst", "rich", "pydantic", "typer", "neuron_migrate.rules", "multiprocessing")
 """Modules a run over files with nothing XLA-era in them has no use for (worker processes
 included: they start only once a file needs them)."""
 
 _PROBE = """
 import json, sys
 sys.argv = ["neuron-migrate", *sys.argv[1:]]
-from codemod.entry import main
+from neuron_migrate.entry import main
 try:
     main()
 except SystemExit as done:
@@ -77,12 +77,12 @@ def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
     """The probe above would notice the engine: here it is loaded, and the file is reported."""
     (tmp_path / "old.py").write_text("import torch_xla\ntorch_xla.sync()\n")
     status, loaded, out = _probe("check", "old.py", cwd=tmp_path)
-    assert status == 1 and {"libcst", "rules"} <= set(loaded)
+    assert status == 1 and {"libcst", "neuron_migrate.rules"} <= set(loaded)
     assert "NM110" in out
 
 
 def test_the_index_matches_the_catalogue() -> None:
-    """After adding or changing a rule: `python -m codemod.catalogue --write`."""
+    """After adding or changing a rule: `python -m neuron_migrate.catalogue --write`."""
     assert catalogue.INDEX.read_text(encoding="utf-8") == catalogue.index_source()
     assert catalogue.tokens() == Registry(all_rules()).tokens
     assert catalogue.rule_ids() == {rule.id for rule in all_rules()}
@@ -118,10 +118,10 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
 def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
     them into the same request (if an option's default changes there, this fails)."""
-    import codemod.cli
+    import neuron_migrate.cli
 
     made: list[Request] = []
-    monkeypatch.setattr(codemod.cli, "_execute", made.append)
+    monkeypatch.setattr(neuron_migrate.cli, "_execute", made.append)
     assert cli(*args).exit_code == 0
     assert entry.lean_request(args) == made[0]
 
@@ -146,7 +146,7 @@ def test_anything_else_is_left_to_typer(args: list[str]) -> None:
 @pytest.mark.parametrize("options", [Options(), Options(select=frozenset({"NM8"})),
                                      Options(ignore=frozenset({"NM816", "NM1"}))])
 def test_the_scanner_asks_whether_a_rule_is_on_without_loading_the_rules(options) -> None:
-    from codemod.deps.emit import rule_enabled
+    from neuron_migrate.deps.emit import rule_enabled
 
     registry = Registry(all_rules(), options)
     for rule in registry.all_rules:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from codemod import runner
+from neuron_migrate import runner
 from tests.conftest import cli
 
 OLD = "import torch_xla\ntorch_xla.sync()\nx = 1\n"

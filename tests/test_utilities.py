@@ -11,11 +11,12 @@ from pathlib import Path
 
 import libcst as cst
 import pytest
-import torch
 
-from codemod.migrate import migrate_source
-from codemod.registry import Registry
-from rules import all_rules
+torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
+
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 from tests.test_helpers import H
 
 REGISTRY = Registry(all_rules())
@@ -288,7 +289,7 @@ def test_a_report_is_only_rewritten_where_it_is_shown() -> None:
 
 
 def test_without_the_engines_node_stack_no_report_counts_as_shown() -> None:
-    from rules.utilities import _shown
+    from neuron_migrate.rules.utilities import _shown
 
     site = types.SimpleNamespace(parent=cst.Arg(cst.Name("x")), qualname_of=lambda e: None)
     assert _shown(site) is False  # type: ignore[arg-type]

@@ -17,13 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from codemod.deps.ids import LAUNCH
-from codemod.deps.launch_paths import ContainerPaths, HostPaths
-from codemod.model import FileResult, Finding
-from codemod.registry import Registry
+from neuron_migrate.deps.ids import LAUNCH
+from neuron_migrate.deps.launch_paths import ContainerPaths, HostPaths
+from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.registry import Registry
 
 if TYPE_CHECKING:  # the scanners (and packaging, tomlkit) load when a file needs them
-    from codemod.deps.emit import Emitter
+    from neuron_migrate.deps.emit import Emitter
 
 __all__ = ["LineEdit", "fix_text_lines", "is_dependency_file", "kind_of", "scan_source",
            "scan_text_lines"]
@@ -52,7 +52,7 @@ SCANNERS: dict[str, tuple[str, str]] = {
 
 def scanner(kind: str) -> Scanner:
     module, function = SCANNERS[kind]
-    return getattr(importlib.import_module(f"codemod.deps.{module}"), function)
+    return getattr(importlib.import_module(f"neuron_migrate.deps.{module}"), function)
 
 
 def kind_of(path: Path) -> str | None:
@@ -63,7 +63,7 @@ def kind_of(path: Path) -> str | None:
     if name in fixed:
         return fixed[name]
     if name.endswith(".lock"):  # every lockfile name does; the module needs packaging
-        from codemod.deps import lockfiles
+        from neuron_migrate.deps import lockfiles
 
         if name in lockfiles.COMMANDS:
             return "lockfile"
@@ -96,8 +96,8 @@ def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
     spawns its own workers (NM816)."""
     if kind not in LAUNCHERS or b"python" not in data:
         return False
-    from codemod.deps.emit import rule_enabled
-    from codemod.deps.launches import names_a_spawner
+    from neuron_migrate.deps.emit import rule_enabled
+    from neuron_migrate.deps.launches import names_a_spawner
 
     return rule_enabled(registry, LAUNCH) and names_a_spawner(path, data)
 
@@ -107,8 +107,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     kind = kind_of(Path(path))
     if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
         return FileResult(path, original=data)
-    from codemod.deps.emit import Emitter, rule_enabled
-    from codemod.deps.entries import Unparsable
+    from neuron_migrate.deps.emit import Emitter, rule_enabled
+    from neuron_migrate.deps.entries import Unparsable
 
     text = data.decode("utf-8", "surrogateescape")
     bom = "\ufeff" if text.startswith("\ufeff") else ""  # kept aside: no reader expects it
@@ -143,8 +143,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
 
 def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:
     """The re-parse guard (DESIGN invariant 10): a fixed file must read as its kind again."""
-    from codemod.deps.emit import Emitter
-    from codemod.deps.entries import Unparsable
+    from neuron_migrate.deps.emit import Emitter
+    from neuron_migrate.deps.entries import Unparsable
 
     try:
         scanner(kind)(text, Emitter(path, text, registry, fix=False), path)
@@ -182,9 +182,9 @@ def fix_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,
     lines are rewritten, and pins are left to the files the notebook installs from)."""
     if not lines:
         return [], []
-    from codemod.deps import commands, shell
-    from codemod.deps.emit import Emitter, rule_enabled
-    from codemod.deps.entries import Unparsable
+    from neuron_migrate.deps import commands, shell
+    from neuron_migrate.deps.emit import Emitter, rule_enabled
+    from neuron_migrate.deps.entries import Unparsable
 
     text = "\n".join(commands.strip_magic(line) for _, line in lines) + "\n"
     emitter = Emitter(path, text, registry, fix=fix,

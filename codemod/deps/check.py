@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemod.deps import ids
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Edit, Entry, Index, Manifest
-from codemod.deps.versions import (
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest
+from neuron_migrate.deps.versions import (
     CPU_INDEX, CURRENT_COMPILER, NATIVE_COMPILER, NATIVE_ERA_TORCH, NATIVE_NEURONX, NATIVE_NKI,
     NATIVE_TORCH, NATIVE_TORCH_VERSION, Lineage, admits, exact_version, is_cpu_index,
     is_neuron_index, lineage_of_spec, torch_minor,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from codemod.deps.lines import LogicalLine
+from neuron_migrate.deps.lines import LogicalLine
 
 SEPARATORS = ("&&", "||", ";", "|", "&", "(", ")")
 VARIABLE = re.compile(r"\$(?:\{(?P<braced>\w+)(?::?-(?P<default>[^}]*))?\}|(?P<plain>\w+))")

@@ -7,12 +7,12 @@ from collections.abc import Sequence
 
 from yaml.nodes import ScalarNode, SequenceNode
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Edit, Index, Manifest, entry_from, parse_requirement, written_head
-from codemod.deps.lines import newline_of
-from codemod.deps.yaml_nodes import compose, inner_span, pairs, scalar
-from codemod.deps.yaml_files import scan_nodes
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Edit, Index, Manifest, entry_from, parse_requirement, written_head
+from neuron_migrate.deps.lines import newline_of
+from neuron_migrate.deps.yaml_nodes import compose, inner_span, pairs, scalar
+from neuron_migrate.deps.yaml_files import scan_nodes
 
 
 def scan(text: str, emitter: Emitter, path: str = "") -> None:

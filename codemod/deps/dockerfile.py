@@ -20,17 +20,17 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.deps import check, ids
-from codemod.deps.commands import Variable, Word, expand, simple_commands, split_words
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Manifest, Unparsable, line_at
-from codemod.deps.launch_paths import ContainerPaths
-from codemod.deps.launches import (
+from neuron_migrate.deps import check, ids
+from neuron_migrate.deps.commands import Variable, Word, expand, simple_commands, split_words
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Manifest, Unparsable, line_at
+from neuron_migrate.deps.launch_paths import ContainerPaths
+from neuron_migrate.deps.launches import (
     check_launch, exec_form_items, follow_directory, item_render, json_quote, shell_render,
 )
-from codemod.deps.lines import LogicalLine, logical_lines, physical_lines
-from codemod.deps.shell import PARALLEL_COMPILE_MESSAGE, read_command, record_assignment, value_span
-from codemod.deps.signals import check_image, scan_text_signals
+from neuron_migrate.deps.lines import LogicalLine, logical_lines, physical_lines
+from neuron_migrate.deps.shell import PARALLEL_COMPILE_MESSAGE, read_command, record_assignment, value_span
+from neuron_migrate.deps.signals import check_image, scan_text_signals
 
 ESCAPE = re.compile(r"#\s*escape\s*=\s*(\S)", re.IGNORECASE)
 HEREDOC = re.compile(r"(?<!<)<<(?!<)(-?)[ \t]*([\"']?)([A-Za-z_][\w.-]*)\2")  # not <<<
@@ -207,7 +207,7 @@ def _scan_written(text: str, heredoc: Heredoc, emitter: Emitter, path: str) -> N
     """A requirements file or shell script COPY/ADD writes from a heredoc, read as one, in
     place: the rest of the Dockerfile is blank to that reader. (Kinds with a structure, TOML
     or YAML, are not read: a `<<-` body keeps the tabs BuildKit would strip.)"""
-    from codemod.deps import kind_of, scanner  # the package imports this module lazily
+    from neuron_migrate.deps import kind_of, scanner  # the package imports this module lazily
 
     kind = kind_of(Path(heredoc.target)) if heredoc.target else None
     if kind in WRITTEN_KINDS:

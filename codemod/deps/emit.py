@@ -6,11 +6,11 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 
-from codemod.deps import ids
-from codemod.deps.entries import Edit
-from codemod.deps.launch_paths import HostPaths
-from codemod.model import Finding, Kind
-from codemod.registry import Registry
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.entries import Edit
+from neuron_migrate.deps.launch_paths import HostPaths
+from neuron_migrate.model import Finding, Kind
+from neuron_migrate.registry import Registry
 
 
 def rule_enabled(registry: Registry, rule_id: str) -> bool:

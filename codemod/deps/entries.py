@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from codemod.deps.versions import RELEVANT, name_of
+from neuron_migrate.deps.versions import RELEVANT, name_of
 
 
 @dataclass(frozen=True)

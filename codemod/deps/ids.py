@@ -6,7 +6,7 @@ an id is spelt once.
 
 from __future__ import annotations
 
-from codemod.model import Kind
+from neuron_migrate.model import Kind
 
 XLA_LINEAGE = "NM801"
 UNPINNED = "NM802"

@@ -20,14 +20,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.deps import ids
-from codemod.deps.commands import PYTHON, Variable, Word, assignment, expand
-from codemod.deps.emit import Emitter, rule_enabled
-from codemod.deps.entries import Edit
-from codemod.deps.launch_paths import HERE, HostPaths, roots_of
-from codemod.deps.lines import LogicalLine
-from codemod.deps.spawners import Spawner, spawner_at, spawner_of
-from codemod.model import Kind
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.commands import PYTHON, Variable, Word, assignment, expand
+from neuron_migrate.deps.emit import Emitter, rule_enabled
+from neuron_migrate.deps.entries import Edit
+from neuron_migrate.deps.launch_paths import HERE, HostPaths, roots_of
+from neuron_migrate.deps.lines import LogicalLine
+from neuron_migrate.deps.spawners import Spawner, spawner_at, spawner_of
+from neuron_migrate.model import Kind
 
 PASS_THROUGH = frozenset({"nohup", "exec", "time", "command", "sudo", "env",
                           "neuron_parallel_compile",

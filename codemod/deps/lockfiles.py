@@ -8,11 +8,11 @@ import re
 
 from packaging.specifiers import SpecifierSet
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Entry, Manifest, Unparsable, line_at
-from codemod.deps.toml_files import TomlFile
-from codemod.deps.versions import name_of, parse_spec
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Entry, Manifest, Unparsable, line_at
+from neuron_migrate.deps.toml_files import TomlFile
+from neuron_migrate.deps.versions import name_of, parse_spec
 
 COMMANDS = {"pipfile.lock": "pipenv lock", "poetry.lock": "poetry lock", "uv.lock": "uv lock",
             "pdm.lock": "pdm lock"}

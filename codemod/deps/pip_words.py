@@ -11,9 +11,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from codemod.deps.commands import Variable, Word, expand, split_pip_arguments
-from codemod.deps.entries import Edit, Index, Manifest, entry_from, parse_requirement, written_head
-from codemod.deps.versions import name_of
+from neuron_migrate.deps.commands import Variable, Word, expand, split_pip_arguments
+from neuron_migrate.deps.entries import Edit, Index, Manifest, entry_from, parse_requirement, written_head
+from neuron_migrate.deps.versions import name_of
 
 REMOVABLE = frozenset({"torch-xla", "libneuronxla"})
 HELD = re.compile(r"(?P<head>[\w.\-\[\],]+)==\$\{?(?P<name>\w+)\}?")

@@ -3,12 +3,12 @@ a Pipfile change only takes effect through `pipenv lock`, which the message name
 
 from __future__ import annotations
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Entry, Index, Manifest
-from codemod.deps.pyproject import poetry_spec
-from codemod.deps.toml_files import TomlFile, lookup
-from codemod.deps.versions import name_of
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Entry, Index, Manifest
+from neuron_migrate.deps.pyproject import poetry_spec
+from neuron_migrate.deps.toml_files import TomlFile, lookup
+from neuron_migrate.deps.versions import name_of
 
 NOT_EDITED = "Pipfile is not edited: change it, then run `pipenv lock`"
 

@@ -8,11 +8,11 @@ from typing import Any
 
 from packaging.specifiers import SpecifierSet
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Entry, Index, Manifest
-from codemod.deps.toml_files import TomlFile, lookup
-from codemod.deps.versions import name_of, parse_spec
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Entry, Index, Manifest
+from neuron_migrate.deps.toml_files import TomlFile, lookup
+from neuron_migrate.deps.versions import name_of, parse_spec
 
 MAIN = ("project", "dependencies")
 GROUP_TABLES = (("project", "optional-dependencies"), ("dependency-groups",),

@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import (
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import (
     Edit, Entry, Index, Manifest, Unparsable, entry_from, is_relevant, line_at, parse_requirement,
     written_head,
 )
-from codemod.deps.lines import LogicalLine, logical_lines, newline_of
+from neuron_migrate.deps.lines import LogicalLine, logical_lines, newline_of
 
 COMMENT = re.compile(r"(^|\s+)#.*$")
 INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url")

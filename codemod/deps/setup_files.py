@@ -7,9 +7,9 @@ import ast
 import re
 import warnings
 
-from codemod.deps import check
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Manifest, Unparsable, entry_from, parse_requirement
+from neuron_migrate.deps import check
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Manifest, Unparsable, entry_from, parse_requirement
 
 SETUP_PY = "setup.py is code and is not edited: change this string by hand"
 SETUP_CFG = "setup.cfg is not edited: change this line by hand"

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 import re
 
-from codemod.deps import check, ids
-from codemod.deps.commands import (
+from neuron_migrate.deps import check, ids
+from neuron_migrate.deps.commands import (
     Variable, Word, assignment, expand, pip_arguments, simple_commands, split_words,
 )
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Index, Manifest, Unparsable, line_at
-from codemod.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
-from codemod.deps.lines import logical_lines
-from codemod.deps.pip_words import read_pip_install
-from codemod.deps.signals import check_variable, scan_text_signals
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Index, Manifest, Unparsable, line_at
+from neuron_migrate.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
+from neuron_migrate.deps.lines import logical_lines
+from neuron_migrate.deps.pip_words import read_pip_install
+from neuron_migrate.deps.signals import check_variable, scan_text_signals
 
 HEREDOC_DELIMITER = re.compile(r"[A-Za-z_][\w.-]*")
 DECLARE = frozenset({"export", "declare", "readonly", "local", "typeset"})

@@ -7,8 +7,8 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from codemod.deps import ids
-from codemod.deps.emit import Emitter
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.emit import Emitter
 
 REMOVE = "remove it: TorchNeuron does not read it"
 REVIEW_ONLY = {  # XLA-era variables whose native fate is unclear: a reviewer decides

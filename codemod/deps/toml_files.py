@@ -9,12 +9,12 @@ from typing import Any
 
 import tomlkit
 
-from codemod.deps.entries import (
+from neuron_migrate.deps.entries import (
     Edit, Manifest, Unparsable, entry_from, parse_requirement, written_head,
 )
-from codemod.deps.lines import newline_of
-from codemod.deps.toml_errors import unclosed
-from codemod.deps.toml_locate import Located, Path, locate
+from neuron_migrate.deps.lines import newline_of
+from neuron_migrate.deps.toml_errors import unclosed
+from neuron_migrate.deps.toml_locate import Located, Path, locate
 
 tomllib: ModuleType | None
 try:

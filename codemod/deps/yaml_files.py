@@ -12,13 +12,13 @@ from dataclasses import replace
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from codemod.deps import ids
-from codemod.deps.commands import Word
-from codemod.deps.emit import Emitter
-from codemod.deps.entries import Edit
-from codemod.deps.launches import check_launch, item_render
-from codemod.deps.signals import check_image, check_variable, scan_text_signals, xla_variable_advice
-from codemod.deps.yaml_nodes import compose, inner_span, pairs, scalar, walk
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.commands import Word
+from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.entries import Edit
+from neuron_migrate.deps.launches import check_launch, item_render
+from neuron_migrate.deps.signals import check_image, check_variable, scan_text_signals, xla_variable_advice
+from neuron_migrate.deps.yaml_nodes import compose, inner_span, pairs, scalar, walk
 
 SHELL_HINTS = ("pip", "neuron_parallel_compile", "export ", "python", "xla_dist")
 ARGV_KEYS = ("command", "entrypoint")  # Kubernetes and compose: a list is the argv
@@ -66,7 +66,7 @@ def _embedded_shell(node: ScalarNode, text: str, emitter: Emitter) -> None:
     """Shell held in a string: reported at the string's lines (columns inside the string).
     A launch line (NM816) is rewritten where the string's lines are the file's, character for
     character (a plain or quoted one-line string without escapes, a `|` block)."""
-    from codemod.deps import fix_text_lines  # the package's own entry point for such lines
+    from neuron_migrate.deps import fix_text_lines  # the package's own entry point for such lines
 
     block = node.style in ("|", ">")
     first = node.start_mark.line + (1 if block else 0) + 1

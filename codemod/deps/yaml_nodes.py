@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from codemod.deps.entries import Unparsable, line_at
+from neuron_migrate.deps.entries import Unparsable, line_at
 
 
 _SURROGATE = re.compile("[\udc80-\udcff]")

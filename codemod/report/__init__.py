@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from codemod.report.github import render_github
-from codemod.report.json_report import render_json
-from codemod.report.markdown import render_markdown
-from codemod.report.sarif import render_sarif
-from codemod.report.text import render_text, summary_rows
+from neuron_migrate.report.github import render_github
+from neuron_migrate.report.json_report import render_json
+from neuron_migrate.report.markdown import render_markdown
+from neuron_migrate.report.sarif import render_sarif
+from neuron_migrate.report.text import render_text, summary_rows
 
 FORMATS = ("text", "json", "markdown", "sarif", "github")
 

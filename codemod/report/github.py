@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from codemod.model import Kind
+from neuron_migrate.model import Kind
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 
 def render_github(result: RunResult) -> str:

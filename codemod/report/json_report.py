@@ -15,13 +15,13 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from codemod import __version__
-from codemod.model import FileResult
-from codemod.registry import Registry
-from codemod.report.summary import Summary
+from neuron_migrate import __version__
+from neuron_migrate.model import FileResult
+from neuron_migrate.registry import Registry
+from neuron_migrate.report.summary import Summary
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 SCHEMA_VERSION = 1
 

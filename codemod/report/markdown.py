@@ -6,13 +6,13 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from codemod.model import Finding
-from codemod.registry import Registry
-from codemod.report.summary import Summary, label, where
-from codemod.report.text import diff_of
+from neuron_migrate.model import Finding
+from neuron_migrate.registry import Registry
+from neuron_migrate.report.summary import Summary, label, where
+from neuron_migrate.report.text import diff_of
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 
 def render_markdown(result: RunResult, registry: Registry) -> str:

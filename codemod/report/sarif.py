@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from codemod import __version__
-from codemod.model import Finding, Kind
-from codemod.registry import Registry
+from neuron_migrate import __version__
+from neuron_migrate.model import Finding, Kind
+from neuron_migrate.registry import Registry
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Kind.FIX: "note", Kind.UNSAFE_FIX: "warning", Kind.REVIEW: "warning"}

@@ -6,10 +6,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codemod.model import Finding, Kind
+from neuron_migrate.model import Finding, Kind
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 
 @dataclass(frozen=True)

@@ -10,13 +10,13 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from codemod.diff import file_diff
-from codemod.model import FileResult, Finding
-from codemod.registry import Registry
-from codemod.report.summary import Summary, label, where
+from neuron_migrate.files.diff import file_diff
+from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.registry import Registry
+from neuron_migrate.report.summary import Summary, label, where
 
 if TYPE_CHECKING:  # the runner is only a type here
-    from codemod.runner import RunResult
+    from neuron_migrate.runner import RunResult
 
 
 def render_text(result: RunResult, registry: Registry, show_diff: bool,

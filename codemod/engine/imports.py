@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
-from codemod.scopes import Binding, Scope
+from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
+from neuron_migrate.analysis.scopes import Binding, Scope
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,7 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
     """Define the requested helper functions once, after the imports.
 
     A helper the file already defines (from an earlier run) is not added again."""
-    from rules.helpers import HELPERS
+    from neuron_migrate.rules.helpers import HELPERS
 
     statements = list(body)
     defined = set(module_scope.bindings) if module_scope is not None else set()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from codemod.model import FileResult
+from neuron_migrate.model import FileResult
 
 
 def never_raise(path: str, data: bytes, work: Callable[[], FileResult],

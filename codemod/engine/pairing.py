@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from codemod.mask import is_placeholder
+from neuron_migrate.engine.mask import is_placeholder
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]

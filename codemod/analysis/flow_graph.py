@@ -1,4 +1,4 @@
-"""The graph under `codemod.flow`: union-find over keys (a literal, a name's binding, an
+"""The graph under `neuron_migrate.analysis.flow`: union-find over keys (a literal, a name's binding, an
 attribute name, a function's return value), and what each key records (its literals, names,
 ends and sources), gathered into one `Flow` per set at the end."""
 
@@ -8,8 +8,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from codemod.analyse import Analysis, Use
-from codemod.scopes import Scope
+from neuron_migrate.analysis.analyse import Analysis, Use
+from neuron_migrate.analysis.scopes import Scope
 
 Key = tuple[object, ...]
 

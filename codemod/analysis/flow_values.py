@@ -1,4 +1,4 @@
-"""Values and calls for `codemod.flow`: which flow an expression's value belongs to, and what
+"""Values and calls for `neuron_migrate.analysis.flow`: which flow an expression's value belongs to, and what
 it meets on the way (comparisons, formatting, the functions of the file it is passed to, an
 argparse option's default and choices, the places it ends)."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from codemod.flow_graph import Function, Graph, Key, Source, starred
-from codemod.locate import ast_dotted
+from neuron_migrate.analysis.flow_graph import Function, Graph, Key, Source, starred
+from neuron_migrate.analysis.locate import ast_dotted
 
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
 _SAME_TEXT = frozenset({"lower", "strip", "lstrip", "rstrip", "casefold"})

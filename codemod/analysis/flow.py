@@ -23,9 +23,9 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterable
 
-from codemod.analyse import Analysis
-from codemod.flow_graph import Flow, Function, Key, Source, starred
-from codemod.flow_values import DEFAULTS, OPTION, Values, option_dest
+from neuron_migrate.analysis.analyse import Analysis
+from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
+from neuron_migrate.analysis.flow_values import DEFAULTS, OPTION, Values, option_dest
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)

@@ -4,24 +4,46 @@ things a rule may add to the file (an import, a helper, a statement after this o
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
-from codemod.flow import Flow, string_flows
-from codemod.model import Options
-from codemod.rule import Role
-from codemod.suppress import span
+from neuron_migrate.analysis.flow import Flow, string_flows
+from neuron_migrate.model import Options
+from neuron_migrate.rule import Role
+from neuron_migrate.engine.cst_names import dotted
+from neuron_migrate.engine.suppress import span
 
 if TYPE_CHECKING:
-    from codemod.transform import UnitRewriter
+    from neuron_migrate.analysis.analyse import Analysis
+    from neuron_migrate.analysis.scopes import Resolution, Scope
+    from neuron_migrate.engine.context import FileContext
+    from neuron_migrate.registry import Registry
+
+
+class UnitRewriter(Protocol):
+    """What a site reads of the engine's rewriter (`transform.UnitRewriter`): declared here so
+    that the site does not import the module that creates it."""
+
+    scope: Scope
+    registry: Registry
+    options: Options
+    analysis: Analysis
+    ast_unit: ast.stmt
+    context: FileContext
+    line_level: bool
+    locals: list[set[str]]
+    after: list[cst.BaseStatement]
+    parents: list[cst.CSTNode]
+
+    def resolve(self, expr: cst.BaseExpression) -> Resolution | None: ...
 
 _MODULES_THE_ENGINE_IMPORTS = frozenset({"os", "torch"})
 """Roots of what rules' replacements name (`ref`): imported when the file does not bind them."""
 
 
 class UnitSite:
-    """The engine's implementation of `codemod.rule.Site` for one unit."""
+    """The engine's implementation of `neuron_migrate.rule.Site` for one unit."""
 
     def __init__(self, rewriter: UnitRewriter, role: Role, qualname: str | None,
                  original: cst.CSTNode) -> None:
@@ -40,8 +62,6 @@ class UnitSite:
         """`os.environ` in a file that never binds `os`: the module the engine would import
         for its own code (`ref` adds `import os` there), so that this run judges the line
         as the next run will, once that import exists."""
-        from codemod.transform import dotted  # transform imports this module
-
         dotted_name = dotted(expr)
         if dotted_name is None:
             return None
@@ -66,7 +86,7 @@ class UnitSite:
         return _attribute_chain(root, parts[1:])
 
     def helper(self, name: str) -> cst.Name:
-        from rules.helpers import HELPERS  # the helpers are knowledge, like the rules
+        from neuron_migrate.rules.helpers import HELPERS  # the helpers are knowledge, like the rules
 
         context = self._rewriter.context
         for needed in (*HELPERS[name].requires, name):

@@ -13,11 +13,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from codemod.locate import ast_dotted
-from codemod.scopes import Binding, Scope, is_xla
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.scopes import Binding, Scope, is_xla
 
 if TYPE_CHECKING:
-    from codemod.flow import Flows
+    from neuron_migrate.analysis.flow import Flows
 
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -42,7 +42,7 @@ class Analysis:
     scope_of: dict[int, Scope] = field(default_factory=dict)
     xla_imports: list[Binding] = field(default_factory=list)
     module_scope: Scope | None = None
-    flows: Flows | None = None  # built on demand, once (`codemod.flow`)
+    flows: Flows | None = None  # built on demand, once (`neuron_migrate.analysis.flow`)
     # every name that can resolve, somewhere in the file, to an XLA or watched import; code
     # without them holds nothing the residual scan looks for
     import_names: frozenset[str] = frozenset()

@@ -7,9 +7,10 @@ import ast
 
 import libcst as cst
 
-from codemod.registry import AMBIGUOUS, UNMAPPED, Registry
-from codemod.scopes import Resolution, Scope
-from codemod.transform import _ScopedVisitor, dotted, scanned_string
+from neuron_migrate.registry import AMBIGUOUS, UNMAPPED, Registry
+from neuron_migrate.analysis.scopes import Resolution, Scope
+from neuron_migrate.engine.cst_names import dotted
+from neuron_migrate.engine.transform import _ScopedVisitor, scanned_string
 
 
 class ResidualScanner(_ScopedVisitor):

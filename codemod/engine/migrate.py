@@ -12,18 +12,18 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from codemod.analyse import Analysis, analyse
-from codemod.diff import carry_over, confined
-from codemod.failsafe import never_raise
-from codemod.imports import ImportNote
-from codemod.locate import Locator
-from codemod.mask import Masked, mask
-from codemod.model import FileResult, Finding, Kind, Options
-from codemod.nameguard import LostName, lost_names, original_line
-from codemod.registry import UNUSED_SUPPRESSION, Registry
-from codemod.suppress import Suppressions, read_suppressions
-from codemod.rewrite import ModuleRewriter, Pending
-from codemod.transform import FileContext
+from neuron_migrate.analysis.analyse import Analysis, analyse
+from neuron_migrate.files.diff import carry_over, confined
+from neuron_migrate.engine.failsafe import never_raise
+from neuron_migrate.engine.imports import ImportNote
+from neuron_migrate.analysis.locate import Locator
+from neuron_migrate.engine.mask import Masked, mask
+from neuron_migrate.model import FileResult, Finding, Kind, Options
+from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
+from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
+from neuron_migrate.engine.suppress import Suppressions, read_suppressions
+from neuron_migrate.engine.context import FileContext, Pending
+from neuron_migrate.engine.rewrite import ModuleRewriter
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,

@@ -34,10 +34,10 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-import emulator
-from codemod.smoke_diagnosis import origin, parallelism_problems, problem_lines
-from codemod.smoke_report import render_json, render_text
-from emulator.diagnosis import diagnose, diagnose_text, pick_frame
+from neuron_migrate import emulator
+from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
+from neuron_migrate.smoke.report import render_json, render_text
+from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"

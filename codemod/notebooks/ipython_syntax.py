@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from codemod.diff import split_lines
+from neuron_migrate.files.diff import split_lines
 
 PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
 """Cell magics that run their body as Python in the kernel's namespace: the body is migrated

@@ -14,18 +14,19 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from codemod.analyse import Analysis, catches_import_error, imported_names
-from codemod.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
+from neuron_migrate.analysis.analyse import Analysis, catches_import_error, imported_names
+from neuron_migrate.engine.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
                              xla_heading)
-from codemod.model import Kind
-from codemod.registry import Registry
-from codemod.nameguard import exports
-from codemod.pairing import StructureMismatch, check_pair, map_blocks, paired_units
-from codemod.scopes import Binding, Scope
-from codemod.suppress import span
-from codemod.residual import ResidualScanner
-from codemod.transform import FileContext, Pending, UnitRewriter
-from codemod.walk import transform, walk
+from neuron_migrate.model import Kind
+from neuron_migrate.registry import Registry
+from neuron_migrate.engine.nameguard import exports
+from neuron_migrate.engine.pairing import StructureMismatch, check_pair, map_blocks, paired_units
+from neuron_migrate.analysis.scopes import Binding, Scope
+from neuron_migrate.engine.suppress import span
+from neuron_migrate.engine.residual import ResidualScanner
+from neuron_migrate.engine.context import FileContext, Pending
+from neuron_migrate.engine.transform import UnitRewriter
+from neuron_migrate.engine.walk import transform, walk
 
 @dataclass(frozen=True)
 class UnitResult:

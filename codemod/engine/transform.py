@@ -9,22 +9,22 @@ reports every XLA reference still there, which also tells the import bookkeeping
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-import functools
-from dataclasses import dataclass, field
 
 import libcst as cst
 
 import ast
 import re
 
-from codemod.analyse import Analysis
-from codemod.model import Kind, Options
-from codemod.quote import code
-from codemod.registry import Registry
-from codemod.site import UnitSite
-from codemod.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
-from codemod.scopes import Resolution, Scope
-from codemod.suppress import Suppressions, span
+from neuron_migrate.analysis.analyse import Analysis
+from neuron_migrate.model import Kind
+from neuron_migrate.engine.quote import code
+from neuron_migrate.registry import Registry
+from neuron_migrate.engine.context import FileContext, Pending
+from neuron_migrate.engine.cst_names import REFERENCES, SIGNED, signature, string_literal
+from neuron_migrate.engine.site import UnitSite
+from neuron_migrate.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
+from neuron_migrate.analysis.scopes import Resolution, Scope
+from neuron_migrate.engine.suppress import span
 
 _ONE_LINE = re.compile(r"\s*\n\s*")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
@@ -32,50 +32,6 @@ _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 # them goes through ABCMeta, several times slower.
 _BINDS_LOCALS = frozenset({cst.Lambda, *_COMPREHENSIONS})
 _NOT_UNIT = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.If})
-_REFERENCES = frozenset({cst.Name, cst.Attribute})
-_SIGNED = frozenset({cst.Call, cst.Name, cst.Attribute, cst.SimpleString, cst.FormattedString,
-                     cst.Comparison, cst.Param})  # the kinds `signature` knows
-
-
-@dataclass
-class FileContext:
-    """What the rules may learn about, or add to, the whole file."""
-
-    path: str
-    text: str
-    options: Options
-    suppressions: Suppressions = field(default_factory=Suppressions)
-    needs: set[str] = field(default_factory=set)
-    helpers: list[str] = field(default_factory=list)
-
-    @functools.cached_property
-    def lines(self) -> list[str]:
-        return self.text.splitlines()
-
-
-@dataclass(frozen=True)
-class Pending:
-    """A finding whose position is not known yet: `anchor` is located after the rewrite."""
-
-    rule_id: str
-    kind: Kind
-    message: str
-    anchor: cst.CSTNode | None
-    signature: tuple[str, str | None] | None
-    rank: int
-    applied: bool = False
-    suggestion: str | None = None
-
-
-def string_literal(node: cst.SimpleString) -> str | None:
-    """The value of a str literal. The common case (no prefix, no escapes) is sliced out;
-    `evaluated_value` compiles the literal, which costs more than the whole rest of a visit."""
-    raw = node.value
-    quote = raw[-3:] if raw[-3:] in ('"""', "'''") and len(raw) >= 6 else raw[-1:]
-    if raw[:1] in ("'", '"') and "\\" not in raw:
-        return raw[len(quote):-len(quote)]
-    value = node.evaluated_value
-    return value if isinstance(value, str) else None
 
 
 def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | None:
@@ -92,37 +48,6 @@ def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | 
         rule = registry.string_rule(text)
         if rule is not None:
             return rule, text
-    return None
-
-
-def dotted(node: cst.BaseExpression) -> str | None:
-    parts: list[str] = []
-    while type(node) is cst.Attribute:
-        parts.append(node.attr.value)  # type: ignore[attr-defined]
-        node = node.value  # type: ignore[attr-defined]
-    if type(node) is not cst.Name:
-        return None
-    parts.append(node.value)  # type: ignore[attr-defined]
-    return ".".join(reversed(parts))
-
-
-def signature(node: cst.CSTNode) -> tuple[str, str | None] | None:
-    """A key that the same construct has in LibCST and in `ast`, to find its position."""
-    kind = type(node)
-    if kind is cst.Call:
-        return ("call", dotted(node.func))  # type: ignore[attr-defined]
-    if kind in _REFERENCES:
-        name = dotted(node)  # type: ignore[arg-type]
-        return ("name", name) if name else None
-    if kind is cst.SimpleString:
-        value = string_literal(node)  # type: ignore[arg-type]
-        return ("str", value) if value is not None else None
-    if kind is cst.FormattedString:
-        return ("fstr", None)
-    if kind is cst.Comparison:
-        return ("cmp", None)
-    if kind is cst.Param:
-        return ("param", node.name.value)  # type: ignore[attr-defined]
     return None
 
 
@@ -183,7 +108,7 @@ class _ScopedVisitor:
             return False  # bodies and `elif`s are units of their own
         if kind in _BINDS_LOCALS:
             self.locals.append(_local_names(node) or set())
-        elif kind is cst.Attribute and type(node.value) in _REFERENCES:  # type: ignore[attr-defined]
+        elif kind is cst.Attribute and type(node.value) in REFERENCES:  # type: ignore[attr-defined]
             self.inner.add(id(node.value))  # type: ignore[attr-defined]  # the whole dotted chain counts
         not_expression = _NAMES_NOT_EXPRESSIONS.get(kind)
         if not_expression is not None:
@@ -192,7 +117,7 @@ class _ScopedVisitor:
                 child = child.name
             if child is not None:
                 self.inner.add(id(child))  # `ast` has no Name node here
-        if kind in _SIGNED and id(node) not in self.inner:
+        if kind in SIGNED and id(node) not in self.inner:
             self.signed.append(node)
         return True
 
@@ -338,7 +263,7 @@ class UnitRewriter(_ScopedVisitor):
         kind = type(updated)
         if kind is cst.Call:
             return self._call(original, updated)  # type: ignore[arg-type]
-        if kind in _REFERENCES:
+        if kind in REFERENCES:
             if id(original) in self.inner:
                 return updated
             return self._reference(original, updated)  # type: ignore[arg-type]

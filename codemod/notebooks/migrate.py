@@ -25,19 +25,18 @@ import hashlib
 import itertools
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from codemod.deps import LineEdit, fix_text_lines, is_dependency_file
-from codemod.deps.launch_paths import HostPaths
-from codemod.diff import split_lines
-from codemod.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
-from codemod.failsafe import never_raise
-from codemod.model import FileResult, Finding, Kind
-from codemod.notebook_json import Cell, NotebookError, file_lines, read_notebook, write_sources
-from codemod.registry import Registry
-from codemod.runner import migrate_data, migrate_source  # the engine loads when a cell needs it
+from neuron_migrate.deps import LineEdit, fix_text_lines, is_dependency_file
+from neuron_migrate.deps.launch_paths import HostPaths
+from neuron_migrate.files.diff import split_lines
+from neuron_migrate.notebooks.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
+from neuron_migrate.engine.failsafe import never_raise
+from neuron_migrate.model import FileResult, Finding, Kind
+from neuron_migrate.notebooks.json_file import Cell, NotebookError, file_lines, read_notebook, write_sources
+from neuron_migrate.registry import Registry
 
 MARKER = "# neuron-migrate-cell"
 _LEADING_BLANKS = re.compile(r"\A(?:[ \t\f]*\r?\n)*")
@@ -57,18 +56,32 @@ class Part:
     """The module line of the cell's line 1."""
 
 
-def migrate_notebook(path: str, data: bytes, registry: Registry, code: bool = True,
-                     fix: bool = True) -> FileResult:
+WrittenFile = Callable[..., FileResult]
+"""How the file a `%%writefile NAME` cell writes is migrated: as a file of that name, called
+`(name, data, registry, fix, code=...)`. The run hands in its own (`runner.migrate_data`), so
+that notebooks, which the run dispatches to, do not import the run."""
+
+
+def migrate_notebook(path: str, data: bytes, registry: Registry, written_file: WrittenFile,
+                     code: bool = True, fix: bool = True) -> FileResult:
     """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`.
 
     Without `code` (what `scan` does), only the install and shell lines and the dependency
     files `%%writefile` cells write are read; without `fix`, their pins are only reported."""
-    return never_raise(path, data, lambda: _migrate(path, data, registry, code, fix),
+    return never_raise(path, data,
+                       lambda: _migrate(path, data, registry, written_file, code, fix),
                        (NotebookError,))
 
 
-def _migrate(path: str, data: bytes, registry: Registry, code_too: bool = True,
-             fix: bool = True) -> FileResult:
+def migrate_source(path: str, data: bytes, registry: Registry) -> FileResult:
+    """The Python engine, imported when a notebook has cells for it: it loads LibCST."""
+    from neuron_migrate.engine import migrate
+
+    return migrate.migrate_source(path, data, registry)
+
+
+def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFile,
+             code_too: bool = True, fix: bool = True) -> FileResult:
     notebook = read_notebook(path, data)
     if notebook.language is not None and not notebook.language.lower().startswith(
             ("python", "ipython")):
@@ -84,8 +97,8 @@ def _migrate(path: str, data: bytes, registry: Registry, code_too: bool = True,
         code = [(cell, reference_names(mask_cell(cell.text, numbers), imported))
                 for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
-    errors = [_written_file(path, cell, masked.written, registry, findings, new_texts, fix,
-                            code_too)
+    errors = [_written_file(path, cell, masked.written, registry, written_file, findings,
+                            new_texts, fix, code_too)
               for cell, masked in code if masked.written is not None
               and (code_too or is_dependency_file(Path(masked.written[0])))]
     if code_too:
@@ -123,7 +136,7 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
 
 
 def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Registry,
-                  findings: list[Finding], new_texts: dict[int, str],
+                  migrate_data: WrittenFile, findings: list[Finding], new_texts: dict[int, str],
                   fix: bool = True, code_too: bool = True) -> str | None:
     """Migrate the file a `%%writefile` cell writes, as a file of its name; adds to the two
     collections as `_migrate_cells` does, and returns the error if it cannot be migrated."""

@@ -6,10 +6,10 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from codemod.smoke_diagnosis import relative
+from neuron_migrate.smoke.diagnosis import relative
 
 if TYPE_CHECKING:
-    from codemod.smoke import SmokeResult
+    from neuron_migrate.smoke.run import SmokeResult
 
 POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
                "supports, its numerics, its compiler or its speed.")

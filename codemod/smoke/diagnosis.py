@@ -46,8 +46,8 @@ class RuleRef:
 def helper_rules() -> dict[str, tuple[RuleRef, ...]]:
     """Every helper, with the rules that write it into a file: directly (the rule asks for it)
     or as a helper another one needs (`_neuron_to_device` comes with `_NeuronDeviceLoader`)."""
-    from rules import FAMILIES, all_rules
-    from rules.helpers import HELPERS
+    from neuron_migrate.rules import FAMILIES, all_rules
+    from neuron_migrate.rules.helpers import HELPERS
 
     names = {rule.id: rule.name for rule in all_rules()}
     direct: dict[str, set[str]] = defaultdict(set)
@@ -156,7 +156,7 @@ def _code_nodes(node: ast.AST) -> list[ast.AST]:
 @functools.cache
 def rule_for_call(qualname: str) -> RuleRef | None:
     """The rule that rewrites calls of ``qualname`` (e.g. ``torch_xla.compile``)."""
-    from rules import all_rules
+    from neuron_migrate.rules import all_rules
 
     for rule in all_rules():
         if qualname in (getattr(rule, "calls", None) or ()):

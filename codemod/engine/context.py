@@ -1,0 +1,42 @@
+"""What one file's rewrite shares between its units: the file the rules may learn about or
+add to, and the findings whose position is known only once the new module exists."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from neuron_migrate.model import Kind, Options
+from neuron_migrate.engine.suppress import Suppressions
+
+
+@dataclass
+class FileContext:
+    """What the rules may learn about, or add to, the whole file."""
+
+    path: str
+    text: str
+    options: Options
+    suppressions: Suppressions = field(default_factory=Suppressions)
+    needs: set[str] = field(default_factory=set)
+    helpers: list[str] = field(default_factory=list)
+
+    @functools.cached_property
+    def lines(self) -> list[str]:
+        return self.text.splitlines()
+
+
+@dataclass(frozen=True)
+class Pending:
+    """A finding whose position is not known yet: `anchor` is located after the rewrite."""
+
+    rule_id: str
+    kind: Kind
+    message: str
+    anchor: cst.CSTNode | None
+    signature: tuple[str, str | None] | None
+    rank: int
+    applied: bool = False
+    suggestion: str | None = None
