@@ -321,6 +321,7 @@ def _program(lines: list[tuple[str, str, str]], nest: bool) -> str:
     return header + body + "\n"
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_PROGRAM, st.booleans())
 def test_generated_programs_never_split_a_flow(lines: list[tuple[str, str, str]],
@@ -367,6 +368,8 @@ if __name__ == "__main__":
 '''
 
 
+@pytest.mark.slow
+@pytest.mark.torch
 def test_a_migrated_benchmark_trains_on_the_neuron_device_not_the_cpu(tmp_path: Path) -> None:
     """The issue's benchmark: with the comparison renamed and the default not, smoke passed
     with every op on the CPU. The smoke report counts the ops run on the device."""

@@ -19,6 +19,8 @@ import pytest
 
 from tests.conftest import ROOT
 
+pytestmark = pytest.mark.torch  # runs scripts on the emulated device
+
 PROBES = {
     "factories": """
         x = torch.randn(2, 3, device="neuron")

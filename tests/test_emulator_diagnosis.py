@@ -101,6 +101,7 @@ def test_the_named_frame_is_the_users_not_torchs(tmp_path) -> None:
     assert pick_frame([], str(script)) is None
 
 
+@pytest.mark.torch
 def test_parallelism_check_in_a_worker_warns_or_raises(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without a process group (the emulator need not be installed for this path)."""
     import torch

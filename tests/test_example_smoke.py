@@ -9,11 +9,16 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, cli
+
+pytestmark = pytest.mark.torch  # runs scripts on the emulated device
 
 EXAMPLE = ROOT / "examples" / "xla_mnist" / "train.py"
 
 
+@pytest.mark.slow
 def test_migrated_example_trains_on_the_emulated_device(in_tmp: Path) -> None:
     script = in_tmp / "train.py"
     shutil.copyfile(EXAMPLE, script)

@@ -169,6 +169,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_two_process_semantics_match_xla() -> None:
     with mp.Manager() as manager:
         results = manager.dict()

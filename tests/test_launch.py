@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.rules.launch import launch_facts
 from tests.conftest import cli
@@ -120,6 +122,7 @@ def _smoke(script: Path) -> object:
                                   timeout=120, python=sys.executable))
 
 
+@pytest.mark.torch
 def test_migrated_spawn_script_averages_gradients_under_torchrun(in_tmp: Path) -> None:
     script, _ = _migrate(in_tmp, SPAWNED.replace("NPROCS", "None"))
     result = _smoke(script)
@@ -127,6 +130,7 @@ def test_migrated_spawn_script_averages_gradients_under_torchrun(in_tmp: Path) -
     assert result.optimizer_steps == 3
 
 
+@pytest.mark.torch
 def test_without_the_group_the_helpers_refuse_to_train_alone(in_tmp: Path) -> None:
     script, _ = _migrate(in_tmp, SPAWNED.replace("NPROCS", "2"))
     text = script.read_text()
@@ -153,6 +157,7 @@ def test_a_notebook_launch_is_left_for_review(in_tmp: Path) -> None:
     assert "xmp.spawn(f, nprocs=8)" in (in_tmp / "train.ipynb").read_text()
 
 
+@pytest.mark.torch
 def test_ranks_under_torchrun_before_any_process_group(in_tmp: Path) -> None:
     """A worker torchrun started knows its rank and the world size from its environment
     before a process group exists, as PJRT's did; the migrated code must not read 0 and 1."""

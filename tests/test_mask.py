@@ -123,6 +123,7 @@ def test_unwrapped_block_falls_back_to_the_whole_file(monkeypatch: pytest.Monkey
                                  b"    note = '''two\n   lines of text'''\n")
 
 
+@pytest.mark.slow
 def test_real_modules_round_trip_through_the_mask(monkeypatch: pytest.MonkeyPatch,
                                                   stdlib_as_xla: None) -> None:
     """Standard-library modules give masks of every shape: decorators, elif chains, nested

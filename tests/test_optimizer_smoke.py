@@ -8,7 +8,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import FIXTURES, cli
+
+pytestmark = pytest.mark.torch  # runs scripts on the emulated device
 
 BEFORE = FIXTURES / "python" / "NM210_optional_ddp_script.before.py"
 
@@ -18,6 +22,7 @@ def _smoke(script: str) -> str:
     return run.stdout + run.stderr
 
 
+@pytest.mark.slow
 def test_the_path_without_ddp_keeps_its_averaging_under_unsafe_fixes(in_tmp: Path) -> None:
     shutil.copyfile(BEFORE, in_tmp / "train.py")
     assert cli("apply", "--unsafe-fixes", "train.py").exit_code == 0

@@ -10,6 +10,7 @@ import ast
 import os
 
 import hypothesmith
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -72,12 +73,14 @@ def _check(source: bytes) -> None:
     assert again.new_source in (None, new), "a second run changed the file"
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(hypothesmith.from_grammar())
 def test_generated_programs(program: str) -> None:
     _check(program.encode())
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(hypothesmith.from_grammar())
 def test_programs_without_xla_tokens_stay_byte_identical(program: str) -> None:
@@ -87,6 +90,7 @@ def test_programs_without_xla_tokens_stay_byte_identical(program: str) -> None:
     assert result.new_source in (None, program.encode()) and not result.findings
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(hypothesmith.from_grammar(), XLA_LINES, LAYOUTS)
 def test_generated_programs_with_xla_calls(program: str, lines: list[str], layout: str) -> None:

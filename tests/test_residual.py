@@ -62,6 +62,7 @@ def test_the_scan_does_skip_on_the_fixtures(monkeypatch: pytest.MonkeyPatch) -> 
     assert _Counting.skipped > 100
 
 
+@pytest.mark.slow
 def test_real_modules_with_leftovers_everywhere(monkeypatch: pytest.MonkeyPatch,
                                                 stdlib_as_xla: None) -> None:
     """No rule rewrites the stand-ins for torch_xla, so standard-library modules leave

@@ -79,6 +79,7 @@ def test_fixture_names_refer_to_real_rules() -> None:
         assert not prefix.startswith("NM") or prefix in ids, before.name
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("api", sorted({a for r in RULES for a in r.emits}))
 def test_emitted_apis_exist(api: str) -> None:
     """Invariant 8: what we write into users' files exists in the targeted PyTorch."""

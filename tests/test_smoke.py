@@ -27,6 +27,8 @@ from neuron_migrate.smoke.report import render_json, render_text
 import neuron_migrate.smoke.run
 from tests.conftest import FIXTURES
 
+pytestmark = pytest.mark.torch  # runs scripts on the emulated device
+
 SMOKE = FIXTURES / "smoke"
 
 
@@ -106,6 +108,7 @@ def _text(result: SmokeResult) -> str:
     return "\n".join(line for line, _ in render_text(result))
 
 
+@pytest.mark.slow
 def test_single_process_training_passes_and_stops_after_the_steps_asked(runs: Runs) -> None:
     result = runs["train"]
     assert result.passed and result.exit_code() == 0, _text(result)
@@ -131,6 +134,7 @@ def test_correct_ddp_migration_passes_the_replica_check(runs: Runs) -> None:
     assert result.warnings == []  # DDP's bucket all-reduce, run by its reducer, is seen
 
 
+@pytest.mark.slow
 def test_bare_optimizer_step_without_ddp_fails_naming_the_step_even_with_a_logged_loss(
         runs: Runs) -> None:
     """The script all-reduces its loss (one element) before stepping: that averages nothing."""
@@ -147,6 +151,7 @@ def test_bare_optimizer_step_without_ddp_fails_naming_the_step_even_with_a_logge
     assert "DistributedDataParallel" in text
 
 
+@pytest.mark.slow
 def test_replicas_that_average_but_never_agreed_fail_the_replica_check(runs: Runs) -> None:
     """Gradients are all-reduced, but each rank started from its own weights."""
     result = runs["unsynced"]
@@ -203,6 +208,7 @@ def test_a_compiled_training_step_is_named_with_the_line_dynamo_traced(runs: Run
     assert "NM502 (torch-xla-compile)" in text and "model.compile(" in text
 
 
+@pytest.mark.slow
 def test_a_compiled_model_runs_a_zero_size_batch(runs: Runs) -> None:
     result = runs["zero_batch"]
     assert result.passed, result.error
@@ -270,6 +276,7 @@ def test_a_worker_skips_finalization_only_when_its_exit_status_is_certain(
     assert session._known_status() == status
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("scenario", "script", "key", "marker"), [
     ("torch_xla", "leftover_torch_xla.py", "torch-xla-import", "import torch_xla"),
     ("openxla", "compile_openxla.py", "xla-compile-backend", "compiled("),

@@ -39,6 +39,7 @@ class _Walked:
         return updated
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["inspect", "argparse", "dataclasses", "typing"])
 def test_walk_meets_the_code_nodes_in_libcst_order(module: str) -> None:
     tree = cst.parse_module((STDLIB / f"{module}.py").read_bytes())
