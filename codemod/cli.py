@@ -11,6 +11,7 @@ from codemod import __version__, catalogue
 from codemod.command import Request, UsageProblem, execute, load_rules, names_as_bytes
 from codemod.report import FORMATS
 from codemod.smoke import smoke
+from codemod.stdin import STDIN
 
 if TYPE_CHECKING:
     from codemod.rule import Rule
@@ -24,8 +25,9 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-Paths = Annotated[list[Path], typer.Argument(help="Files or directories to migrate.",
-                                             show_default=False, metavar="PATH")]
+Paths = Annotated[list[str], typer.Argument(
+    help="Files or directories to migrate, or `-` to read one file's source from standard "
+         "input.", show_default=False, metavar="PATH")]
 Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
 Output = Annotated[Optional[Path], typer.Option(
     "--output", "-o", help="Write the report to this file; the terminal still shows the "
@@ -36,6 +38,11 @@ Select = Annotated[Optional[list[str]], typer.Option(
     "--select", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
     "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
+StdinFilename = Annotated[Optional[str], typer.Option(
+    "--stdin-filename", metavar="NAME",
+    help="With `-` as the path: the file the source read from standard input is. Its name "
+         "says what it is (Python, notebook, requirements...); the configuration, excludes "
+         "and per-file-ignores apply to it as to NAME given as a path.", show_default=False)]
 Unsafe = Annotated[Optional[bool], typer.Option(
     "--unsafe-fixes/--no-unsafe-fixes",
     help="Also apply fixes that may change behaviour (see `rules`).", show_default=False)]
@@ -83,6 +90,11 @@ def _load_rules() -> tuple[Rule, ...]:
     return all_rules()  # looked up when called, so that tests can replace `all_rules`
 
 
+def _paths(given: list[str]) -> list[Path]:
+    """Taken as strings, so that `-` (standard input) and `./-` (a file) stay apart."""
+    return [Path(path) for path in given]
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -107,19 +119,23 @@ def apply(
     jobs: Jobs = None,
     force: Force = False,
     changed_since: ChangedSince = None,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
 
     Inside a git work tree, files with uncommitted changes are not written unless --force.
+    With `-` as the path, the migrated file goes to standard output and the report to
+    standard error.
 
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
-    _execute(Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
-                      ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
-                      show_diff=dry_run, force=force, changed_since=changed_since))
+    _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
+                      select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
+                      show_diff=dry_run, force=force, changed_since=changed_since,
+                      stdin=STDIN in paths, stdin_filename=stdin_filename))
 
 
 @app.command()
@@ -134,6 +150,7 @@ def check(
     compile_models: Compile = None,
     jobs: Jobs = None,
     changed_since: ChangedSince = None,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -141,9 +158,10 @@ def check(
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
-    _execute(Request(paths, "check", fmt, output, exclude, select, ignore, False,
+    _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, False,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
-                      changed_since=changed_since))
+                      changed_since=changed_since, stdin=STDIN in paths,
+                      stdin_filename=stdin_filename))
 
 
 @app.command()
@@ -160,6 +178,7 @@ def scan(
     unsafe_fixes: Unsafe = None,
     jobs: Jobs = None,
     force: Force = False,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -170,9 +189,10 @@ def scan(
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
     """
-    _execute(Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
-                      ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
-                      show_diff=fix, force=force))
+    _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
+                      select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
+                      show_diff=fix, force=force, stdin=STDIN in paths,
+                      stdin_filename=stdin_filename))
 
 
 app.command()(smoke)

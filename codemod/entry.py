@@ -35,7 +35,7 @@ _COMMAND_SWITCHES = {
 }
 _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
            "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
-           "--changed-since": "changed_since"}
+           "--changed-since": "changed_since", "--stdin-filename": "stdin_filename"}
 _REPEATABLE = frozenset({"exclude", "select", "ignore"})
 """The options the lean `check` and `apply` take; anything else is typer's to parse."""
 
@@ -64,6 +64,8 @@ def lean_request(arguments: list[str]) -> Request | None:
     (tests/test_startup.py checks that)."""
     if not arguments or arguments[0] not in _COMMAND_SWITCHES:
         return None
+    from codemod.stdin import STDIN, usage_problem
+
     switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
     valued = {k: v for k, v in _VALUED.items()
               if arguments[0] != "scan" or v != "changed_since"}
@@ -81,11 +83,17 @@ def lean_request(arguments: list[str]) -> Request | None:
             if not _acceptable(valued[name], value):
                 return None
             _store(given, valued[name], value)
-        elif argument.startswith("-") or not argument:
+        elif (argument.startswith("-") and argument != STDIN) or not argument:
             return None
         else:
             paths.append(Path(argument))
-    return _request(arguments[0], paths, given) if paths else None
+            given["stdin"] = given.get("stdin", False) or argument == STDIN
+    if not paths or usage_problem(given.get("stdin", False), len(paths),  # type: ignore[arg-type]
+                                  given.get("stdin_filename"),  # type: ignore[arg-type]
+                                  given.get("changed_since"),  # type: ignore[arg-type]
+                                  scan=arguments[0] == "scan") is not None:
+        return None
+    return _request(arguments[0], paths, given)
 
 
 def _acceptable(field: str, value: str) -> bool:
@@ -118,19 +126,22 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
         return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
                        value("select"), value("ignore"), False, value("compile"), False,
                        value("jobs"), value("quiet", False), value("verbose", False),
-                       show_diff=value("diff", False), changed_since=value("changed_since"))
+                       show_diff=value("diff", False), changed_since=value("changed_since"),
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
     if command == "scan":
         return Request(paths, "scan --fix" if value("fix", False) else "scan",
                        value("fmt", "text"), value("output"), value("exclude"), value("select"),
                        value("ignore"), value("unsafe"), None, False, value("jobs"),
                        value("quiet", False), value("verbose", False),
-                       show_diff=value("fix", False), force=value("force", False))
+                       show_diff=value("fix", False), force=value("force", False),
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
     dry_run = value("dry_run", False)
     return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
                    value("output"), value("exclude"), value("select"), value("ignore"),
                    value("unsafe"), value("compile"), value("annotate"), value("jobs"),
                    value("quiet", False), value("verbose", False), show_diff=dry_run,
-                   force=value("force", False), changed_since=value("changed_since"))
+                   force=value("force", False), changed_since=value("changed_since"),
+                   stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
 
 
 def _run(request: Request) -> int:
