@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from codemod import __version__, catalogue
+from codemod.cli_help import Command
 from codemod.command import Request, UsageProblem, execute, load_rules, names_as_bytes
 from codemod.report import FORMATS
 from codemod.smoke import smoke
@@ -28,16 +29,18 @@ app = typer.Typer(
 Paths = Annotated[list[str], typer.Argument(
     help="Files or directories to migrate, or `-` to read one file's source from standard "
          "input.", show_default=False, metavar="PATH")]
-Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
+Format = Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                     help=f"Report format: {', '.join(FORMATS)}.")]
 Output = Annotated[Optional[Path], typer.Option(
-    "--output", "-o", help="Write the report to this file; the terminal still shows the "
-                           "progress and the summary.")]
+    "--output", "-o", metavar="FILE", help="Write the report to this file; the terminal still "
+                                           "shows the progress and the summary.")]
 Exclude = Annotated[Optional[list[str]], typer.Option(
-    "--exclude", help="Skip paths matching this gitignore-style glob (repeatable).")]
+    "--exclude", metavar="GLOB",
+    help="Skip paths matching this gitignore-style glob (repeatable).")]
 Select = Annotated[Optional[list[str]], typer.Option(
-    "--select", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
+    "--select", metavar="RULE", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
-    "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
+    "--ignore", metavar="RULE", help="Skip these rule ids or prefixes (repeatable).")]
 StdinFilename = Annotated[Optional[str], typer.Option(
     "--stdin-filename", metavar="NAME",
     help="With `-` as the path: the file the source read from standard input is. Its name "
@@ -55,8 +58,8 @@ Annotate = Annotated[Optional[bool], typer.Option(
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", min=1, help="Worker processes (default: all cores; at most four per core "
-    "and one per file).", show_default=False)]
+    "--jobs", "-j", min=1, metavar="N", help="Worker processes (default: all cores; at most "
+    "four per core and one per file).", show_default=False)]
 Force = Annotated[bool, typer.Option(
     "--force", help="Write files that have uncommitted changes in git too.")]
 ChangedSince = Annotated[Optional[str], typer.Option(
@@ -103,7 +106,7 @@ def _execute(request: Request) -> None:
     raise typer.Exit(status)
 
 
-@app.command()
+@app.command(cls=Command)
 def apply(
     paths: Paths,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing; show the diff and "
@@ -138,7 +141,7 @@ def apply(
                       stdin=STDIN in paths, stdin_filename=stdin_filename))
 
 
-@app.command()
+@app.command(cls=Command)
 def check(
     paths: Paths,
     fmt: Format = "text",
@@ -164,7 +167,7 @@ def check(
                       stdin_filename=stdin_filename))
 
 
-@app.command()
+@app.command(cls=Command)
 def scan(
     paths: Paths,
     fix: Annotated[bool, typer.Option("--fix", help="Rewrite pins in requirements files, "
@@ -195,18 +198,19 @@ def scan(
                       stdin_filename=stdin_filename))
 
 
-app.command()(smoke)
+app.command(cls=Command)(smoke)
 
 
-@app.command("rules")
+@app.command("rules", cls=Command)
 def list_rules() -> None:
     """List every rule: id, kind and what it does."""
     catalogue.print_rules()
 
 
-@app.command()
-def explain(rule_id: Annotated[str, typer.Argument(help="A rule id such as NM110, or its "
-                                                   "name such as mark-step.")]) -> None:
+@app.command(cls=Command)
+def explain(rule_id: Annotated[str, typer.Argument(
+        help="A rule id such as NM110, or its name such as mark-step.", metavar="RULE")]
+            ) -> None:
     """Show a rule's full explanation, its before/after example and its documentation link."""
     wanted = rule_id.strip()
     for rule in all_rules():
