@@ -12,6 +12,7 @@ the same `codemod.command.execute`.
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -41,6 +42,22 @@ _REPEATABLE = frozenset({"exclude", "select", "ignore"})
 
 
 def main() -> None:
+    """Every command; one whose standard output is closed before it is done (`rules | head
+    -1`) exits quietly with status 1, as Python's documentation recommends (the note on
+    SIGPIPE in the `signal` module)."""
+    try:
+        try:
+            _main()
+        finally:
+            sys.stdout.flush()  # what is still buffered fails here, not at the exit
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            os.dup2(devnull, stream.fileno())  # nothing more to say, and nowhere to say it
+        sys.exit(1)
+
+
+def _main() -> None:
     arguments = sys.argv[1:]
     if arguments == ["--version"]:
         sys.stdout.write(f"neuron-migrate {__version__}\n")
