@@ -32,8 +32,8 @@ STDIN = "-"
 def usage_problem(stdin: bool, paths: int, stdin_filename: str | None,
                   changed_since: str | None, scan: bool = False) -> tuple[str, str] | None:
     """Why this command line cannot read standard input as it asks, and the parameter to
-    blame; None when it can (or does not read it). `stdin`: `-` was among the `paths` paths
-    given; `scan` reads dependency files only, which it knows by their names."""
+    blame; None when it can (or does not read it). `stdin`: whether `-` was among the
+    `paths` given (how many); `scan` reads dependency files only, known by their names."""
     if not stdin:
         if stdin_filename is not None:
             return ("needs `-` as the only path: it names the source read from standard "
@@ -68,7 +68,7 @@ def migrate_stdin(name: str | None, data: bytes, job: Job, excludes: Excludes,
     def skipped(why: str) -> RunResult:
         return RunResult((), skipped=(f"{shown}: {why}",), written=job.write, strict=strict)
 
-    if name is not None and excludes.match(path.resolve(), is_dir=False):
+    if name is not None and excludes.match(_real(path), is_dir=False):
         return skipped("excluded")
     if not job.code and not accepts(False)(path):
         return skipped("not a file `scan` reads (use `check` for code)")
@@ -79,6 +79,14 @@ def migrate_stdin(name: str | None, data: bytes, job: Job, excludes: Excludes,
         registry = job.registry_for(path) if name is not None else job.registry
         result = migrate_bytes(shown, data, registry, job.fix_pins, job.generate, job.code)
     return RunResult((result,), written=job.write, strict=strict)
+
+
+def _real(path: Path) -> Path:
+    """Where NAME is, as discovery resolves a path it is given (NAME need not exist)."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13)
+        return path.absolute()
 
 
 def execute_stdin(name: str | None, job: Job, excludes: Excludes, strict: bool,
