@@ -43,9 +43,10 @@ Ignore = Annotated[Optional[list[str]], typer.Option(
     "--ignore", metavar="RULE", help="Skip these rule ids or prefixes (repeatable).")]
 StdinFilename = Annotated[Optional[str], typer.Option(
     "--stdin-filename", metavar="NAME",
-    help="With `-` as the path: the file the source read from standard input is. Its name "
-         "says what it is (Python, notebook, requirements...); the configuration, excludes "
-         "and per-file-ignores apply to it as to NAME given as a path.", show_default=False)]
+    help="With `-` as the path: the name of the file whose source is read from standard "
+         "input. It says what the file is (Python, notebook, requirements...); the "
+         "configuration, excludes and per-file-ignores apply to it as to NAME given as a "
+         "path.", show_default=False)]
 Unsafe = Annotated[Optional[bool], typer.Option(
     "--unsafe-fixes/--no-unsafe-fixes",
     help="Also apply fixes that may change behaviour (see `rules`).", show_default=False)]

@@ -4,10 +4,10 @@ pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files 
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
 argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
 at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
-command lines made of paths and the common options are recognised here and run without
-typer; every other command line, including every mistake and every `--help`, goes to the
-typer application (`codemod.cli`), which stays the one definition of the interface. Both run
-the same `codemod.command.execute`.
+command lines made of paths (or `-`, standard input) and the common options are recognised
+here and run without typer; every other command line, including every mistake and every
+`--help`, goes to the typer application (`codemod.cli`), which stays the one definition of
+the interface. Both run the same `codemod.command.execute`.
 """
 
 from __future__ import annotations
