@@ -3,7 +3,8 @@ timing). Times whole processes of the `neuron-migrate` executable, as its consol
 starts it, against `python -c pass` in the same interpreter, and prints the ratios.
 
   --version | rules | check on one small clean file | check on five clean files and a
-  requirements file | check on one XLA-era file (for scale: that one needs the engine)
+  requirements file | check of a clean editor buffer on stdin (`check --stdin-filename NAME
+  -`) | check on one XLA-era file (for scale: that one needs the engine)
 
 Runs are interleaved (one of each command per round) so that a busy neighbour slows all of
 them alike; the fastest run of each is compared, as timeit does.
@@ -67,6 +68,8 @@ if __name__ == "__main__":
     main()
 '''
 
+STDIN = "check a clean buffer on stdin"
+
 OLD = ("import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n"
        "for step in range(3):\n    xm.mark_step()\n")
 
@@ -81,6 +84,7 @@ def _commands(folder: Path, script: Path) -> dict[str, list[str]]:
         "check one clean file": [*tool, "check", clean[0]],
         "check 5 clean files + requirements": [*tool, "check", *clean,
                                                str(folder / "requirements.txt")],
+        STDIN: [*tool, "check", "--stdin-filename", clean[0], "-"],
         "check one XLA-era file": [*tool, "check", str(folder / "old.py")],
     }
 
@@ -105,10 +109,11 @@ def _environment(pythonpath: Path) -> dict[str, str]:
 
 
 def _time(command: list[str], environment: dict[str, str], cwd: Path) -> float:
-    start = time.perf_counter()
-    subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=environment, cwd=cwd)
-    return time.perf_counter() - start
+    with open(cwd / "clean0.py", "rb") as source:  # what `-` reads; the others, nothing
+        start = time.perf_counter()
+        subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=environment, cwd=cwd, stdin=source)
+        return time.perf_counter() - start
 
 
 def main() -> None:

@@ -8,9 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from neuron_migrate import __version__, catalogue
+from neuron_migrate.cli_help import Command
 from neuron_migrate.command import Request, UsageProblem, execute, load_rules, names_as_bytes
 from neuron_migrate.report import FORMATS
 from neuron_migrate.smoke.run import smoke
+from neuron_migrate.stdin import STDIN
 
 if TYPE_CHECKING:
     from neuron_migrate.rule import Rule
@@ -24,18 +26,27 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-Paths = Annotated[list[Path], typer.Argument(help="Files or directories to migrate.",
-                                             show_default=False, metavar="PATH")]
-Format = Annotated[str, typer.Option("--format", help=f"Report format: {', '.join(FORMATS)}.")]
+Paths = Annotated[list[str], typer.Argument(
+    help="Files or directories to migrate, or `-` to read one file's source from standard "
+         "input.", show_default=False, metavar="PATH")]
+Format = Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                     help=f"Report format: {', '.join(FORMATS)}.")]
 Output = Annotated[Optional[Path], typer.Option(
-    "--output", "-o", help="Write the report to this file; the terminal still shows the "
-                           "progress and the summary.")]
+    "--output", "-o", metavar="FILE", help="Write the report to this file; the terminal still "
+                                           "shows the progress and the summary.")]
 Exclude = Annotated[Optional[list[str]], typer.Option(
-    "--exclude", help="Skip paths matching this gitignore-style glob (repeatable).")]
+    "--exclude", metavar="GLOB",
+    help="Skip paths matching this gitignore-style glob (repeatable).")]
 Select = Annotated[Optional[list[str]], typer.Option(
-    "--select", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
+    "--select", metavar="RULE", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
-    "--ignore", help="Skip these rule ids or prefixes (repeatable).")]
+    "--ignore", metavar="RULE", help="Skip these rule ids or prefixes (repeatable).")]
+StdinFilename = Annotated[Optional[str], typer.Option(
+    "--stdin-filename", metavar="NAME",
+    help="With `-` as the path: the name of the file whose source is read from standard "
+         "input. It says what the file is (Python, notebook, requirements...); the "
+         "configuration, excludes and per-file-ignores apply to it as to NAME given as a "
+         "path.", show_default=False)]
 Unsafe = Annotated[Optional[bool], typer.Option(
     "--unsafe-fixes/--no-unsafe-fixes",
     help="Also apply fixes that may change behaviour (see `rules`).", show_default=False)]
@@ -48,8 +59,8 @@ Annotate = Annotated[Optional[bool], typer.Option(
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
-    "--jobs", "-j", min=1, help="Worker processes (default: all cores; at most four per core "
-    "and one per file).", show_default=False)]
+    "--jobs", "-j", min=1, metavar="N", help="Worker processes (default: all cores; at most "
+    "four per core and one per file).", show_default=False)]
 Force = Annotated[bool, typer.Option(
     "--force", help="Write files that have uncommitted changes in git too.")]
 ChangedSince = Annotated[Optional[str], typer.Option(
@@ -83,6 +94,11 @@ def _load_rules() -> tuple[Rule, ...]:
     return all_rules()  # looked up when called, so that tests can replace `all_rules`
 
 
+def _paths(given: list[str]) -> list[Path]:
+    """Taken as strings, so that `-` (standard input) and `./-` (a file) stay apart."""
+    return [Path(path) for path in given]
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -91,7 +107,7 @@ def _execute(request: Request) -> None:
     raise typer.Exit(status)
 
 
-@app.command()
+@app.command(cls=Command)
 def apply(
     paths: Paths,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Write nothing; show the diff and "
@@ -107,22 +123,26 @@ def apply(
     jobs: Jobs = None,
     force: Force = False,
     changed_since: ChangedSince = None,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Rewrite files in place (or, with --dry-run, show what would change and why).
 
     Inside a git work tree, files with uncommitted changes are not written unless --force.
+    With `-` as the path, the migrated file goes to standard output and the report to
+    standard error.
 
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
-    _execute(Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
-                      ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
-                      show_diff=dry_run, force=force, changed_since=changed_since))
+    _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
+                      select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
+                      show_diff=dry_run, force=force, changed_since=changed_since,
+                      stdin=STDIN in paths, stdin_filename=stdin_filename))
 
 
-@app.command()
+@app.command(cls=Command)
 def check(
     paths: Paths,
     fmt: Format = "text",
@@ -134,6 +154,7 @@ def check(
     compile_models: Compile = None,
     jobs: Jobs = None,
     changed_since: ChangedSince = None,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -141,12 +162,13 @@ def check(
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
-    _execute(Request(paths, "check", fmt, output, exclude, select, ignore, False,
+    _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, False,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
-                      changed_since=changed_since))
+                      changed_since=changed_since, stdin=STDIN in paths,
+                      stdin_filename=stdin_filename))
 
 
-@app.command()
+@app.command(cls=Command)
 def scan(
     paths: Paths,
     fix: Annotated[bool, typer.Option("--fix", help="Rewrite pins in requirements files, "
@@ -160,6 +182,7 @@ def scan(
     unsafe_fixes: Unsafe = None,
     jobs: Jobs = None,
     force: Force = False,
+    stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -170,23 +193,25 @@ def scan(
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
     """
-    _execute(Request(paths, "scan --fix" if fix else "scan", fmt, output, exclude, select,
-                      ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
-                      show_diff=fix, force=force))
+    _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
+                      select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
+                      show_diff=fix, force=force, stdin=STDIN in paths,
+                      stdin_filename=stdin_filename))
 
 
-app.command()(smoke)
+app.command(cls=Command)(smoke)
 
 
-@app.command("rules")
+@app.command("rules", cls=Command)
 def list_rules() -> None:
     """List every rule: id, kind and what it does."""
     catalogue.print_rules()
 
 
-@app.command()
-def explain(rule_id: Annotated[str, typer.Argument(help="A rule id such as NM110, or its "
-                                                   "name such as mark-step.")]) -> None:
+@app.command(cls=Command)
+def explain(rule_id: Annotated[str, typer.Argument(
+        help="A rule id such as NM110, or its name such as mark-step.", metavar="RULE")]
+            ) -> None:
     """Show a rule's full explanation, its before/after example and its documentation link."""
     wanted = rule_id.strip()
     for rule in all_rules():

@@ -27,7 +27,8 @@ from neuron_migrate.model import Options
 from neuron_migrate.registry import DeferredRegistry, Registry
 from neuron_migrate.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
                             render_text, summary_rows)
-from neuron_migrate.runner import PerFileIgnores, RunResult, default_jobs, run
+from neuron_migrate.runner import Job, PerFileIgnores, RunResult, default_jobs, run
+from neuron_migrate.stdin import config_paths, execute_stdin, usage_problem
 
 if TYPE_CHECKING:
     from neuron_migrate.rule import Rule
@@ -64,6 +65,8 @@ class Request:
     show_diff: bool
     force: bool = False
     changed_since: str | None = None
+    stdin: bool = False  # `-` was given among the paths (its `Path` is `./-`'s too)
+    stdin_filename: str | None = None
 
 
 def names_as_bytes() -> None:
@@ -120,8 +123,13 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.fmt not in FORMATS:
         raise UsageProblem(f"unknown format {request.fmt!r}; choose from "
                            f"{', '.join(FORMATS)}", param_hint="--format")
+    if problem := usage_problem(request.stdin, len(request.paths), request.stdin_filename,
+                                request.changed_since, scan=request.mode.startswith("scan")):
+        raise UsageProblem(*problem)
+    stdin = request.stdin
     try:
-        config = load_config(request.paths, catalogue.rule_ids())
+        config = load_config(config_paths(request.stdin_filename) if stdin else request.paths,
+                             catalogue.rule_ids())
         options = options_of(request, config)
     except ConfigError as error:
         return _fail(f"error: {error}")
@@ -131,6 +139,11 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
+    if stdin:
+        job = Job(registry, writes, keep, fix_pins=request.mode != "scan",
+                  per_file_ignores=_per_file(config), code=not scan_only)
+        return execute_stdin(request.stdin_filename, job, _excludes(config, request), scan_only,
+                             lambda result: _report(result, registry, request))
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
         protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()

@@ -4,14 +4,15 @@ pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files 
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
 argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
 at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
-command lines made of paths and the common options are recognised here and run without
-typer; every other command line, including every mistake and every `--help`, goes to the
-typer application (`neuron_migrate.cli`), which stays the one definition of the interface. Both run
-the same `neuron_migrate.command.execute`.
+command lines made of paths (or `-`, standard input) and the common options are recognised
+here and run without typer; every other command line, including every mistake and every
+`--help`, goes to the typer application (`neuron_migrate.cli`), which stays the one definition of
+the interface. Both run the same `neuron_migrate.command.execute`.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from pathlib import Path
@@ -35,12 +36,28 @@ _COMMAND_SWITCHES = {
 }
 _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
            "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
-           "--changed-since": "changed_since"}
+           "--changed-since": "changed_since", "--stdin-filename": "stdin_filename"}
 _REPEATABLE = frozenset({"exclude", "select", "ignore"})
 """The options the lean `check` and `apply` take; anything else is typer's to parse."""
 
 
 def main() -> None:
+    """Every command; one whose standard output is closed before it is done (`rules | head
+    -1`) exits quietly with status 1, as Python's documentation recommends (the note on
+    SIGPIPE in the `signal` module)."""
+    try:
+        try:
+            _main()
+        finally:
+            sys.stdout.flush()  # what is still buffered fails here, not at the exit
+    except BrokenPipeError:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        for stream in (sys.stdout, sys.stderr):
+            os.dup2(devnull, stream.fileno())  # nothing more to say, and nowhere to say it
+        sys.exit(1)
+
+
+def _main() -> None:
     arguments = sys.argv[1:]
     if arguments == ["--version"]:
         sys.stdout.write(f"neuron-migrate {__version__}\n")
@@ -64,6 +81,8 @@ def lean_request(arguments: list[str]) -> Request | None:
     (tests/test_startup.py checks that)."""
     if not arguments or arguments[0] not in _COMMAND_SWITCHES:
         return None
+    from neuron_migrate.stdin import STDIN, usage_problem
+
     switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
     valued = {k: v for k, v in _VALUED.items()
               if arguments[0] != "scan" or v != "changed_since"}
@@ -81,11 +100,17 @@ def lean_request(arguments: list[str]) -> Request | None:
             if not _acceptable(valued[name], value):
                 return None
             _store(given, valued[name], value)
-        elif argument.startswith("-") or not argument:
+        elif (argument.startswith("-") and argument != STDIN) or not argument:
             return None
         else:
             paths.append(Path(argument))
-    return _request(arguments[0], paths, given) if paths else None
+            given["stdin"] = given.get("stdin", False) or argument == STDIN
+    if not paths or usage_problem(given.get("stdin", False), len(paths),  # type: ignore[arg-type]
+                                  given.get("stdin_filename"),  # type: ignore[arg-type]
+                                  given.get("changed_since"),  # type: ignore[arg-type]
+                                  scan=arguments[0] == "scan") is not None:
+        return None
+    return _request(arguments[0], paths, given)
 
 
 def _acceptable(field: str, value: str) -> bool:
@@ -118,19 +143,22 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
         return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
                        value("select"), value("ignore"), False, value("compile"), False,
                        value("jobs"), value("quiet", False), value("verbose", False),
-                       show_diff=value("diff", False), changed_since=value("changed_since"))
+                       show_diff=value("diff", False), changed_since=value("changed_since"),
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
     if command == "scan":
         return Request(paths, "scan --fix" if value("fix", False) else "scan",
                        value("fmt", "text"), value("output"), value("exclude"), value("select"),
                        value("ignore"), value("unsafe"), None, False, value("jobs"),
                        value("quiet", False), value("verbose", False),
-                       show_diff=value("fix", False), force=value("force", False))
+                       show_diff=value("fix", False), force=value("force", False),
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
     dry_run = value("dry_run", False)
     return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
                    value("output"), value("exclude"), value("select"), value("ignore"),
                    value("unsafe"), value("compile"), value("annotate"), value("jobs"),
                    value("quiet", False), value("verbose", False), show_diff=dry_run,
-                   force=value("force", False), changed_since=value("changed_since"))
+                   force=value("force", False), changed_since=value("changed_since"),
+                   stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
 
 
 def _run(request: Request) -> int:

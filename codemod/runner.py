@@ -239,7 +239,14 @@ def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
         data = read_bytes(path)
     except WriteError as error:
         return FileResult(name, error=str(error))
-    if path.suffix == ".ipynb":
+    return migrate_bytes(name, data, registry, fix_pins, generate, code)
+
+
+def migrate_bytes(name: str, data: bytes, registry: Registry, fix_pins: bool = True,
+                  generate: bool = True, code: bool = True) -> FileResult:
+    """A file's bytes, by the kind its name says, notebooks included: the file read from
+    disk, or the source `check -` reads from standard input under `--stdin-filename`."""
+    if Path(name).suffix == ".ipynb":
         return _notebook(name, data, registry, code, fix_pins)
     return migrate_data(name, data, registry, fix_pins, generate, code)
 

@@ -43,11 +43,11 @@ _NOTEBOOK = {
 }
 
 
-def _probe(*args: str | Path, cwd: Path) -> tuple[int, list[str], str]:
-    """Run the executable's entry point in a fresh interpreter; its exit status, which of
-    HEAVY it imported, and what it printed."""
+def _probe(*args: str | Path, cwd: Path, source: str = "") -> tuple[int, list[str], str]:
+    """Run the executable's entry point in a fresh interpreter (`source` on its standard
+    input); its exit status, which of HEAVY it imported, and what it printed."""
     done = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *map(str, args)],
-                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          cwd=cwd, capture_output=True, text=True, timeout=120, input=source,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     report = json.loads(done.stderr.strip().splitlines()[-1])
     return report["status"], report["loaded"], done.stdout
@@ -71,6 +71,17 @@ def test_a_hook_over_files_without_xla_tokens_loads_nothing_heavy(tmp_path: Path
                                  "notes.ipynb", cwd=tmp_path)
     assert status == 0 and loaded == []
     assert out.startswith("4 files scanned, 0 ")
+
+
+@pytest.mark.parametrize("command", ["check", "apply"])
+def test_an_editor_sending_a_clean_buffer_loads_nothing_heavy(tmp_path: Path,
+                                                             command: str) -> None:
+    source = "import torch\nprint(torch.ones(2))\n"
+    status, loaded, out = _probe(command, "--stdin-filename", "src/clean.py", "-", cwd=tmp_path,
+                                 source=source)
+    assert status == 0 and loaded == []
+    assert out == (source if command == "apply" else "1 file scanned, 0 would change, 0 "
+                   "failed; 0 fixes, 0 unsafe fixes, 0 review items\n")
 
 
 def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
@@ -114,6 +125,11 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
     ["scan", "requirements.txt"],
     ["scan", "--fix", "--force", "--unsafe-fixes", "-j", "2", "--format", "json", "-q", "."],
     ["scan", "--select", "NM8", "--no-unsafe-fixes", "--output", "r.txt", "-v", "."],
+    ["check", "--stdin-filename", "src/a.py", "-"],
+    ["apply", "-", "--stdin-filename=a.ipynb", "-q", "--format", "json"],
+    ["apply", "--dry-run", "--stdin-filename", "a.py", "-"],
+    ["scan", "--fix", "--stdin-filename", "requirements.txt", "-"],
+    ["check", "-"], ["check", "./-"],
 ])
 def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
@@ -127,7 +143,10 @@ def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], mo
 
 
 @pytest.mark.parametrize("args", [
-    [], ["check"], ["check", "--", "a.py"], ["check", "-"], ["check", "-qv", "a.py"],
+    [], ["check"], ["check", "--", "a.py"], ["check", "-qv", "a.py"],
+    ["check", "-", "a.py"], ["check", "-", "-"], ["check", "--stdin-filename", "a.py", "b.py"],
+    ["check", "--stdin-filename", "a.py"], ["scan", "-"], ["check", "--changed-since", "H", "-"],
+    ["check", "--stdin-filename", "", "-"], ["check", "--stdin-filename", "-", "-"],
     ["check", "a.py", "--help"], ["check", ""],
     ["check", "--dry-run", "a.py"], ["apply", "--diff", "a.py"], ["scan"],
     ["--version", "check", "a.py"], ["explain", "NM110"],

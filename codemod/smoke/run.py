@@ -312,10 +312,12 @@ def smoke(
         help="Arguments for the script, after `--` (e.g. `smoke train.py -- --epochs 1`).",
         show_default=False, metavar="SCRIPT_ARGS")] = None,
     nproc: Annotated[Optional[int], typer.Option(
-        "--nproc", min=1, help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
+        "--nproc", min=1, metavar="N",
+        help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
         "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT).")] = None,
     steps: Annotated[Optional[int], typer.Option(
-        "--steps", min=1, help="Stop the run cleanly after K optimizer steps.")] = None,
+        "--steps", min=1, metavar="K",
+        help="Stop the run cleanly after K optimizer steps.")] = None,
     check_replicas: Annotated[bool, typer.Option(
         "--check-replicas", help="Fail when data parallelism is lost: a worker steps its "
         "optimizer without a process group, or without averaging its gradients since its "
@@ -326,14 +328,16 @@ def smoke(
         "or more. Both checks assume data parallelism: they are wrong for tensor or pipeline "
         "parallelism, and the checksums for FSDP.")] = False,
     timeout: Annotated[float, typer.Option(
-        "--timeout", min=1, help="Kill the run (every worker's process group) after S "
-        "seconds.")] = 300.0,
-    fmt: Annotated[str, typer.Option("--format", help="Report format: text or json.")] = "text",
+        "--timeout", min=1, metavar="S",
+        help="Kill the run (every worker's process group) after S seconds.")] = 300.0,
+    fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
+                                     help="Report format: text or json.")] = "text",
     python: Annotated[Optional[str], typer.Option(
-        "--python", help="The interpreter to run the script with (it needs torch 2.13 or "
+        "--python", metavar="PYTHON",
+        help="The interpreter to run the script with (it needs torch 2.13 or "
         "2.14); default: the one running neuron-migrate.")] = None,
     logs: Annotated[Optional[Path], typer.Option(
-        "--logs", help="Keep each worker's stdout and stderr in this folder "
+        "--logs", metavar="DIR", help="Keep each worker's stdout and stderr in this folder "
         "(rankN.out, rankN.err).")] = None,
 ) -> None:
     """Run a migrated script on an emulated `neuron` device on this CPU, unchanged.
