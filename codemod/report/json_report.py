@@ -1,13 +1,8 @@
 """The machine-readable report: one JSON object for the whole run.
 
-Schema (version 1):
-  {"schema_version": 1, "tool": {"name", "version"}, "mode": "apply"|"dry-run"|"check",
-   "summary": {"files", "changed", "failed", "fixes", "unsafe_fixes", "reviews"},
-   "files": [{"path", "status": "changed"|"unchanged"|"error", "error"}],
-   "findings": [{"path", "line", "column", "rule_id", "rule_name", "kind", "message",
-                 "applied", "suggestion", "doc_url", "cell", "cell_id"}],
-  ("cell" is the 0-based code-cell index in a notebook, and "line" the line within it.)
-   "errors": [str]}
+Its schema, documented field by field, is `json-report.schema.json` beside this module (and
+a test validates real reports against it): change both together, and bump SCHEMA_VERSION
+when a field changes meaning or goes.
 """
 
 from __future__ import annotations
@@ -16,14 +11,16 @@ import json
 from typing import TYPE_CHECKING
 
 from codemod import __version__
-from codemod.model import FileResult
+from codemod.model import FileResult, Finding
 from codemod.registry import Registry
 from codemod.report.summary import Summary
 
 if TYPE_CHECKING:  # the runner is only a type here
     from codemod.runner import RunResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `applied` means written to the file by this run, `applies` says whether the change is
+part of the run's rewrite, and `errors` holds every error, the files' included."""
 
 
 def render_json(result: RunResult, registry: Registry, mode: str) -> str:
@@ -33,10 +30,17 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "mode": mode,
         "summary": Summary.of(result).counts(),
         "files": [_file(f) for f in result.files],
-        "findings": [_finding(f, registry) for f in result.findings],
-        "errors": list(result.errors),
+        "findings": [_finding(finding, registry, _written(file, result.written))
+                     for file in result.files for finding in file.findings],
+        "errors": [*(f.error for f in result.files if f.error), *result.errors],
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
+
+
+def _written(file: FileResult, writes: bool) -> bool:
+    """Whether this run wrote the file: apply mode, a change, and no error (a refused or
+    failed write leaves the file as it was)."""
+    return writes and file.changed and not file.error
 
 
 def _file(file: FileResult) -> dict[str, object]:
@@ -44,7 +48,7 @@ def _file(file: FileResult) -> dict[str, object]:
     return {"path": file.path, "status": status, "error": file.error}
 
 
-def _finding(finding, registry: Registry) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _finding(finding: Finding, registry: Registry, written: bool) -> dict[str, object]:
     rule = registry.by_id.get(finding.rule_id)
     return {
         "path": finding.path,
@@ -54,7 +58,8 @@ def _finding(finding, registry: Registry) -> dict[str, object]:  # type: ignore[
         "rule_name": rule.name if rule else None,
         "kind": str(finding.kind),
         "message": finding.message,
-        "applied": finding.applied,
+        "applies": finding.applied,
+        "applied": finding.applied and written,
         "suggestion": finding.suggestion,
         "doc_url": rule.doc_url if rule else None,
         "cell": finding.cell,
