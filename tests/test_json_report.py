@@ -139,3 +139,14 @@ def test_the_schema_rejects_what_the_report_must_not_contain(repo: Path) -> None
     ):
         with pytest.raises(jsonschema.ValidationError):
             VALIDATOR.validate(broken)
+
+
+@pytest.mark.parametrize("mode", [("check",), ("apply",)])
+def test_sarif_properties_agree_with_the_json_report(repo: Path, mode: tuple[str, ...]) -> None:
+    shutil.copytree(repo / "src", repo / "copy")
+    sarif = json.loads(cli(*mode, "src", "--format", "sarif").stdout)
+    report = _report(*mode, "copy")
+    properties = [r["properties"] for r in sarif["runs"][0]["results"]]
+    assert properties == [{"kind": f["kind"], "applies": f["applies"], "applied": f["applied"]}
+                          for f in report["findings"]]
+    assert any(p["applied"] for p in properties) == (mode[0] == "apply")

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from codemod import __version__
 from codemod.model import FileResult, Finding
 from codemod.registry import Registry
-from codemod.report.summary import Summary
+from codemod.report.summary import Summary, written
 
 if TYPE_CHECKING:  # the runner is only a type here
     from codemod.runner import RunResult
@@ -30,17 +30,11 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "mode": mode,
         "summary": Summary.of(result).counts(),
         "files": [_file(f) for f in result.files],
-        "findings": [_finding(finding, registry, _written(file, result.written))
+        "findings": [_finding(finding, registry, written(file, result))
                      for file in result.files for finding in file.findings],
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
-
-
-def _written(file: FileResult, writes: bool) -> bool:
-    """Whether this run wrote the file: apply mode, a change, and no error (a refused or
-    failed write leaves the file as it was)."""
-    return writes and file.changed and not file.error
 
 
 def _file(file: FileResult) -> dict[str, object]:
