@@ -22,6 +22,7 @@ from codemod.discover import Excludes, discover
 from codemod.fileio import WriteError, read_bytes, write_atomic
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.registry import Registry
+from codemod.wording import as_written
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -422,4 +423,4 @@ def _write(result: FileResult) -> FileResult:
         write_atomic(Path(result.path), result.new_source, result.original)
     except WriteError as error:
         return dataclasses.replace(result, error=str(error))
-    return result
+    return as_written(result)  # its messages now tell the changes as done
