@@ -150,3 +150,14 @@ def test_sarif_properties_agree_with_the_json_report(repo: Path, mode: tuple[str
     assert properties == [{"kind": f["kind"], "applies": f["applies"], "applied": f["applied"]}
                           for f in report["findings"]]
     assert any(p["applied"] for p in properties) == (mode[0] == "apply")
+
+
+def test_check_counts_the_unsafe_fixes_the_configuration_turns_on(in_tmp: Path) -> None:
+    """check says what apply would write, so it reads `unsafe-fixes` as apply does."""
+    shutil.copyfile(FIXTURES / "python" / "NM602_bf16_environment.before.py", in_tmp / "t.py")
+    (in_tmp / "pyproject.toml").write_text("[tool.neuron-migrate]\nunsafe-fixes = true\n")
+    check = _report("check", "t.py")["findings"]
+    apply = _report("apply", "t.py")["findings"]
+    unsafe = [f["applies"] for f in check if f["kind"] == "unsafe-fix"]
+    assert unsafe and all(unsafe)
+    assert [f["applies"] for f in check] == [f["applied"] for f in apply]
