@@ -122,7 +122,8 @@ def test_scan_fix_applies_dependency_fixes(repo: Path) -> None:
 def test_a_run_with_nothing_to_do(in_tmp: Path) -> None:
     (in_tmp / "plain.py").write_text("x = 1\n")
     report = _report("check", "plain.py")
-    assert report["files"] == [{"path": "plain.py", "status": "unchanged", "error": None}]
+    assert report["files"] == [{"path": "plain.py", "status": "unchanged", "error": None,
+                                "skipped": None}]
     assert report["findings"] == [] and report["errors"] == []
 
 
@@ -161,3 +162,15 @@ def test_check_counts_the_unsafe_fixes_the_configuration_turns_on(in_tmp: Path) 
     unsafe = [f["applies"] for f in check if f["kind"] == "unsafe-fix"]
     assert unsafe and all(unsafe)
     assert [f["applies"] for f in check] == [f["applied"] for f in apply]
+
+
+def test_a_file_not_migrated_is_skipped_with_its_reason(in_tmp: Path) -> None:
+    notebook = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [],
+                           "execution_count": None, "source": ["library(torch_xla)\n"]}],
+                "metadata": {"language_info": {"name": "R"}}, "nbformat": 4,
+                "nbformat_minor": 4}
+    (in_tmp / "analysis.ipynb").write_text(json.dumps(notebook))
+    report = _report("check", "analysis.ipynb")
+    assert report["files"] == [{"path": "analysis.ipynb", "status": "skipped", "error": None,
+                                "skipped": "a R notebook, not Python"}]
+    assert report["errors"] == [] and report["findings"] == []

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # the runner is only a type here
 
 SCHEMA_VERSION = 2
 """2: `applied` means written to the file by this run, `applies` says whether the change is
-part of the run's rewrite, and `errors` holds every error, the files' included."""
+part of the run's rewrite, `errors` holds every error, the files' included, and a file not
+migrated (too large, a notebook in another language) is `skipped`, with the reason."""
 
 
 def render_json(result: RunResult, registry: Registry, mode: str) -> str:
@@ -38,8 +39,9 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
 
 
 def _file(file: FileResult) -> dict[str, object]:
-    status = "error" if file.error else "changed" if file.changed else "unchanged"
-    return {"path": file.path, "status": status, "error": file.error}
+    status = "error" if file.error else "skipped" if file.skipped else \
+        "changed" if file.changed else "unchanged"
+    return {"path": file.path, "status": status, "error": file.error, "skipped": file.skipped}
 
 
 def _finding(finding: Finding, registry: Registry, written: bool) -> dict[str, object]:
