@@ -83,7 +83,10 @@ def _table_in(pyproject: Path) -> object:
     try:
         document = tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: {error}") from error
+        if TABLE.encode() not in data:  # only an escape sequence somewhere: someone else's
+            return _ABSENT
+        raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: not valid TOML "
+                          f"({error})") from error
     tool = document.get("tool")
     if not isinstance(tool, dict) or TABLE not in tool:
         return _ABSENT
