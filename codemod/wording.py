@@ -14,8 +14,8 @@ import re
 from codemod.model import FileResult
 
 _PAST = {"add": "added", "change": "changed", "delete": "deleted", "drop": "dropped",
-         "launch": "launched", "move": "moved", "remove": "removed", "rename": "renamed", "replace": "replaced",
-         "unwrap": "unwrapped"}
+         "launch": "launched", "move": "moved", "remove": "removed", "rename": "renamed",
+         "replace": "replaced", "unwrap": "unwrapped"}
 
 _CLAUSE = re.compile(r"(?:^|(?<=; )|(?<=: ))(" + "|".join(_PAST) + r")(?= )")
 """A verb opening a clause: the message, or what follows `; ` or `: ` (`...; add it`). Advice
@@ -23,7 +23,8 @@ a fix gives beside its change starts with another verb (`check`, `update`, `keep
 
 
 def as_done(message: str) -> str:
-    """The message in the past tense. Code in backticks is never touched."""
+    """The message in the past tense. Code in backticks is left alone (quoted code that
+    itself holds a backtick can shift that reckoning; the file is never affected)."""
     parts = message.split("`")
     for index in range(0, len(parts), 2):  # the text outside `code`
         parts[index] = _CLAUSE.sub(lambda match: _PAST[match.group(1)], parts[index])
