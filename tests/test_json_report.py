@@ -174,3 +174,19 @@ def test_a_file_not_migrated_is_skipped_with_its_reason(in_tmp: Path) -> None:
     assert report["files"] == [{"path": "analysis.ipynb", "status": "skipped", "error": None,
                                 "skipped": "a R notebook, not Python"}]
     assert report["errors"] == [] and report["findings"] == []
+
+
+def test_an_interrupted_run_says_so(in_tmp: Path) -> None:
+    import signal
+
+    from codemod.model import FileResult, Options
+    from codemod.registry import Registry
+    from codemod.report import render_json
+    from codemod.runner import RunResult
+    from rules import all_rules
+
+    done = RunResult((FileResult("a.py"),), written=True, interrupted=signal.SIGINT)
+    report = _valid(json.loads(render_json(done, Registry(all_rules(), Options()), "apply")))
+    assert report["interrupted"] == "SIGINT"
+    (in_tmp / "plain.py").write_text("x = 1\n")
+    assert _report("check", "plain.py")["interrupted"] is None

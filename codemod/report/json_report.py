@@ -8,6 +8,7 @@ when a field changes meaning or goes.
 from __future__ import annotations
 
 import json
+import signal
 from typing import TYPE_CHECKING
 
 from codemod import __version__
@@ -34,6 +35,7 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "findings": [_finding(finding, registry, written(file, result))
                      for file in result.files for finding in file.findings],
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
+        "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
 
