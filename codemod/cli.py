@@ -162,7 +162,8 @@ def check(
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
-    _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, False,
+    # unsafe fixes as the configuration has them: check reports what apply would write
+    _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
                       stdin_filename=stdin_filename))

@@ -43,7 +43,16 @@ _BOOLS = {"compile", "unsafe-fixes", "annotate"}
 
 def find_pyproject(paths: Iterable[Path]) -> Path | None:
     """The nearest pyproject.toml with a [tool.neuron-migrate] table above the first path."""
-    for given in paths:
+    found = _find(list(paths))
+    return found[0] if found else None
+
+
+def _find(paths: list[Path]) -> tuple[Path, object] | None:
+    """The nearest pyproject.toml whose parsed TOML has `tool.neuron-migrate`, and its value.
+
+    Only the parsed document decides: TOML spells the table in many ways (`[ tool . "neuron-
+    migrate" ]`, a dotted key under `[tool]`, an inline table, a sub-table header alone)."""
+    for given in paths[:1]:
         try:
             start = given.resolve()
         except (OSError, RuntimeError):  # a symlink loop: discovery reports it
@@ -51,66 +60,82 @@ def find_pyproject(paths: Iterable[Path]) -> Path | None:
         directory = start if start.is_dir() else start.parent
         for candidate in (directory, *directory.parents):
             pyproject = candidate / "pyproject.toml"
-            if pyproject.is_file() and _has_table(pyproject):
-                return pyproject
-        return None
+            table = _table_in(pyproject)
+            if table is not _ABSENT:
+                return pyproject, table
     return None
 
 
-def _has_table(pyproject: Path) -> bool:
+_ABSENT = object()
+
+
+def _table_in(pyproject: Path) -> object:
+    """`tool.neuron-migrate` of this file, or `_ABSENT`. A file that cannot name the table
+    is not parsed: the key can only be spelt with the bare text `neuron-migrate` or with
+    \\u/\\U escapes in a quoted key, so a file with neither cannot hold it (this keeps a
+    run started deep in a repository from parsing every unrelated pyproject above it)."""
     try:
-        text = pyproject.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return False
-    return f"[tool.{TABLE}]" in text or f'[tool."{TABLE}"]' in text
+        data = pyproject.read_bytes()
+    except OSError:  # absent, a folder, unreadable: not a configuration
+        return _ABSENT
+    if TABLE.encode() not in data and b"\\u" not in data and b"\\U" not in data:
+        return _ABSENT
+    try:
+        document = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        if TABLE.encode() not in data:  # only an escape sequence somewhere: someone else's
+            return _ABSENT
+        raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: not valid TOML "
+                          f"({error})") from error
+    tool = document.get("tool")
+    if not isinstance(tool, dict) or TABLE not in tool:
+        return _ABSENT
+    return tool[TABLE]
 
 
 def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
-    pyproject = find_pyproject(list(paths))
-    if pyproject is None:
+    found = _find(list(paths))
+    if found is None:
         return Config()
-    try:
-        document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
-        raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: {error}") from error
-    table = document.get("tool", {}).get(TABLE, {})
+    pyproject, table = found
+    where = f"{pyproject}: [tool.{TABLE}]"
     if not isinstance(table, dict):
-        raise ConfigError(f"{pyproject}: [tool.{TABLE}] must be a table")
+        raise ConfigError(f"{where} must be a table")
     values: dict[str, object] = {}
     for key, value in table.items():
         if key in _LISTS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be a list of strings")
+                raise ConfigError(f"{where} {key} must be a list of strings")
+            if key != "exclude":
+                for code in value:
+                    check_rule_code(code, rule_ids, where=f"{where} {key}")
             values[key] = tuple(value)
         elif key == "per-file-ignores":
-            values["per_file_ignores"] = _per_file_ignores(pyproject, value, rule_ids)
+            values["per_file_ignores"] = _per_file_ignores(f"{where} {key}", value, rule_ids)
         elif key in _BOOLS:
             if not isinstance(value, bool):
-                raise ConfigError(f"{pyproject}: [tool.{TABLE}] {key} must be true or false")
+                raise ConfigError(f"{where} {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
             known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores"}))
             raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
                               f"(known: {known})")
-    for code in (*values.get("select", ()), *values.get("ignore", ())):  # type: ignore[misc]
-        check_rule_code(code, rule_ids, where=f"{pyproject}: [tool.{TABLE}]")
     return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
 
 
-def _per_file_ignores(pyproject: Path, value: object,
+def _per_file_ignores(where: str, value: object,
                       rule_ids: frozenset[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
-    where = f"{pyproject}: [tool.{TABLE}] per-file-ignores"
-    if not isinstance(value, dict) or not all(
-            isinstance(codes, list) and all(isinstance(c, str) for c in codes)
-            for codes in value.values()):
+    if not isinstance(value, dict):
         raise ConfigError(f"{where} must map globs to lists of rule ids")
-    for codes in value.values():
+    for glob, codes in value.items():
+        if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
+            raise ConfigError(f"{where} {glob!r} must be a list of rule ids")
         for code in codes:
-            check_rule_code(code, rule_ids, where=where)
+            check_rule_code(code, rule_ids, where=f"{where} {glob!r}")
     return tuple((glob, tuple(c.upper() for c in codes)) for glob, codes in value.items())
 
 
 def check_rule_code(code: str, rule_ids: frozenset[str], where: str) -> None:
-    if not any(rule_id.startswith(code.upper()) for rule_id in rule_ids):
+    if not code.strip() or not any(rule_id.startswith(code.upper()) for rule_id in rule_ids):
         raise ConfigError(f"{where}: unknown rule id or prefix {code!r}; see "
                           "`neuron-migrate rules`")

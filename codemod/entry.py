@@ -141,7 +141,7 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
 
     if command == "check":
         return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
-                       value("select"), value("ignore"), False, value("compile"), False,
+                       value("select"), value("ignore"), None, value("compile"), False,
                        value("jobs"), value("quiet", False), value("verbose", False),
                        show_diff=value("diff", False), changed_since=value("changed_since"),
                        stdin=value("stdin", False), stdin_filename=value("stdin_filename"))

@@ -39,7 +39,8 @@ class Finding:
     applied: bool = False
     suggestion: str | None = None
     cell: int | None = None
-    """For notebooks: the 0-based index of the code cell; `line` is then the line in it."""
+    """For notebooks: the 0-based index of the cell in the notebook's `cells` (markdown cells
+    counted); `line` is then the line in it."""
     cell_id: str | None = None
     file_line: int | None = None
     """For notebooks: the line of the `.ipynb` file that holds this cell line, for viewers

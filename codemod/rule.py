@@ -62,6 +62,11 @@ class Review:
 
 
 Outcome = Replace | ReplaceStatement | Remove | Review
+"""What a rule does at one site. Its message words the change as an instruction ("remove
+`import x`: why", "`old` → `new`; drop init_method ..."), true of a run that writes nothing; a
+file apply writes has it told as done by `neuron_migrate.wording`, which puts the verbs that open a
+clause (add, change, delete, drop, ...) in the past tense. Advice beside a change opens with
+another verb ("check ...", "update ...")."""
 
 
 class Site(Protocol):

@@ -22,6 +22,7 @@ from neuron_migrate.files.discover import Excludes, discover
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
 from neuron_migrate.model import FileResult, Finding, Kind, Options
 from neuron_migrate.registry import Registry
+from neuron_migrate.wording import as_written
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
@@ -429,4 +430,4 @@ def _write(result: FileResult) -> FileResult:
         write_atomic(Path(result.path), result.new_source, result.original)
     except WriteError as error:
         return dataclasses.replace(result, error=str(error))
-    return result
+    return as_written(result)  # its messages now tell the changes as done

@@ -78,7 +78,7 @@ recommends `fullgraph=True` as well once the model compiles without graph breaks
                 arg = arg.with_changes(value=cst.Name("False"))
             elif arg.keyword is not None and arg.keyword.value == "mode" and \
                     string_value(arg.value) in _CUDA_MODES:
-                notes.append(f"dropped CUDA-only mode {code(arg.value)}")
+                notes.append(f"drop CUDA-only mode {code(arg.value)}")
                 continue
             args.append(arg)
         if args and args[-1] is not node.args[-1] and not isinstance(node.args[-1].comma,
@@ -149,14 +149,14 @@ any other way is reported for review."""
         if fn is not None:
             return self._wrapped(node, fn.value, site)
         if site.role is Role.WITH_ITEM:
-            return Remove(f"removed `{code(node)}` from its `with` statement: eager execution "
+            return Remove(f"remove `{code(node)}` from its `with` statement: eager execution "
                           "has no lazy graph to cut around the block")
         decorated = _decorated(site)
         if decorated is None:
             return Review(f"`{code(node)}`: call the function itself; compile only a pure "
                           "forward with torch.compile(fn, backend=\"neuron\", dynamic=False)")
         if trains([decorated], site.module_tree, site.statement):
-            return Remove(f"removed `@{code(node)}`: `{decorated.name}` {_TRAINING}")
+            return Remove(f"remove `@{code(node)}`: `{decorated.name}` {_TRAINING}")
         return self._compiled(node, None, site)
 
     def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
@@ -164,7 +164,7 @@ any other way is reported for review."""
         if decorated is None or site.parent.decorator is not node:  # type: ignore[union-attr]
             return None  # a call's function: on_call decides
         if trains([decorated], site.module_tree, site.statement):
-            return Remove(f"removed `@{code(node)}`: `{decorated.name}` {_TRAINING}")
+            return Remove(f"remove `@{code(node)}`: `{decorated.name}` {_TRAINING}")
         outcome = self._compiled(cst.Call(node), None, site)
         if isinstance(outcome, Replace):
             outcome = Replace(outcome.node, f"`@{code(node)}` → `@{code(outcome.node)}`: "
@@ -200,7 +200,7 @@ any other way is reported for review."""
         dropped = [a.keyword.value for a in node.args
                    if a.keyword is not None and a.keyword.value in _DROPPED]
         new = cst.Call(compile_, args)
-        note = f"; dropped {', '.join(dropped)}" if dropped else ""
+        note = f"; drop {', '.join(dropped)}" if dropped else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: it only computes (no backward or "
                        f"optimizer step), so Dynamo can compile it{note}")
 
@@ -255,7 +255,7 @@ compile."""
             f'{model}.compile(backend="neuron", dynamic=False)\n')
         if not site.insert_after((statement,)):
             return None
-        return Replace(node, f"added `{model}.compile(backend=\"neuron\", dynamic=False)` "
+        return Replace(node, f"add `{model}.compile(backend=\"neuron\", dynamic=False)` "
                        "after the model is placed on the device (static shapes: pad or bucket "
                        "variable-length inputs)")
 

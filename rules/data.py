@@ -22,7 +22,7 @@ def _loader(site: Site, loader: cst.BaseExpression, device: cst.BaseExpression,
     new = cst.Call(site.helper("_NeuronDeviceLoader"),
                    [cst.Arg(loader, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                     cst.Arg(device)])
-    note = f"; dropped {', '.join(dropped)} (XLA prefetch tuning)" if dropped else ""
+    note = f"; drop {', '.join(dropped)} (XLA prefetch tuning)" if dropped else ""
     return Replace(new, f"`{code(original)}` → `{code(new)}`: the same batches, each moved to "
                    f"the device{note}")
 

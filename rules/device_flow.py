@@ -192,7 +192,7 @@ def _notes(flow: Flow, ends: list[tuple[Use, str]], sources: list[tuple[Source, 
                      "are called \"neuron\"")
     options = [s for s, k in sources if s.kind == "option"]
     if options:
-        notes.append(f"{options[0].label} now takes {new!r}: change launch commands that pass "
+        notes.append(f"{options[0].label} now takes {new!r}: update launch commands that pass "
                      "the old value")
     callers = sorted({s.owner for s, k in sources if s.kind == "parameter"})
     if callers:
@@ -210,7 +210,7 @@ def _others(flow: Flow, renamed: bool) -> str:
     where = f"line {lines[0]}" if len(lines) == 1 else \
         "lines " + ", ".join(str(n) for n in lines)
     if renamed:
-        return f" (one value with the strings on {where}, all renamed)"
+        return f" (one value with the strings on {where}, which change together)"
     return f", as are the strings on {where} that hold the same value"
 
 

@@ -45,7 +45,7 @@ def _unlisted(value: str) -> bool:
 
 def _advice(keys: list[str]) -> str:
     if any(k in BF16 for k in keys):
-        return ("; the model now runs in float32 unless you add "
+        return ("; without it the model runs in float32 unless you add "
                 "torch.autocast(\"neuron\", dtype=torch.bfloat16) or model.to(torch.bfloat16)")
     return ""
 
@@ -132,7 +132,7 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
         if site.role is Role.EXPRESSION:
             return Review(f"{', '.join(keys)} is only read by PyTorch/XLA; remove it"
                           + _advice(keys))
-        return Remove(f"removed {', '.join(keys)}: only PyTorch/XLA read it" + _advice(keys))
+        return Remove(f"remove {', '.join(keys)}: only PyTorch/XLA read it" + _advice(keys))
 
     def _update(self, node: cst.Call, mapping: cst.Dict, site: Site) -> Outcome | None:
         elements = list(mapping.elements)
@@ -148,7 +148,7 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
             kept[-1] = kept[-1].with_changes(comma=elements[-1].comma)
         new = node.with_changes(args=[node.args[0].with_changes(
             value=mapping.with_changes(elements=kept))])
-        return Replace(new, f"removed {', '.join(keys)} from os.environ.update(): only "
+        return Replace(new, f"remove {', '.join(keys)} from os.environ.update(): only "
                        "PyTorch/XLA read them" + _advice(keys))
 
 

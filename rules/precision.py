@@ -67,7 +67,7 @@ What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` a
             bf16 = site.ref("torch.bfloat16")
             if bf16 is not None:
                 args = append_arg(args, keyword_arg("dtype", bf16))
-                note = "; dtype=torch.bfloat16 written out (XLA's autocast default)"
+                note = "; add dtype=torch.bfloat16 (XLA's autocast default)"
         new = node.with_changes(args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
 
@@ -168,7 +168,7 @@ NeuronCore, its current device. `xm.get_rng_state()` returned an integer seed;
             return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
         new = node.with_changes(func=manual_seed, args=keep_args(node.args, [seed]))
         device = argument(node.args, 1, "device")
-        note = "; device= dropped (each process drives its current NeuronCore)" \
+        note = "; drop device= (each process drives its current NeuronCore)" \
             if device is not None and code(device.value) != "None" else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: seeds the device generator only, "
                        f"as before (its random stream differs from XLA's){note}")

@@ -79,13 +79,13 @@ would raise."""
         drop: set[int] = set()
         if init_index is not None and string_value(args[init_index].value) in _XLA_INIT_METHODS:
             arg = args[init_index]
-            changed.append(f"dropped init_method `{code(arg.value)}` (torchrun's env:// is the "
+            changed.append(f"drop init_method `{code(arg.value)}` (torchrun's env:// is the "
                            "default)")
             later_positional = any(a.keyword is None for a in args[init_index + 1:])
             if backend_index is None:
                 args[init_index] = keyword_arg("backend", string("neuron")).with_changes(
                     comma=arg.comma)
-                changed.append("added `backend=\"neuron\"`")
+                changed.append("add `backend=\"neuron\"`")
             elif later_positional:
                 args[init_index] = arg.with_changes(value=cst.Name("None"))
             else:

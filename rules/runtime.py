@@ -68,7 +68,7 @@ def _drop(node: cst.Call, site: Site, why: str) -> Outcome:
     if site.role is Role.EXPRESSION:
         return Replace(cst.Name("None"), f"`{code(node)}` → `None`: {why}; the call always "
                        "returned None")
-    return Remove(f"deleted `{code(node)}`: {why}")
+    return Remove(f"delete `{code(node)}`: {why}")
 
 
 class EagerMode(Rule):
@@ -117,7 +117,7 @@ written for a runtime like the native one. A switch whose argument might do some
                 return Review(f"`{code(node)}`: native PyTorch is always eager; remove it and "
                               "keep the code it wrapped (an `as` target held the previous mode:"
                               " True)")
-            return Remove(f"removed `{code(node)}` from its `with` statement: {why}")
+            return Remove(f"remove `{code(node)}` from its `with` statement: {why}")
         return _drop(node, site, why)
 
 

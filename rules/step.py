@@ -76,7 +76,7 @@ of its own; a call whose value is used becomes `None`, the value it always retur
         if site.role is Role.EXPRESSION:  # its value is used: it was always None
             return Replace(cst.Name("None"), f"`{code(node)}` → `None`: eager execution has no "
                            "graph to cut, and the call always returned None")
-        return Remove(f"deleted `{code(node)}`: TorchNeuron executes eagerly, there is no "
+        return Remove(f"delete `{code(node)}`: TorchNeuron executes eagerly, there is no "
                       "pending graph to cut")
 
 
@@ -107,7 +107,7 @@ What differs: nothing at run time. A `torch_xla.step()` used in any other way (b
         if site.role is not Role.WITH_ITEM:
             return Review(f"`{code(node)}` outside a plain `with` statement: remove it and "
                           "keep the code it wrapped")
-        return Remove(f"removed `{code(node)}` from its `with` statement: eager execution "
+        return Remove(f"remove `{code(node)}` from its `with` statement: eager execution "
                       "needs no step marker")
 
 
@@ -179,7 +179,7 @@ thread) is dropped; the call is synchronous now."""
             call_args = [cst.Arg(args.value, star="*")]
         new = cst.Call(closure.value, call_args)
         run_async = argument(node.args, 2, "run_async")
-        note = "; run_async dropped: it runs synchronously now" if run_async is not None and \
+        note = "; drop run_async: it runs synchronously now" if run_async is not None and \
             bool_value(run_async.value) is not False else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: runs now instead of at the next "
                        f"mark_step; tensor values are available eagerly{note}")

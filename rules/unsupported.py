@@ -193,8 +193,8 @@ native path: stay on the XLA library there."""
         "torch_neuronx.replace_weights": "no native equivalent; load a state_dict instead",
         "torch_neuronx.dynamic_batch": "compile per batch size, or pad batches to fixed sizes",
         "torch_neuronx.testing": "use torch.testing.assert_close",
-        "torch_neuronx.nki_jit": "removed: write the kernel with @nki.jit and register it with "
-                                 "torch_neuronx.nki_op",
+        "torch_neuronx.nki_jit": "not in TorchNeuron: write the kernel with @nki.jit and "
+                                 "register it with torch_neuronx.nki_op",
         "torch_neuronx.xla_impl": "an XLA-era internal: no native equivalent",
         "torch_neuronx.experimental": "an XLA-era experimental API: no native equivalent",
         "torch_neuronx.utils.get_platform_target": "TorchNeuron runs on Trn2/Trn3 only; check "

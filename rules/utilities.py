@@ -293,10 +293,10 @@ met.metrics_report()`) is reported for review, like the counter and metric queri
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         function = (site.qualname or "").rsplit(".", 1)[-1]
         if function.startswith(("clear_", "_clear_")):
-            return Remove(f"`{code(node)}` deleted: there are no XLA metrics or counters to "
+            return Remove(f"delete `{code(node)}`: there are no XLA metrics or counters to "
                           "clear natively")
         if site.role is Role.STATEMENT:
-            return Remove(f"`{code(node)}` deleted: its report was not used")
+            return Remove(f"delete `{code(node)}`: its report was not used")
         if not _shown(site):
             return Review(f"`{code(node)}`: the report's text is used here, not only shown, and "
                           "XLA metrics do not exist natively; delete what depends on it, or "
@@ -348,7 +348,7 @@ as the Neuron Explorer guide shows."""
         if site.qualname == f"{PROFILER}.start_server":
             return self._server(node, site)
         if site.qualname in (f"{PROFILER}.trace", f"{PROFILER}.trace_detached"):
-            return Remove(f"`{code(node)}` deleted: it captured a trace from XLA's profiler "
+            return Remove(f"delete `{code(node)}`: it captured a trace from XLA's profiler "
                           "server, which does not exist natively; profile the steps with "
                           "torch.profiler.profile(activities=[ProfilerActivity.CPU, "
                           "ProfilerActivity.PrivateUse1]) instead")
@@ -361,12 +361,12 @@ as the Neuron Explorer guide shows."""
         new = node.with_changes(func=record, args=[name.with_changes(
             keyword=None, equal=cst.MaybeSentinel.DEFAULT, comma=cst.MaybeSentinel.DEFAULT)])
         dropped = [code(a).rstrip(", ") for a in node.args if a is not name]
-        note = f"; dropped {', '.join(dropped)} (profiler metadata)" if dropped else ""
+        note = f"; drop {', '.join(dropped)} (profiler metadata)" if dropped else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: labels the same region in a "
                        f"torch.profiler trace{note}")
 
     def _server(self, node: cst.Call, site: Site) -> Outcome:
-        message = (f"`{code(node)}` dropped: there is no profiler server natively, so this run "
+        message = (f"drop `{code(node)}`: there is no profiler server natively, so this run "
                    "can no longer be captured from outside; profile the steps with "
                    "torch.profiler.profile(activities=[ProfilerActivity.CPU, "
                    "ProfilerActivity.PrivateUse1])")

@@ -40,7 +40,7 @@ def test_json_report_is_one_object_with_positions(in_tmp: Path) -> None:
     run = cli("apply", "--dry-run", "--format", "json", "train.py")
     assert run.exit_code == 1
     report = run.json()
-    assert report["schema_version"] == 1 and report["mode"] == "dry-run"
+    assert report["schema_version"] == 2 and report["mode"] == "dry-run"
     assert report["summary"]["changed"] == 1
     device = next(f for f in report["findings"] if f["rule_id"] == "NM101")
     line = (in_tmp / "train.py").read_text().splitlines()[device["line"] - 1]

@@ -56,7 +56,7 @@ def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry
         if reason is not None:
             rule = registry.by_id.get(UNMAPPED)
             if rule is not None and registry.enabled(rule) and not silenced(UNMAPPED, statement):
-                notes.append(ImportNote(UNMAPPED, f"kept `{_import_text(binding)}`: {reason}",
+                notes.append(ImportNote(UNMAPPED, f"`{_import_text(binding)}` stays: {reason}",
                                         statement, False))
             continue
         if side_effect is None and not registry.enabled(registry.by_id[UNUSED_IMPORT]):
@@ -68,7 +68,7 @@ def plan_removals(imports: Sequence[Binding], used: set[int], registry: Registry
         what = _import_text(binding)
         reason = ("its only effect was registering the XLA backend" if side_effect
                   else "nothing uses it after the migration")
-        notes.append(ImportNote(rule_id, f"removed `{what}`: {reason}",
+        notes.append(ImportNote(rule_id, f"remove `{what}`: {reason}",
                                 statement, True))
     return removals, notes
 

@@ -1,29 +1,28 @@
 """The machine-readable report: one JSON object for the whole run.
 
-Schema (version 1):
-  {"schema_version": 1, "tool": {"name", "version"}, "mode": "apply"|"dry-run"|"check",
-   "summary": {"files", "changed", "failed", "fixes", "unsafe_fixes", "reviews"},
-   "files": [{"path", "status": "changed"|"unchanged"|"error", "error"}],
-   "findings": [{"path", "line", "column", "rule_id", "rule_name", "kind", "message",
-                 "applied", "suggestion", "doc_url", "cell", "cell_id"}],
-  ("cell" is the 0-based code-cell index in a notebook, and "line" the line within it.)
-   "errors": [str]}
+Its schema, documented field by field, is `json-report.schema.json` beside this module (and
+a test validates real reports against it): change both together, and bump SCHEMA_VERSION
+when a field changes meaning or goes.
 """
 
 from __future__ import annotations
 
 import json
+import signal
 from typing import TYPE_CHECKING
 
 from neuron_migrate import __version__
-from neuron_migrate.model import FileResult
+from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import Registry
-from neuron_migrate.report.summary import Summary
+from neuron_migrate.report.summary import Summary, written
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""2: `applied` means written to the file by this run, `applies` says whether the change is
+part of the run's rewrite, `errors` holds every error, the files' included, and a file not
+migrated (too large, a notebook in another language) is `skipped`, with the reason."""
 
 
 def render_json(result: RunResult, registry: Registry, mode: str) -> str:
@@ -33,18 +32,21 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "mode": mode,
         "summary": Summary.of(result).counts(),
         "files": [_file(f) for f in result.files],
-        "findings": [_finding(f, registry) for f in result.findings],
-        "errors": list(result.errors),
+        "findings": [_finding(finding, registry, written(file, result))
+                     for file in result.files for finding in file.findings],
+        "errors": [*(f.error for f in result.files if f.error), *result.errors],
+        "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def _file(file: FileResult) -> dict[str, object]:
-    status = "error" if file.error else "changed" if file.changed else "unchanged"
-    return {"path": file.path, "status": status, "error": file.error}
+    status = "error" if file.error else "skipped" if file.skipped else \
+        "changed" if file.changed else "unchanged"
+    return {"path": file.path, "status": status, "error": file.error, "skipped": file.skipped}
 
 
-def _finding(finding, registry: Registry) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _finding(finding: Finding, registry: Registry, written: bool) -> dict[str, object]:
     rule = registry.by_id.get(finding.rule_id)
     return {
         "path": finding.path,
@@ -54,7 +56,8 @@ def _finding(finding, registry: Registry) -> dict[str, object]:  # type: ignore[
         "rule_name": rule.name if rule else None,
         "kind": str(finding.kind),
         "message": finding.message,
-        "applied": finding.applied,
+        "applies": finding.applied,
+        "applied": finding.applied and written,
         "suggestion": finding.suggestion,
         "doc_url": rule.doc_url if rule else None,
         "cell": finding.cell,

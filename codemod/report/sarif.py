@@ -12,6 +12,7 @@ from urllib.parse import quote
 from neuron_migrate import __version__
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.summary import written
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -34,7 +35,8 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
                 "rules": [_rule(rule) for rule in rules],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "results": [_result(f, index) for f in result.findings],
+            "results": [_result(finding, index, written(file, result))
+                        for file in result.files for finding in file.findings],
             "invocations": [{
                 "executionSuccessful": not result.failed,
                 "toolExecutionNotifications": [
@@ -60,7 +62,7 @@ def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
     }
 
 
-def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
+def _result(finding: Finding, index: dict[str, int], written: bool) -> dict[str, object]:
     message = finding.message
     if finding.cell is not None:
         message = f"cell {finding.cell}, line {finding.line}: {message}"
@@ -72,7 +74,9 @@ def _result(finding: Finding, index: dict[str, int]) -> dict[str, object]:
             "artifactLocation": _artifact(finding.path),
             "region": _region(finding),
         }}],
-        "properties": {"kind": str(finding.kind), "applied": finding.applied},
+        # as in the JSON report: part of the run's rewrite, and written by this run
+        "properties": {"kind": str(finding.kind), "applies": finding.applied,
+                       "applied": finding.applied and written},
     }
     if finding.rule_id in index:
         entry["ruleIndex"] = index[finding.rule_id]

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from neuron_migrate.model import Finding, Kind
+from neuron_migrate.model import FileResult, Finding, Kind
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -52,6 +52,12 @@ class Summary:
                 f"{self.failed} failed; {self.fixes} fix{'es' if self.fixes != 1 else ''}, "
                 f"{self.unsafe_fixes} unsafe fix{'es' if self.unsafe_fixes != 1 else ''}, "
                 f"{self.reviews} review item{_s(self.reviews)}")
+
+
+def written(file: FileResult, result: RunResult) -> bool:
+    """Whether this run wrote the file: a writing mode, a change, and no error (a refused or
+    failed write leaves the file as it was)."""
+    return result.written and file.changed and not file.error
 
 
 def label(finding: Finding) -> str:

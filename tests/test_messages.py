@@ -1,0 +1,83 @@
+"""Messages say what the run does: an instruction (`remove ...`) where nothing was written
+(check, dry-run, a review item, an unsafe fix left out), the past tense (`removed ...`) for a
+change apply wrote."""
+
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from neuron_migrate.wording import as_done
+from tests.conftest import FIXTURES, cli
+
+PAST = re.compile(r"(?:^|(?<=; )|(?<=: ))(?:removed|deleted|dropped|added|changed|renamed|"
+                  r"replaced|moved|unwrapped|launched|kept|written)\b")
+
+
+def _outside_code(message: str) -> str:
+    return "`…`".join(message.split("`")[::2])
+
+
+def test_the_past_tense_is_formed_outside_code_only() -> None:
+    assert as_done("remove `x: add y`: nothing uses it; drop `z`") == \
+        "removed `x: add y`: nothing uses it; dropped `z`"
+    assert as_done("`a` → `b`; add dtype=torch.bfloat16 (the default)") == \
+        "`a` → `b`; added dtype=torch.bfloat16 (the default)"
+    # advice beside a change, and verbs inside a clause, stay as they are
+    assert as_done("`a` → `b`: update launch commands; check the index") == \
+        "`a` → `b`: update launch commands; check the index"
+    assert as_done("the removal is safe: addresses remove nothing") == \
+        "the removal is safe: addresses remove nothing"
+
+
+@pytest.fixture
+def everything(in_tmp: Path) -> Path:
+    """Every fixture input: code, notebooks, dependency files."""
+    shutil.copytree(FIXTURES / "python", in_tmp / "src",
+                    ignore=shutil.ignore_patterns("*.after.py"))
+    shutil.copytree(FIXTURES / "notebooks", in_tmp / "src" / "notebooks",
+                    ignore=shutil.ignore_patterns("*.after.ipynb"))
+    for case in sorted((FIXTURES / "deps").iterdir()):
+        if (case / "before").is_dir():
+            shutil.copytree(case / "before", in_tmp / "src" / "deps" / case.name)
+    return in_tmp
+
+
+def test_nothing_written_is_told_as_done(everything: Path) -> None:
+    report = cli("check", "src", "--format", "json").json()
+    assert len(report["findings"]) > 300
+    told_as_done = [f["message"] for f in report["findings"]
+                    if PAST.search(_outside_code(f["message"]))]
+    assert told_as_done == []
+
+
+def test_what_apply_wrote_is_told_as_done_and_the_rest_is_not(everything: Path) -> None:
+    check = cli("check", "src", "--format", "json").json()["findings"]
+    apply = cli("apply", "src", "--format", "json").json()["findings"]
+    assert [(f["path"], f["line"], f["rule_id"]) for f in check] == \
+        [(f["path"], f["line"], f["rule_id"]) for f in apply]
+    done = 0
+    for before, after in zip(check, apply):
+        if after["applied"]:
+            assert after["message"] == as_done(before["message"])
+            done += after["message"] != before["message"]
+        else:
+            assert after["message"] == before["message"]
+    assert done > 100
+    by_rule = {f["rule_id"]: f["message"] for f in apply if f["applied"]}
+    assert by_rule["NM001"].startswith("removed `")
+    assert by_rule["NM110"].startswith("deleted `")
+    unsafe = [f["message"] for f in apply if f["rule_id"] == "NM602"]
+    assert unsafe and all(m.startswith("remove XLA_") for m in unsafe)  # not applied
+
+
+def test_the_text_report_words_changes_by_mode(in_tmp: Path) -> None:
+    source = "import torch_xla\nimport torch_xla.core.xla_model as xm\nxm.mark_step()\n"
+    (in_tmp / "train.py").write_text(source)
+    dry = cli("apply", "--dry-run", "train.py").stdout
+    assert "NM110 [fix]  delete `xm.mark_step()`" in dry and "deleted" not in dry
+    applied = cli("apply", "train.py").stdout
+    assert "NM110 [fix]  deleted `xm.mark_step()`" in applied
