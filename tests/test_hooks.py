@@ -144,3 +144,11 @@ def test_reporting_hooks_never_write(in_tmp: Path, hook: str) -> None:
     (in_tmp / name).write_text(text)
     assert cli(*arguments(hook), name).exit_code == 1
     assert (in_tmp / name).read_text() == text
+
+
+def test_pre_commit_accepts_the_manifest() -> None:
+    pytest.importorskip("pre_commit", reason="pre-commit is not installed (the `test` extra)")
+    done = subprocess.run([sys.executable, "-m", "pre_commit", "validate-manifest",
+                           str(ROOT / ".pre-commit-hooks.yaml")], capture_output=True, text=True,
+                          check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
