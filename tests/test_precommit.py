@@ -8,6 +8,7 @@ minute) and needs the network: marked `slow`."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,12 +33,21 @@ XLA_PINS = "torch-neuronx==2.1.2\n"
 REVIEW_CODE = ("import torch_xla.core.xla_model as xm\n\n"
                "print(xm.get_memory_info(xm.xla_device()))\n")  # NM711: a human decides
 DOCKERFILE = "FROM python:3.12\nRUN pip install torch-neuronx==2.1.2\n"
+NOTEBOOK = json.dumps({"cells": [{"cell_type": "code", "execution_count": None, "id": "c1",
+                                  "metadata": {}, "outputs": [], "source": XLA_CODE}],
+                       "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
 NOT_OURS = {  # files no hook reads, though they mention the XLA stack
     "notes.txt": XLA_PINS,
     "README.md": "pip install torch-neuronx==2.1.2 torch_xla\n",
 }
-SKIPPED = (".git", "__pycache__", "*.egg-info", "build", "dist", ".pytest_cache",
-           ".hypothesis", ".venv", "venv", ".tox", ".nox")
+SKIPPED = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
+                                 ".hypothesis", ".venv", "venv", ".tox", ".nox")
+BUILT = {"build", "dist"}  # at the top only: setuptools' output, not sources
+
+
+def skipped(folder: str, names: list[str]) -> set[str]:
+    top = {name for name in names if name in BUILT} if Path(folder) == ROOT else set()
+    return set(SKIPPED(folder, names)) | top
 
 
 @dataclass(frozen=True)
@@ -96,7 +106,7 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HookRepo]:
     home = tmp_path_factory.mktemp("pre-commit-home")
     env = isolated_environment(home)
     path = home / "neuron-migrate"
-    shutil.copytree(ROOT, path, ignore=shutil.ignore_patterns(*SKIPPED), symlinks=True)
+    shutil.copytree(ROOT, path, ignore=skipped, symlinks=True)
     git(path, env, "init", "-q")
     git(path, env, "add", "-A")
     git(path, env, "commit", "-q", "--no-verify", "-m", "the checkout under test")
@@ -170,7 +180,9 @@ def test_a_git_commit_is_fixed_by_the_fixing_hooks(hook_repo: HookRepo, tmp_path
     (user / "train.py").write_text(XLA_CODE)
     (user / "requirements.txt").write_text(XLA_PINS)
     (user / "Dockerfile").write_text(DOCKERFILE)
-    git(user, hook_repo.env, "add", "train.py", "requirements.txt", "Dockerfile")
+    (user / "explore.ipynb").write_text(NOTEBOOK)
+    staged = ("train.py", "requirements.txt", "Dockerfile", "explore.ipynb")
+    git(user, hook_repo.env, "add", *staged)
     (user / "unstaged.py").write_text(XLA_CODE)  # the user's work in progress
 
     first = run(["git", "commit", "-m", "add training"], user, hook_repo.env)
@@ -184,10 +196,12 @@ def test_a_git_commit_is_fixed_by_the_fixing_hooks(hook_repo: HookRepo, tmp_path
     assert "torch_xla" not in fixed_code and "neuron" in fixed_code
     assert (user / "requirements.txt").read_text().startswith("torch-neuronx==2.14.*")
     assert "torch-neuronx==2.14.*" in (user / "Dockerfile").read_text()
+    cell = json.loads((user / "explore.ipynb").read_text())["cells"][0]["source"]
+    assert "torch_xla" not in "".join(cell) and "neuron" in "".join(cell)
     assert git(user, hook_repo.env, "show", ":train.py") == XLA_CODE  # the index: as staged
     assert (user / "unstaged.py").read_text() == XLA_CODE
 
-    git(user, hook_repo.env, "add", "train.py", "requirements.txt", "Dockerfile")
+    git(user, hook_repo.env, "add", *staged)
     second = run(["git", "commit", "-m", "add training"], user, hook_repo.env)
     assert second.returncode == 0, second.stdout + second.stderr
     assert git(user, hook_repo.env, "show", "HEAD:train.py") == fixed_code
