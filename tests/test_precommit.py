@@ -41,13 +41,30 @@ NOT_OURS = {  # files no hook reads, though they mention the XLA stack
     "README.md": "pip install torch-neuronx==2.1.2 torch_xla\n",
 }
 SKIPPED = shutil.ignore_patterns(".git", "__pycache__", "*.egg-info", ".pytest_cache",
-                                 ".hypothesis", ".venv", "venv", ".tox", ".nox")
+                                 ".hypothesis", ".tox", ".nox")
 BUILT = {"build", "dist"}  # at the top only: setuptools' output, not sources
 
 
-def skipped(folder: str, names: list[str]) -> set[str]:
+def copy_sources(target: Path) -> None:
+    """This checkout as it is on disk: the files git would commit (tracked or new, not
+    ignored), or, outside git (an unpacked sdist), the tree without caches, build output and
+    virtualenvs."""
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z", "--cached", "--others",
+                             "--exclude-standard"], capture_output=True, check=False)
+    if listed.returncode != 0 or not listed.stdout:
+        shutil.copytree(ROOT, target, ignore=_skipped, symlinks=True)
+        return
+    for name in {os.fsdecode(n) for n in listed.stdout.split(b"\0") if n}:
+        source = ROOT / name
+        if source.is_file() or source.is_symlink():  # not a file deleted but not yet staged
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target / name, follow_symlinks=False)
+
+
+def _skipped(folder: str, names: list[str]) -> set[str]:
     top = {name for name in names if name in BUILT} if Path(folder) == ROOT else set()
-    return set(SKIPPED(folder, names)) | top
+    venvs = {name for name in names if (Path(folder) / name / "pyvenv.cfg").exists()}
+    return set(SKIPPED(folder, names)) | top | venvs
 
 
 @dataclass(frozen=True)
@@ -106,7 +123,7 @@ def hook_repo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HookRepo]:
     home = tmp_path_factory.mktemp("pre-commit-home")
     env = isolated_environment(home)
     path = home / "neuron-migrate"
-    shutil.copytree(ROOT, path, ignore=skipped, symlinks=True)
+    copy_sources(path)
     git(path, env, "init", "-q")
     git(path, env, "add", "-A")
     git(path, env, "commit", "-q", "--no-verify", "-m", "the checkout under test")
