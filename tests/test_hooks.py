@@ -119,19 +119,21 @@ def git(directory: Path, *args: str) -> None:
                    cwd=directory, check=True, capture_output=True)
 
 
-@pytest.mark.parametrize(("hook", "name", "text", "fixed"), [
-    ("neuron-migrate", "train.py", XLA_CODE, "x = 1\n"),
-    ("neuron-migrate-scan-fix", "requirements.txt", XLA_PINS, "torch-neuronx==2.14.*\n"),
+@pytest.mark.parametrize(("hook", "without_force", "name", "text", "fixed"), [
+    ("neuron-migrate", ["apply"], "train.py", XLA_CODE, "x = 1\n"),
+    ("neuron-migrate-scan-fix", ["scan", "--fix"], "requirements.txt", XLA_PINS,
+     "torch-neuronx==2.14.*\n"),
 ])
 def test_fixing_hooks_write_the_staged_files_pre_commit_hands_them(
-        in_tmp: Path, hook: str, name: str, text: str, fixed: str) -> None:
+        in_tmp: Path, hook: str, without_force: list[str], name: str, text: str,
+        fixed: str) -> None:
     """During `git commit` every file a hook is handed is staged, which the guard against
-    mixing the migration into uncommitted work would refuse (issue 16)."""
+    mixing the migration into uncommitted work refuses (what the hooks did before issue 16)."""
     git(in_tmp, "init", "-q")
     (in_tmp / name).write_text(text)
     git(in_tmp, "add", name)
-    assert cli("apply" if hook == "neuron-migrate" else "scan", *(["--fix"] if "scan" in hook
-               else []), name).exit_code == 2  # what the hooks did before
+    refused = cli(*without_force, name)
+    assert refused.exit_code == 2 and "uncommitted changes" in refused.stderr + refused.stdout
     assert (in_tmp / name).read_text() == text
     run = cli(*arguments(hook), name)
     assert (in_tmp / name).read_text().startswith(fixed), run.stdout + run.stderr
