@@ -234,6 +234,23 @@ def _status(output: str, hook_name: str) -> str | None:
     return None
 
 
+def test_unstaged_work_in_a_staged_file_survives_the_fixing_hook(hook_repo: HookRepo,
+                                                                  tmp_path: Path) -> None:
+    """What makes --force safe in the hook: pre-commit stashes the unstaged part of a file,
+    and when the fix conflicts with it, rolls the fix back and restores the user's work."""
+    user = make_repository(tmp_path, hook_repo, ["neuron-migrate"], {"train.py": "x = 1\n"})
+    assert pre_commit(user, hook_repo.env, "install").returncode == 0
+    (user / "train.py").write_text(XLA_CODE)
+    git(user, hook_repo.env, "add", "train.py")
+    work = XLA_CODE + "again = xm.xla_device()  # not staged\n"
+    (user / "train.py").write_text(work)
+    done = run(["git", "commit", "-m", "wip"], user, hook_repo.env)
+    assert done.returncode != 0, done.stdout + done.stderr
+    assert (user / "train.py").read_text() == work
+    assert git(user, hook_repo.env, "show", ":train.py") == XLA_CODE
+    assert git(user, hook_repo.env, "log", "--format=%s") == "start\n"
+
+
 def test_check_after_apply_holds_back_a_commit_with_review_items(hook_repo: HookRepo,
                                                                   tmp_path: Path) -> None:
     """apply exits 0 once it has fixed what it can, so alone it would let a review item into
