@@ -55,6 +55,10 @@ Force = Annotated[bool, typer.Option(
 ChangedSince = Annotated[Optional[str], typer.Option(
     "--changed-since", metavar="REV", help="Only files changed since this git revision "
                                            "(and new untracked files).", show_default=False)]
+From = Annotated[Optional[list[str]], typer.Option(
+    "--from", metavar="STACK", help="Also migrate code written for this stack: `cuda` turns "
+    "CUDA code (.cuda(), torch.cuda.*, nccl, autocast(\"cuda\"), ...) into neuron code "
+    "(repeatable or comma-separated; XLA code is always migrated).", show_default=False)]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
                                      "status; reports still go to --output.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
@@ -83,6 +87,13 @@ def _load_rules() -> tuple[Rule, ...]:
     return all_rules()  # looked up when called, so that tests can replace `all_rules`
 
 
+def _sources(values: list[str] | None) -> list[str] | None:
+    """`--from cuda --from xla` and `--from cuda,xla` alike."""
+    if values is None:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -107,6 +118,7 @@ def apply(
     jobs: Jobs = None,
     force: Force = False,
     changed_since: ChangedSince = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -119,7 +131,8 @@ def apply(
     """
     _execute(Request(paths, "dry-run" if dry_run else "apply", fmt, output, exclude, select,
                       ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
-                      show_diff=dry_run, force=force, changed_since=changed_since))
+                      show_diff=dry_run, force=force, changed_since=changed_since,
+                      sources=_sources(sources)))
 
 
 @app.command()
@@ -134,6 +147,7 @@ def check(
     compile_models: Compile = None,
     jobs: Jobs = None,
     changed_since: ChangedSince = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -143,7 +157,7 @@ def check(
     """
     _execute(Request(paths, "check", fmt, output, exclude, select, ignore, False,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
-                      changed_since=changed_since))
+                      changed_since=changed_since, sources=_sources(sources)))
 
 
 @app.command()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from codemod import catalogue, gitstate
-from codemod.config import Config, ConfigError, check_rule_code, load_config
+from codemod.config import Config, ConfigError, check_rule_code, check_sources, load_config
 from codemod.diff import split_lines
 from codemod.discover import Excludes
 from codemod.model import Options
@@ -62,6 +62,7 @@ class Request:
     show_diff: bool
     force: bool = False
     changed_since: str | None = None
+    sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
 
 
 def names_as_bytes() -> None:
@@ -88,7 +89,13 @@ def options_of(request: Request, config: Config) -> Options:
         check_rule_code(code, known, where="--select/--ignore")
     select = request.select if request.select is not None else config.select
     ignore = request.ignore if request.ignore is not None else config.ignore
+    sources = request.sources if request.sources is not None else config.sources
+    try:
+        check_sources(sources, where="--from")
+    except ConfigError as error:
+        raise UsageProblem(str(error), param_hint="--from") from None
     return Options(
+        sources=frozenset({"xla", *sources}),
         unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
         compile=_first(request.compile_models, config.compile, True),
         annotate=_first(request.annotate, config.annotate, False),
@@ -125,7 +132,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
-    registry = DeferredRegistry(load_rules, catalogue.tokens(), options)
+    registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")

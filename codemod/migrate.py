@@ -24,6 +24,7 @@ from codemod.registry import UNUSED_SUPPRESSION, Registry
 from codemod.suppress import Suppressions, read_suppressions
 from codemod.rewrite import ModuleRewriter, Pending
 from codemod.transform import FileContext
+from codemod.watch import flag_watched
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
@@ -53,6 +54,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls)
+    flag_watched(analysis, registry)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")

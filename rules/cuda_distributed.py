@@ -1,0 +1,70 @@
+"""NMC4xx (`--from cuda`): torch.distributed. The NCCL backend becomes the `neuron` one."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemod.model import Kind
+from codemod.quote import code
+from codemod.rule import Example, Outcome, Replace, Rule, Site
+from rules.cuda_placement import CUDA
+from rules.support import string, string_value, with_string
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+_NCCL = "nccl"
+
+
+class NcclBackend(Rule):
+    id = "NMC401"
+    name = "nccl-backend"
+    kind = Kind.FIX
+    summary = "the process-group backend \"nccl\" (and `dist.Backend.NCCL`) becomes \"neuron\""
+    explanation = """\
+What it does: the string "nccl" becomes "neuron" wherever it appears: in
+`init_process_group("nccl")` or `backend="nccl"`, in a backend variable
+(`backend = "nccl" if torch.cuda.is_available() else "gloo"`) and in comparisons with
+`dist.get_backend()`; `torch.distributed.Backend.NCCL` becomes "neuron".
+
+Why: TorchNeuron ships a torch.distributed backend called `neuron`, launched by torchrun with
+the usual `env://` rendezvous (RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR); NCCL exists only
+with NVIDIA GPUs. The rest of a torchrun DDP template carries over: `torch.cuda.set_device(
+local_rank)` becomes `torch.neuron.set_device(local_rank)` (NMC103), `.cuda(local_rank)` puts
+the model on that core (NMC101), and `DistributedDataParallel(model, device_ids=[local_rank])`
+keeps meaning the worker's own device.
+
+What differs: the process group must be created before any tensor is put on the neuron device
+(the native backend assigns each process its NeuronCore when the group starts); move
+`init_process_group` up if the script places the model first. A "gloo" fallback for CPU runs
+is kept."""
+    doc_url = D_DIST
+    example = Example(
+        before="import torch.distributed as dist\n\ndist.init_process_group(backend=\"nccl\")\n",
+        after="import torch.distributed as dist\n\ndist.init_process_group(backend=\"neuron\")\n",
+    )
+    source = CUDA
+    tokens = (b"nccl", b"NCCL")
+    names = frozenset({"torch.distributed.Backend.NCCL",
+                       "torch.distributed.distributed_c10d.Backend.NCCL"})
+    watches = ("torch.distributed.Backend", "torch.distributed.distributed_c10d.Backend")
+
+    def interesting_string(self, value: str) -> bool:
+        return value == _NCCL
+
+    def leftover_string(self, value: str) -> str:
+        return f"the backend {value!r} exists only with NVIDIA GPUs; use \"neuron\""
+
+    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
+                  ) -> Outcome | None:
+        if not isinstance(node, cst.SimpleString) or string_value(node) != _NCCL:
+            return None
+        new = with_string(node, "neuron")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the NCCL process-group backend "
+                       "becomes TorchNeuron's (create the group before placing tensors)")
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        new = string("neuron")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the NCCL process-group backend "
+                       "becomes TorchNeuron's")
+
+
+RULES: tuple[type[Rule], ...] = (NcclBackend,)
