@@ -178,7 +178,9 @@ def origin(error: dict[str, Any]) -> dict[str, Any] | None:
         caller = frames[position - 1] if position else None
         return {"helper": helper, "rules": [r.id for r in rules],
                 "call_site": caller, "text": _helper_text(helper, rules, frame)}
-    return _dynamo_origin(error)
+    from codemod.cuda_diagnosis import cuda_origin
+
+    return _dynamo_origin(error) or cuda_origin(error)
 
 
 def _dynamo_origin(error: dict[str, Any]) -> dict[str, Any] | None:

@@ -79,6 +79,8 @@ def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
         call = found.get("call_site")
         at = (f"; called at {relative(call['file'])}:{call['line']}"
               if call and found.get("helper") else "")
-        lines.append((f"  {'written by neuron-migrate' if found.get('helper') else 'traced'}: "
+        label = found.get("label") or \
+            ('written by neuron-migrate' if found.get('helper') else 'traced')
+        lines.append((f"  {label}: "
                       f"{found['text']}{at}", "plain"))
     return lines

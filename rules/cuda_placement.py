@@ -19,7 +19,7 @@ D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/t
 CUDA = "cuda"
 """The source every rule of the CUDA families belongs to (`--from cuda`)."""
 CUDA_TOKENS = (b"cuda",)
-_DEVICE_STRING = re.compile(r"cuda(?::(\d+))?")
+_DEVICE_STRING = re.compile(r"cuda(?::(\d*))?")
 _PREFIX = re.compile(r"cuda:")  # the text in front of f"cuda:{i}"
 
 
@@ -94,7 +94,7 @@ of your own classes that define `cuda()`."""
             return string(f"neuron:{value.value}"), ""
         literal = string_value(value)
         if literal is not None and neuron_device_string(literal) is not None:
-            return string(neuron_device_string(literal) or "neuron"), ""
+            return with_string(value, neuron_device_string(literal) or "neuron"), ""  # type: ignore[arg-type]
         name = code(value).rsplit(".", 1)[-1].lower()
         if "device" in name:
             return value, " (the argument is a device: check that it is a neuron device now)"
