@@ -10,7 +10,7 @@ from codemod.quote import code
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from rules.cuda_placement import CUDA, CUDA_TOKENS
 from rules.review_base import ReviewRule
-from rules.support import (append_arg, argument, has_star_args, keyword, keyword_arg, string,
+from rules.support import (append_arg, argument, bool_value, has_star_args, keyword, keyword_arg, string,
                            string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -88,7 +88,10 @@ reports it). A script that chose float16 on purpose keeps its call and gets a re
                           "mixed-precision type and trains without a GradScaler; consider "
                           "dtype=torch.bfloat16", suggestion=code(new))
         note = ""
-        if dtype is None:
+        enabled = keyword(new.args, "enabled")
+        if dtype is None and enabled is not None and bool_value(enabled.value) is False:
+            pass  # autocast switched off (around float32 code): no dtype to choose
+        elif dtype is None:
             bf16 = site.ref("torch.bfloat16")
             if bf16 is None:
                 return Review(f"`{code(node)}`: use torch.autocast(\"neuron\", "

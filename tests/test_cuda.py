@@ -132,11 +132,16 @@ def test_every_cuda_rule_is_exercised_by_a_cuda_fixture() -> None:
      'import torch.distributed as dist\nb = "neuron"\n'),
     ("import torch\nwith torch.amp.autocast('cuda', enabled=amp):\n    pass\n",
      "import torch\nwith torch.amp.autocast('neuron', enabled=amp, dtype=torch.bfloat16):\n    pass\n"),
+    ("import torch\n\n@torch.cuda.amp.autocast(enabled=False)\ndef f(x):\n    pass\n",
+     "import torch\n\n@torch.autocast(\"neuron\", enabled=False)\ndef f(x):\n    pass\n"),
     ("import torch\nwith torch.autocast('cpu'):\n    pass\n",
      "import torch\nwith torch.autocast('cpu'):\n    pass\n"),
     ("from torch.cuda.amp import autocast\nwith autocast(enabled=False):\n    pass\n",
      "from torch.cuda.amp import autocast\nimport torch\n\nwith torch.autocast(\"neuron\", "
-     "enabled=False, dtype=torch.bfloat16):\n    pass\n"),
+     "enabled=False):\n    pass\n"),
+    ("from torch.cuda.amp import autocast\nwith autocast():\n    pass\n",
+     "from torch.cuda.amp import autocast\nimport torch\n\nwith torch.autocast(\"neuron\", "
+     "dtype=torch.bfloat16):\n    pass\n"),
 ])
 def test_cuda_rewrites(source: str, expected: str) -> None:
     result = migrate_source("f.py", source.encode(), Registry(all_rules(), CUDA))
