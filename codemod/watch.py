@@ -37,6 +37,7 @@ class _Flagger:
         self.watches = registry.watches
         self.attributes = registry.attributes
         self.roots: set[str] = set()
+        self.import_prefixes = tuple(p for p in registry.watches if p.startswith("torch.cuda"))
 
     def block(self, body: Iterable[ast.AST], parents: tuple[ast.stmt, ...]) -> None:
         for node in body:
@@ -47,6 +48,9 @@ class _Flagger:
 
     def statement(self, stmt: ast.stmt, parents: tuple[ast.stmt, ...]) -> None:
         inner = (*parents, stmt)
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self.imports(stmt, inner)
+            return
         header: list[ast.AST] = []
         for name, value in ast.iter_fields(stmt):
             if name in _BODIES:
@@ -57,6 +61,25 @@ class _Flagger:
                 header.append(value)
         if any(self.watched(node, stmt) for part in header for node in ast.walk(part)):
             self.flag(inner)
+
+    def imports(self, stmt: ast.Import | ast.ImportFrom, statements: tuple[ast.stmt, ...]
+                ) -> None:
+        """Names bound to a watched module's members (`from torch.cuda.amp import autocast`,
+        `import torch.cuda.nvtx as nvtx`) are looked after like XLA imports: every statement
+        that uses one is flagged, so once the rules have rewritten those uses the engine
+        removes the import nothing uses any more. `import torch.cuda` binds `torch` itself,
+        which stays."""
+        scope = self.analysis.scope_of.get(id(stmt))
+        if scope is None or not self.import_prefixes:
+            return
+        for bindings in scope.bindings.values():
+            for binding in bindings:
+                qualname = binding.qualname or ""
+                if binding.statement is stmt and not binding.star and any(
+                        qualname == p or qualname.startswith(p + ".")
+                        for p in self.import_prefixes):
+                    self.analysis.xla_imports.append(binding)
+                    self.analysis.on_path.update(id(s) for s in statements)
 
     def watched(self, node: ast.AST, stmt: ast.stmt) -> bool:
         kind = type(node)

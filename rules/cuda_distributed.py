@@ -8,6 +8,7 @@ from codemod.model import Kind
 from codemod.quote import code
 from codemod.rule import Example, Outcome, Replace, Rule, Site
 from rules.cuda_placement import CUDA
+from rules.review_base import ReviewRule
 from rules.support import string, string_value, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -67,4 +68,32 @@ is kept."""
                        "becomes TorchNeuron's")
 
 
-RULES: tuple[type[Rule], ...] = (NcclBackend,)
+class DataParallel(ReviewRule):
+    id = "NMC402"
+    name = "data-parallel"
+    summary = "`torch.nn.DataParallel` is reviewed: use DistributedDataParallel, one NeuronCore per process"
+    explanation = """\
+What it does: reports `torch.nn.DataParallel` (and `torch.nn.parallel.DataParallel`), leaving
+the code as it is.
+
+Why: DataParallel replicates the model over the GPUs of one process, scattering each batch
+and gathering the outputs on the first device every step. PyTorch recommends
+DistributedDataParallel instead, and TorchNeuron's data parallelism is built on it: launch
+with torchrun, create the "neuron" process group, give each process its NeuronCore
+(`torch.neuron.set_device(local_rank)`) and wrap the model in
+`DistributedDataParallel(model)` with a DistributedSampler for the data.
+
+What differs: the code is unchanged; it runs on one NeuronCore when only one is visible."""
+    doc_url = D_DIST
+    example = Example.unchanged(
+        "import torch\n\nmodel = torch.nn.DataParallel(model)\n")
+    source = CUDA
+    tokens = (b"DataParallel",)
+    watches = ("torch.nn.DataParallel", "torch.nn.parallel.DataParallel",
+               "torch.nn.parallel.data_parallel")
+    guidance = {name: "use DistributedDataParallel under torchrun (\"neuron\" process group, "
+                      "one NeuronCore per process) instead of DataParallel"
+                for name in watches}
+
+
+RULES: tuple[type[Rule], ...] = (NcclBackend, DataParallel)

@@ -40,7 +40,9 @@ class CudaMethod(Rule):
 What it does: the `.cuda()` method of tensors and modules becomes `.to("neuron")`; with a
 device index it becomes `.to(torch.device("neuron", i))` (`"neuron:N"` for a literal index,
 the device itself for an argument named like a device). `non_blocking=` and
-`memory_format=` are kept, since `.to` takes them too.
+`memory_format=` are kept, since `.to` takes them too. On a storage (`storage.cuda()` in a
+`torch.load` `map_location` function) the device is passed as `.to(device=...)`, the only
+form a storage's `.to` accepts.
 
 Why: TorchNeuron registers `neuron` as a regular PyTorch device; AWS's porting rule is to
 change the device in `.to(...)` calls. `.cuda()` without an index means the current CUDA
@@ -78,7 +80,11 @@ of your own classes that define `cuda()`."""
             return Review(f"`{code(node)}`: `torch` means something else here; use "
                           "`.to(torch.device(\"neuron\", i))`")
         rest = [a for a in node.args if a is not index]
-        args = [cst.Arg(target), *rest]
+        first = cst.Arg(target)
+        if _storage(func.value):  # Storage.to takes the device by keyword only
+            first = cst.Arg(target, keyword=cst.Name("device"), equal=cst.AssignEqual(
+                cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        args = [first, *rest]
         if rest:
             args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -103,6 +109,13 @@ of your own classes that define `cuda()`."""
             return None, ""
         return call(device, string("neuron"), value), \
             " (the index now names a NeuronCore: under torchrun, the worker's LOCAL_RANK)"
+
+
+def _storage(receiver: cst.BaseExpression) -> bool:
+    """`storage.cuda()`, as in `torch.load(..., map_location=lambda storage, loc:
+    storage.cuda())`: a storage's `.to` takes `device=` by keyword only."""
+    name = code(receiver).rsplit(".", 1)[-1].lower()
+    return "storage" in name
 
 
 class CudaDeviceString(Rule):
@@ -186,7 +199,7 @@ def _renamed(node: cst.BaseExpression) -> cst.BaseExpression | None:
 
 
 _DEVICE_MODULE = ("is_available", "device_count", "current_device", "set_device",
-                  "get_device_name", "get_device_properties", "device")
+                  "get_device_name", "get_device_properties", "device", "is_bf16_supported")
 _NOTES = {
     "set_device": " (under torchrun, each worker selects its own NeuronCore by LOCAL_RANK; "
                   "create the process group first)",
@@ -195,6 +208,7 @@ _NOTES = {
     "get_device_properties": " (the properties are a NeuronCore's: fields such as "
                              "`multi_processor_count` or `major`/`minor` do not exist)",
     "is_available": " (the branch that used the GPU now uses the NeuronCore)",
+    "is_bf16_supported": " (NeuronCores compute in bfloat16 natively)",
 }
 
 
@@ -207,8 +221,9 @@ class CudaDeviceModule(Rule):
                "`torch.neuron` counterparts")
     explanation = """\
 What it does: `torch.cuda.is_available`, `device_count`, `current_device`, `set_device`,
-`get_device_name`, `get_device_properties` and the `torch.cuda.device(i)` context manager
-become the same functions of `torch.neuron`, with the same arguments.
+`get_device_name`, `get_device_properties`, `is_bf16_supported` and the
+`torch.cuda.device(i)` context manager become the same functions of `torch.neuron`, with the
+same arguments.
 
 Why: TorchNeuron registers a device module, `torch.neuron`, that mirrors `torch.cuda`'s device
 management API (AWS's distributed example selects each worker's core with

@@ -305,8 +305,14 @@ What differs: the code is unchanged; on a machine without CUDA most of these cal
     guidance = {
         "torch.cuda": "no automatic rewrite: use its torch.neuron or torch.accelerator "
                       "counterpart, or drop the GPU-specific code",
-        "torch.backends.cudnn": "cuDNN is not used on Trainium; drop the setting",
+        "torch.backends.cudnn": "cuDNN is not used on Trainium; drop the code that depends "
+                                "on it",
         "torch.backends.cuda": "CUDA backend settings do not apply on Trainium; drop them",
+        **{f"torch.cuda.{kind}Tensor": (
+            "a legacy typed CUDA tensor: create it with torch.tensor(...) or torch.empty(...), "
+            "giving dtype= and device=\"neuron\"")
+           for kind in ("Float", "Double", "Half", "BFloat16", "Long", "Int", "Short", "Char",
+                        "Byte", "Bool")},
     }
 
 

@@ -137,11 +137,15 @@ def test_every_cuda_rule_is_exercised_by_a_cuda_fixture() -> None:
     ("import torch\nwith torch.autocast('cpu'):\n    pass\n",
      "import torch\nwith torch.autocast('cpu'):\n    pass\n"),
     ("from torch.cuda.amp import autocast\nwith autocast(enabled=False):\n    pass\n",
-     "from torch.cuda.amp import autocast\nimport torch\n\nwith torch.autocast(\"neuron\", "
-     "enabled=False):\n    pass\n"),
+     "import torch\n\nwith torch.autocast(\"neuron\", enabled=False):\n    pass\n"),
     ("from torch.cuda.amp import autocast\nwith autocast():\n    pass\n",
+     "import torch\n\nwith torch.autocast(\"neuron\", dtype=torch.bfloat16):\n    pass\n"),
+    # the import still has a user, so it stays
+    ("from torch.cuda.amp import autocast\nwith autocast():\n    pass\nctx = autocast\n",
      "from torch.cuda.amp import autocast\nimport torch\n\nwith torch.autocast(\"neuron\", "
-     "dtype=torch.bfloat16):\n    pass\n"),
+     "dtype=torch.bfloat16):\n    pass\nctx = autocast\n"),
+    ("import torch.cuda\ntorch.cuda.synchronize()\nx = torch.ones(1)\n",
+     "import torch.cuda\ntorch.neuron.synchronize()\nx = torch.ones(1)\n"),
 ])
 def test_cuda_rewrites(source: str, expected: str) -> None:
     result = migrate_source("f.py", source.encode(), Registry(all_rules(), CUDA))
@@ -205,3 +209,33 @@ def test_a_cuda_device_left_in_a_migrated_script_names_the_rules_of_the_file(
     assert "leftover CUDA call" in run.stdout
     assert "rewrites 2 CUDA use(s) in train.py: NMC102 (cuda-device-string) at line 3, " \
         "NMC101 (cuda-method) at line 5" in run.stdout
+
+
+def test_notebooks_are_migrated_from_cuda_too(in_tmp: Path) -> None:
+    import json
+
+    cell = {"cell_type": "code", "execution_count": None, "id": "c1", "metadata": {},
+            "outputs": [], "source": ["import torch\n", "model = model.cuda()\n",
+                                      "torch.cuda.synchronize()"]}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (in_tmp / "nb.ipynb").write_text(json.dumps(notebook, indent=1))
+    assert cli("apply", "nb.ipynb").exit_code == 0
+    assert "cuda" in (in_tmp / "nb.ipynb").read_text()  # not asked: left alone
+    assert cli("apply", "--from", "cuda", "nb.ipynb").exit_code == 0
+    source = json.loads((in_tmp / "nb.ipynb").read_text())["cells"][0]["source"]
+    assert source == ["import torch\n", "model = model.to(\"neuron\")\n",
+                      "torch.neuron.synchronize()"]
+
+
+def test_the_executable_takes_from_cuda(in_tmp: Path) -> None:
+    """`--from` is not one of the lean entry's options: the line goes to the typer app."""
+    import sys
+
+    from tests.conftest import ROOT
+
+    (in_tmp / "t.py").write_text("import torch\n\ntorch.cuda.synchronize()\n")
+    done = subprocess.run([sys.executable, "-m", "codemod", "apply", "--from", "cuda", "t.py"],
+                          cwd=in_tmp, capture_output=True, text=True, check=False,
+                          env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert (in_tmp / "t.py").read_text() == "import torch\n\ntorch.neuron.synchronize()\n"

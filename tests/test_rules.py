@@ -29,8 +29,8 @@ TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device
 # torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device.
 CUDA_COUNTERPARTS = frozenset(f"torch.neuron.{name}" for name in (
     "is_available", "current_device", "set_device", "get_device_name", "get_device_properties",
-    "device", "manual_seed_all", "seed", "seed_all", "initial_seed", "get_rng_state",
-    "set_rng_state", "get_rng_state_all", "set_rng_state_all", "empty_cache",
+    "device", "is_bf16_supported", "manual_seed_all", "seed", "seed_all", "initial_seed",
+    "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all", "empty_cache",
     "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
     "memory_stats", "memory_summary", "reset_peak_memory_stats",
     "reset_accumulated_memory_stats"))
