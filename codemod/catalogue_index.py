@@ -2,7 +2,7 @@
 `rules/`; do not edit (tests/test_startup.py checks that it matches them)."""
 
 TOKENS = (b'BUCKET_', b'NEURON', b'PJRT', b'XLA', b'inf2', b'neuron', b'neuronx', b'trn1')
-CUDA_TOKENS = (b'DataParallel', b'GradScaler', b'NCCL', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'device_map', b'flash_attn', b'float16', b'half', b'nccl', b'triton', b'xformers')
+CUDA_TOKENS = (b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'device_map', b'flash_attn', b'float16', b'half', b'nccl', b'triton', b'xformers')
 
 RULES = (
     ('NM001', 'unused-xla-import', 'fix', 'torch_xla imports nothing uses after the migration are removed'),
@@ -93,6 +93,7 @@ RULES = (
     ('NMC205', 'cuda-graphs', 'review', 'CUDA graphs (`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`) have no Neuron equivalent'),
     ('NMC206', 'nvtx-range', 'fix', 'NVTX annotations (`torch.cuda.nvtx.range_push/range_pop/mark`, `with nvtx.range(...)`) are removed'),
     ('NMC207', 'cudnn-flags', 'fix', '`torch.backends.cudnn.benchmark` and the TF32 switches are removed; `cudnn.deterministic` is reviewed'),
+    ('NMC208', 'profiler-cuda-activity', 'fix', "`ProfilerActivity.CUDA` becomes `ProfilerActivity.PrivateUse1`, the neuron device's activity"),
     ('NMC299', 'cuda-unmapped', 'review', 'other `torch.cuda` and `torch.backends.cuda(nn)` APIs have no automatic rewrite'),
     ('NMC301', 'cuda-autocast', 'fix', '`torch.cuda.amp.autocast()` and `torch.autocast("cuda")` become `torch.autocast("neuron", dtype=torch.bfloat16)`'),
     ('NMC302', 'cuda-grad-scaler', 'review', "CUDA's `GradScaler` is reviewed: bfloat16 needs no loss scaling"),

@@ -279,6 +279,49 @@ loses these settings there."""
                 "torch.use_deterministic_algorithms(True)")
 
 
+_ACTIVITY = frozenset(f"{module}.ProfilerActivity.CUDA" for module in (
+    "torch.profiler", "torch.autograd", "torch.autograd.profiler", "torch._C._profiler"))
+D_PROF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/how-to-profile-pytorch.html"
+
+
+class ProfilerActivity(Rule):
+    id = "NMC208"
+    name = "profiler-cuda-activity"
+    kind = Kind.FIX
+    summary = "`ProfilerActivity.CUDA` becomes `ProfilerActivity.PrivateUse1`, the neuron device's activity"
+    explanation = """\
+What it does: in `torch.profiler.profile(activities=[...])` and anywhere else,
+`ProfilerActivity.CUDA` becomes `ProfilerActivity.PrivateUse1`.
+
+Why: the profiler records device activity per backend; the `neuron` device is PyTorch's
+PrivateUse1 backend, and AWS's profiling guide asks for
+`activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]` (extended with a
+NeuronConfig for Neuron Explorer). Asking for CUDA activity on Trainium records nothing.
+
+What differs: the trace holds NeuronCore activity instead of CUDA kernels. Tables sorted by
+"cuda_time_total" need another key (for example "cpu_time_total")."""
+    doc_url = D_PROF
+    example = Example(
+        before="from torch.profiler import ProfilerActivity, profile\n\n"
+               "prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA])\n",
+        after="from torch.profiler import ProfilerActivity, profile\n\n"
+              "prof = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1])\n",
+    )
+    source = CUDA
+    tokens = (b"ProfilerActivity",)
+    names = _ACTIVITY
+    watches = tuple(sorted(_ACTIVITY))
+    emits = ("torch.profiler.ProfilerActivity.PrivateUse1",)
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        if not isinstance(node, cst.Attribute):
+            return Review(f"`{code(node)}`: use ProfilerActivity.PrivateUse1, the neuron "
+                          "device's activity")
+        new = node.with_changes(attr=cst.Name("PrivateUse1"))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the neuron device is PyTorch's "
+                       "PrivateUse1 backend")
+
+
 class CudaOther(ReviewRule):
     id = "NMC299"
     name = "cuda-unmapped"
@@ -317,4 +360,4 @@ What differs: the code is unchanged; on a machine without CUDA most of these cal
 
 
 RULES: tuple[type[Rule], ...] = (CudaSynchronize, CudaRng, CudaMemory, CudaStreams, CudaGraphs,
-                                 Nvtx, CudnnFlags, CudaOther)
+                                 Nvtx, CudnnFlags, ProfilerActivity, CudaOther)
