@@ -9,7 +9,7 @@ from codemod.model import Kind
 from codemod.quote import code
 from codemod.rule import Example, Outcome, Replace, Review, Role, Rule, Site
 from rules.cuda_placement import CUDA
-from rules.support import (append_arg, bool_value, keyword, keyword_arg, string,
+from rules.support import (append_arg, bool_value, keyword, keyword_arg, relaid, string,
                            string_value, with_string)
 
 D_CREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
@@ -86,14 +86,11 @@ gone; AWS recommends `fullgraph=True` once the model compiles without graph brea
                 return Review(f"`{code(node)}`: only the default mode exists on the neuron "
                               "backend; drop `mode=`")
             args.append(arg)
-        if args and args[-1] is not node.args[-1] and \
-                not isinstance(node.args[-1].comma, cst.Comma):
-            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         if backend is None:
-            args = append_arg(args, keyword_arg("backend", string("neuron")))
+            args.append(keyword_arg("backend", string("neuron")))
         if keyword(node.args, "dynamic") is None:
-            args = append_arg(args, keyword_arg("dynamic", cst.Name("False")))
-        new = node.with_changes(args=args)
+            args.append(keyword_arg("dynamic", cst.Name("False")))
+        new = node.with_changes(args=relaid(node.args, args))
         note = f"; {'; '.join(notes)}" if notes else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: Inductor targets GPUs; the "
                        f"neuron backend compiles static shapes{note}")

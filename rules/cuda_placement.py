@@ -11,7 +11,8 @@ from codemod.model import Kind
 from codemod.quote import code
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from rules.device_flow import Verdict, judge
-from rules.support import argument, call, has_star_args, string, string_value, with_string
+from rules.support import (argument, call, has_star_args, keyword_arg, relaid, string,
+                           string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -79,15 +80,17 @@ of your own classes that define `cuda()`."""
         if target is None:
             return Review(f"`{code(node)}`: `torch` means something else here; use "
                           "`.to(torch.device(\"neuron\", i))`")
-        rest = [a for a in node.args if a is not index]
-        first = cst.Arg(target)
+        keyword_ = None
         if _storage(func.value):  # Storage.to takes the device by keyword only
-            first = cst.Arg(target, keyword=cst.Name("device"), equal=cst.AssignEqual(
-                cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        args = [first, *rest]
-        if rest:
-            args[0] = args[0].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            keyword_ = keyword_arg("device", target)
+        if index is not None and node.args and index is node.args[0]:
+            first = index.with_changes(value=target, keyword=None,
+                                       equal=cst.MaybeSentinel.DEFAULT)
+            if keyword_ is not None:
+                first = first.with_changes(keyword=keyword_.keyword, equal=keyword_.equal)
+        else:
+            first = keyword_ or cst.Arg(target)
+        args = relaid(node.args, [first, *(a for a in node.args if a is not index)])
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
 

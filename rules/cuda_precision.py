@@ -10,8 +10,8 @@ from codemod.quote import code
 from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from rules.cuda_placement import CUDA, CUDA_TOKENS
 from rules.review_base import ReviewRule
-from rules.support import (append_arg, argument, bool_value, has_star_args, keyword, keyword_arg, string,
-                           string_value, with_string)
+from rules.support import (append_arg, argument, bool_value, has_star_args, keyword,
+                           keyword_arg, relaid, string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 
@@ -71,7 +71,7 @@ reports it). A script that chose float16 on purpose keeps its call and gets a re
                               "dtype=torch.bfloat16)")
             args = [cst.Arg(string("neuron"))] + [_as_keyword(a, i) for i, a in
                                                    enumerate(node.args)]
-            new = node.with_changes(func=autocast, args=_commas(args))
+            new = node.with_changes(func=autocast, args=relaid(node.args, args))
         else:
             device = argument(node.args, 0, "device_type")
             value = string_value(device.value) if device is not None else None
@@ -108,13 +108,6 @@ def _as_keyword(arg: cst.Arg, index: int) -> cst.Arg:
     return arg.with_changes(keyword=cst.Name(_CUDA_AMP_ORDER[index]),
                             equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                   whitespace_after=cst.SimpleWhitespace("")))
-
-
-def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
-    """Each argument but the last followed by `, `; the last by what the call had."""
-    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
-    done = [a.with_changes(comma=space) for a in args[:-1]]
-    return [*done, args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)]
 
 
 class CudaGradScaler(ReviewRule):

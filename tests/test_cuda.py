@@ -239,3 +239,20 @@ def test_the_executable_takes_from_cuda(in_tmp: Path) -> None:
                           env={**__import__("os").environ, "PYTHONPATH": str(ROOT)})
     assert done.returncode == 0, done.stderr
     assert (in_tmp / "t.py").read_text() == "import torch\n\ntorch.neuron.synchronize()\n"
+
+
+def test_multi_line_calls_keep_one_argument_a_line() -> None:
+    source = ("import torch\n\nm = model.cuda(\n    device=rank,\n    non_blocking=True,\n)\n"
+              "c = torch.compile(\n    model,\n    mode=\"reduce-overhead\",\n)\n")
+    expected = ("import torch\n\nm = model.to(\n    torch.device(\"neuron\", rank),\n"
+                "    non_blocking=True,\n)\n"
+                "c = torch.compile(\n    model,\n    backend=\"neuron\",\n    dynamic=False,\n)\n")
+    result = migrate_source("f.py", source.encode(), Registry(all_rules(), CUDA))
+    assert (result.new_source or b"").decode() == expected
+
+
+def test_catalogue_tokens_match_the_cuda_registry() -> None:
+    from codemod import catalogue
+
+    assert catalogue.tokens(CUDA.sources) == Registry(all_rules(), CUDA).tokens
+    assert b"cuda" not in catalogue.tokens()
