@@ -256,3 +256,14 @@ def test_catalogue_tokens_match_the_cuda_registry() -> None:
 
     assert catalogue.tokens(CUDA.sources) == Registry(all_rules(), CUDA).tokens
     assert b"cuda" not in catalogue.tokens()
+
+
+def test_a_cuda_model_placement_is_not_compiled_on_a_second_run() -> None:
+    """CUDA code ran eagerly: NM503 (which compiles what XLA always compiled) does not take
+    the `.to("neuron")` the CUDA rules wrote for an XLA placement on the next run."""
+    source = (b"import torch\n\nmodel = torch.nn.DataParallel(model).cuda()\n"
+              b"optimizer = torch.optim.SGD(model.parameters(), lr=0.1)\n")
+    registry = Registry(all_rules(), CUDA)
+    once = migrate_source("f.py", source, registry).new_source
+    assert once is not None and b'.to("neuron")' in once and b"compile" not in once
+    assert migrate_source("f.py", once, registry).new_source in (None, once)
