@@ -19,6 +19,9 @@ many run.
     python -m pip install -e ".[bench]"   # pyflakes
     python benchmarks/realworld.py CHECKOUT... [--tool-root PATH] [--python PY] [--json OUT]
 
+A repository listed with `from = ["cuda"]` (pytorch/examples) is GPU code: its files that use
+CUDA are migrated with `apply --from cuda` too.
+
 A checkout is matched to the script list by its folder name: `aws-neuron-samples` or
 `aws-neuron+aws-neuron-samples` for the repository aws-neuron/aws-neuron-samples. The tool under
 test is the neuron-migrate source tree at --tool-root (default: the repository this file is

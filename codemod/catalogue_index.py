@@ -2,7 +2,7 @@
 `rules/`; do not edit (tests/test_startup.py checks that it matches them)."""
 
 TOKENS = (b'BUCKET_', b'NEURON', b'PJRT', b'XLA', b'inf2', b'neuron', b'neuronx', b'trn1')
-CUDA_TOKENS = (b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'device_map', b'flash_attn', b'float16', b'half', b'nccl', b'triton', b'xformers')
+CUDA_TOKENS = (b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'device_map', b'flash_attn', b'float16', b'fp16', b'half', b'nccl', b'triton', b'xformers')
 
 RULES = (
     ('NM001', 'unused-xla-import', 'fix', 'torch_xla imports nothing uses after the migration are removed'),

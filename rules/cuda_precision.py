@@ -145,8 +145,10 @@ class Float16(Rule):
     kind = Kind.REVIEW
     summary = "float16 (`torch.float16`, `torch.half`, `.half()`) is reviewed: bfloat16 is Trainium's type"
     explanation = """\
-What it does: reports references to `torch.float16` and `torch.half` and calls of `.half()`,
-leaving the code as it is.
+What it does: reports references to `torch.float16` and `torch.half`, calls of `.half()`,
+and the float16 switches of training libraries (`fp16=True`, as in Hugging Face's
+`TrainingArguments`, and `mixed_precision="fp16"`, as in Accelerate's `Accelerator`), leaving
+the code as it is.
 
 Why: float16 was the GPU's mixed-precision type; it runs on Trainium, but bfloat16 is the
 NeuronCore's native one, with float32's range, so it trains without loss scaling and does not
@@ -158,10 +160,10 @@ numerical decision, so it is left to you."""
     doc_url = D_HOME
     example = Example.unchanged("import torch\n\nmodel = model.to(dtype=torch.float16)\n")
     source = CUDA
-    tokens = (b"float16", b"half")
+    tokens = (b"float16", b"half", b"fp16")
     names = _FLOAT16
     watches = tuple(_FLOAT16)
-    attributes = frozenset({"half"})
+    attributes = frozenset({"half", "fp16", "mixed_precision"})
 
     def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
         return Review(f"`{code(node)}`: float16 runs on Trainium, but bfloat16 is its native "
@@ -169,6 +171,16 @@ numerical decision, so it is left to you."""
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
         func = node.func
+        fp16 = keyword(node.args, "fp16")
+        if fp16 is not None and bool_value(fp16.value) is True:
+            return Review(f"`fp16=True` in `{code(func)}(...)`: float16 training needs loss "
+                          "scaling; bfloat16 is Trainium's native type (Hugging Face: "
+                          "bf16=True)", suggestion="bf16=True")
+        precision = keyword(node.args, "mixed_precision")
+        if precision is not None and string_value(precision.value) == "fp16":
+            return Review(f"`mixed_precision={code(precision.value)}` in `{code(func)}(...)`: "
+                          "bfloat16 is Trainium's native mixed-precision type",
+                          suggestion='mixed_precision="bf16"')
         if not isinstance(func, cst.Attribute) or func.attr.value != "half" or node.args or \
                 site.qualname_of(func) is not None:
             return None
