@@ -94,15 +94,6 @@ of your own classes that define `cuda()`."""
         new = node.with_changes(func=func.with_changes(attr=cst.Name("to")), args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
 
-    def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
-        """`x.cuda` not called here (`move = x.cuda`): the method is passed on as a value."""
-        parent = site.parent
-        if node.attr.value != "cuda" or isinstance(parent, cst.Call) and \
-                isinstance(parent.func, cst.Attribute) and parent.func.attr.value == "cuda":
-            return None
-        return Review(f"`{code(node)}` is used as a value; where it is called, move to the "
-                      "neuron device with `.to(\"neuron\")` instead")
-
     @staticmethod
     def _target(index: cst.Arg | None, site: Site) -> tuple[cst.BaseExpression | None, str]:
         if index is None or isinstance(index.value, cst.Name) and index.value.value == "None":
