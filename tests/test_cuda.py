@@ -153,6 +153,15 @@ def test_cuda_rewrites(source: str, expected: str) -> None:
     assert (result.new_source or source.encode()).decode() == expected
 
 
+def test_a_cuda_attribute_that_is_not_called_is_left_alone() -> None:
+    """`cfg.cuda`, `self.cuda`: in real code (NeMo) such attributes hold settings (a GPU
+    index, a flag) far more often than the bound method."""
+    source = b"if cfg.cuda is None:\n    cfg.cuda = 0\nmodel.cuda()\n"
+    result = migrate_source("f.py", source, Registry(all_rules(), CUDA))
+    assert result.new_source == b"if cfg.cuda is None:\n    cfg.cuda = 0\nmodel.to(\"neuron\")\n"
+    assert [(f.line, f.rule_id) for f in result.findings] == [(3, "NMC101")]
+
+
 def test_a_cuda_string_that_leaves_the_file_is_reported_not_renamed() -> None:
     source = b'import os\n\nos.environ["DEVICE"] = "cuda"\n'
     result = migrate_source("f.py", source, Registry(all_rules(), CUDA))
