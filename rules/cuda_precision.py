@@ -7,7 +7,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.quote import code
-from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
+from codemod.rule import Example, Outcome, Replace, Review, Role, Rule, Site
 from rules.cuda_placement import CUDA, CUDA_TOKENS
 from rules.review_base import ReviewRule
 from rules.support import (append_arg, argument, bool_value, has_star_args, keyword,
@@ -190,4 +190,66 @@ numerical decision, so it is left to you."""
                           attr=cst.Name("bfloat16")))))
 
 
-RULES: tuple[type[Rule], ...] = (CudaAutocast, CudaGradScaler, Float16)
+_CUSTOM = {f"torch.cuda.amp.{name}": f"torch.amp.{name}" for name in ("custom_fwd", "custom_bwd")}
+_CUSTOM.update({f"torch.cuda.amp.autocast_mode.{name}": f"torch.amp.{name}"
+                for name in ("custom_fwd", "custom_bwd")})
+
+
+class CustomForward(Rule):
+    id = "NMC304"
+    name = "cuda-custom-fwd"
+    kind = Kind.FIX
+    summary = ("`@torch.cuda.amp.custom_fwd` / `custom_bwd` become "
+               "`@torch.amp.custom_fwd(device_type=\"neuron\")` / `custom_bwd(...)`")
+    explanation = """\
+What it does: the decorators `torch.cuda.amp.custom_fwd` and `custom_bwd` of custom autograd
+functions become `torch.amp.custom_fwd(device_type="neuron", ...)` and
+`torch.amp.custom_bwd(device_type="neuron")`; `cast_inputs=` is kept.
+
+Why: they make a custom `torch.autograd.Function` behave under autocast: the forward either
+runs with the autocast state it was called with, or (with `cast_inputs`) casts its floating
+inputs and runs with autocast off, and the backward runs with the forward's state. PyTorch
+moved them to `torch.amp` with a `device_type`; the state they must follow is now the neuron
+device's autocast (NMC301).
+
+What differs: nothing: the same function under the neuron device's autocast."""
+    doc_url = "https://docs.pytorch.org/docs/stable/amp.html#torch.amp.custom_fwd"
+    example = Example(
+        before="import torch\n\n\nclass Scale(torch.autograd.Function):\n"
+               "    @staticmethod\n    @torch.cuda.amp.custom_fwd\n"
+               "    def forward(ctx, x):\n        return x * 2\n",
+        after="import torch\n\n\nclass Scale(torch.autograd.Function):\n"
+              "    @staticmethod\n    @torch.amp.custom_fwd(device_type=\"neuron\")\n"
+              "    def forward(ctx, x):\n        return x * 2\n",
+    )
+    source = CUDA
+    tokens = (b"custom_fwd", b"custom_bwd")
+    calls = frozenset(_CUSTOM)
+    names = frozenset(_CUSTOM)
+    emits = ("torch.amp.custom_fwd", "torch.amp.custom_bwd")
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        if site.role is not Role.DECORATOR:
+            return None  # a call's function: on_call decides; a value: reported below
+        return self._decorator(cst.Call(func=node), site, f"@{code(node)}")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if any(a.star or a.keyword is None for a in node.args):
+            return Review(f"`{code(node)}`: use torch.amp.{(site.qualname or '').rsplit('.', 1)[-1]}"
+                          "(device_type=\"neuron\", ...)")
+        return self._decorator(node, site, code(node))
+
+    @staticmethod
+    def _decorator(node: cst.Call, site: Site, shown: str) -> Outcome:
+        qualname = site.qualname or ""
+        func = site.ref(_CUSTOM[qualname])
+        if func is None:
+            return Review(f"`{code(node)}`: use {_CUSTOM[qualname]}(device_type=\"neuron\")")
+        args = [keyword_arg("device_type", string("neuron")), *node.args]
+        new = node.with_changes(func=func, args=relaid(node.args, args))
+        at = "@" if shown.startswith("@") else ""
+        return Replace(new, f"`{shown}` → `{at}{code(new)}`: the autocast state it follows is "
+                       "the neuron device's")
+
+
+RULES: tuple[type[Rule], ...] = (CudaAutocast, CudaGradScaler, Float16, CustomForward)
