@@ -2,7 +2,7 @@
 `rules/`; do not edit (tests/test_startup.py checks that it matches them)."""
 
 TOKENS = (b'BUCKET_', b'NEURON', b'PJRT', b'XLA', b'inf2', b'neuron', b'neuronx', b'trn1')
-CUDA_TOKENS = (b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'custom_bwd', b'custom_fwd', b'device_map', b'flash_attn', b'float16', b'fp16', b'half', b'nccl', b'triton', b'xformers')
+CUDA_TOKENS = (b'CUDA_VISIBLE_DEVICES', b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'custom_bwd', b'custom_fwd', b'device_map', b'flash_attn', b'float16', b'fp16', b'half', b'nccl', b'triton', b'xformers')
 
 RULES = (
     ('NM001', 'unused-xla-import', 'fix', 'torch_xla imports nothing uses after the migration are removed'),
@@ -101,6 +101,7 @@ RULES = (
     ('NMC304', 'cuda-custom-fwd', 'fix', '`@torch.cuda.amp.custom_fwd` / `custom_bwd` become `@torch.amp.custom_fwd(device_type="neuron")` / `custom_bwd(...)`'),
     ('NMC401', 'nccl-backend', 'fix', 'the process-group backend "nccl" (and `dist.Backend.NCCL`) becomes "neuron"'),
     ('NMC402', 'data-parallel', 'review', '`torch.nn.DataParallel` is reviewed: use DistributedDataParallel, one NeuronCore per process'),
+    ('NMC403', 'cuda-visible-devices', 'review', '`CUDA_VISIBLE_DEVICES` in Python code is reviewed: NeuronCores are chosen with `NEURON_RT_VISIBLE_CORES`'),
     ('NMC501', 'inductor-backend', 'fix', '`torch.compile(model)` with the default (inductor) backend becomes `torch.compile(model, backend="neuron", dynamic=False)`'),
     ('NMC601', 'apex', 'review', 'NVIDIA Apex (amp, fused optimizers and layers, apex DDP) is reviewed: plain PyTorch replaces it'),
     ('NMC602', 'flash-attention', 'review', '`flash_attn` and `xformers` attention kernels are reviewed: use `scaled_dot_product_attention`'),

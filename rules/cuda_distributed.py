@@ -6,7 +6,7 @@ import libcst as cst
 
 from codemod.model import Kind
 from codemod.quote import code
-from codemod.rule import Example, Outcome, Replace, Rule, Site
+from codemod.rule import Example, Outcome, Replace, Review, Rule, Site
 from rules.cuda_placement import CUDA
 from rules.review_base import ReviewRule
 from rules.support import string, string_value, with_string
@@ -96,4 +96,42 @@ What differs: the code is unchanged; it runs on one NeuronCore when only one is 
                 for name in watches}
 
 
-RULES: tuple[type[Rule], ...] = (NcclBackend, DataParallel)
+_VISIBLE = "CUDA_VISIBLE_DEVICES"
+
+
+class VisibleDevices(Rule):
+    id = "NMC403"
+    name = "cuda-visible-devices"
+    kind = Kind.REVIEW
+    summary = "`CUDA_VISIBLE_DEVICES` in Python code is reviewed: NeuronCores are chosen with `NEURON_RT_VISIBLE_CORES`"
+    explanation = """\
+What it does: reports the string "CUDA_VISIBLE_DEVICES" in Python code (setting or reading the
+variable through `os.environ`), leaving the code as it is.
+
+Why: the variable hides GPUs from CUDA; the Neuron runtime reads `NEURON_RT_VISIBLE_CORES`
+instead, with NeuronCore indices. Under torchrun the native process group sets
+`NEURON_RT_VISIBLE_CORES` to the worker's local rank itself, but only when it is unset, so a
+script that pins devices per rank by hand should usually stop doing so; a single-process script
+that picks a core can set `NEURON_RT_VISIBLE_CORES` before the device is first used.
+
+What differs: the code is unchanged: `CUDA_VISIBLE_DEVICES` no longer selects anything."""
+    doc_url = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/env-vars.html"
+    example = Example.unchanged("import os\n\nos.environ[\"CUDA_VISIBLE_DEVICES\"] = \"0,1\"\n")
+    source = CUDA
+    tokens = (b"CUDA_VISIBLE_DEVICES",)
+
+    def interesting_string(self, value: str) -> bool:
+        return value == _VISIBLE
+
+    def leftover_string(self, value: str) -> str:
+        return (f"{value} selects GPUs only: the Neuron runtime reads NEURON_RT_VISIBLE_CORES "
+                "(which the neuron process group sets per local rank when it is unset)")
+
+    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
+                  ) -> Outcome | None:
+        if not isinstance(node, cst.SimpleString) or string_value(node) != _VISIBLE:
+            return None
+        return Review(self.leftover_string(_VISIBLE), suggestion="\"NEURON_RT_VISIBLE_CORES\"")
+
+
+RULES: tuple[type[Rule], ...] = (NcclBackend, DataParallel, VisibleDevices)
