@@ -2,6 +2,7 @@
 `rules/`; do not edit (tests/test_startup.py checks that it matches them)."""
 
 TOKENS = (b'BUCKET_', b'NEURON', b'PJRT', b'XLA', b'inf2', b'neuron', b'neuronx', b'trn1')
+CUDA_TOKENS = (b'CUDA_VISIBLE_DEVICES', b'DataParallel', b'GradScaler', b'NCCL', b'ProfilerActivity', b'apex', b'autocast', b'bitsandbytes', b'compile', b'cpp_extension', b'cuda', b'cudnn', b'custom_bwd', b'custom_fwd', b'device_map', b'flash_attn', b'float16', b'fp16', b'half', b'nccl', b'triton', b'xformers')
 
 RULES = (
     ('NM001', 'unused-xla-import', 'fix', 'torch_xla imports nothing uses after the migration are removed'),
@@ -81,4 +82,31 @@ RULES = (
     ('NM814', 'inf2-trn1-target', 'review', 'Inf2 and Trn1 targets: TorchNeuron supports Trn2 and Trn3 only'),
     ('NM815', 'lockfile-regeneration', 'review', 'a lockfile pins the XLA-era stack; regenerate it, never edit it'),
     ('NM816', 'launch-with-torchrun', 'fix', 'a script that spawned its own workers is launched with python: use torchrun'),
+    ('NMC101', 'cuda-method', 'fix', '`x.cuda()` / `x.cuda(i)` become `x.to("neuron")` / `x.to(torch.device("neuron", i))`'),
+    ('NMC102', 'cuda-device-string', 'fix', 'the device strings "cuda" and "cuda:N" become "neuron" and "neuron:N", everywhere the value flows or nowhere'),
+    ('NMC103', 'cuda-device-module', 'fix', '`torch.cuda.is_available()`, `device_count()`, `current_device()`, `set_device()`, `get_device_name()` and `device(...)` become their `torch.neuron` counterparts'),
+    ('NMC104', 'is-cuda', 'fix', '`t.is_cuda` becomes `t.device.type == "neuron"`'),
+    ('NMC201', 'cuda-synchronize', 'fix', '`torch.cuda.synchronize()` becomes `torch.neuron.synchronize()`'),
+    ('NMC202', 'cuda-rng', 'fix', "`torch.cuda.manual_seed(_all)`, `seed`, `initial_seed` and the RNG state functions become `torch.neuron`'s"),
+    ('NMC203', 'cuda-memory', 'fix', "`torch.cuda.empty_cache()` and the memory statistics become `torch.neuron`'s"),
+    ('NMC204', 'cuda-streams-events', 'review', 'CUDA streams and events are reviewed: overlap and timing work differently on Trainium'),
+    ('NMC205', 'cuda-graphs', 'review', 'CUDA graphs (`torch.cuda.graph`, `CUDAGraph`, `make_graphed_callables`) have no Neuron equivalent'),
+    ('NMC206', 'nvtx-range', 'fix', 'NVTX annotations (`torch.cuda.nvtx.range_push/range_pop/mark`, `with nvtx.range(...)`) are removed'),
+    ('NMC207', 'cudnn-flags', 'fix', '`torch.backends.cudnn.benchmark` and the TF32 switches are removed; `cudnn.deterministic` is reviewed'),
+    ('NMC208', 'profiler-cuda-activity', 'fix', "`ProfilerActivity.CUDA` becomes `ProfilerActivity.PrivateUse1`, the neuron device's activity"),
+    ('NMC299', 'cuda-unmapped', 'review', 'other `torch.cuda` and `torch.backends.cuda(nn)` APIs have no automatic rewrite'),
+    ('NMC301', 'cuda-autocast', 'fix', '`torch.cuda.amp.autocast()` and `torch.autocast("cuda")` become `torch.autocast("neuron", dtype=torch.bfloat16)`'),
+    ('NMC302', 'cuda-grad-scaler', 'review', "CUDA's `GradScaler` is reviewed: bfloat16 needs no loss scaling"),
+    ('NMC303', 'cuda-float16', 'review', "float16 (`torch.float16`, `torch.half`, `.half()`) is reviewed: bfloat16 is Trainium's type"),
+    ('NMC304', 'cuda-custom-fwd', 'fix', '`@torch.cuda.amp.custom_fwd` / `custom_bwd` become `@torch.amp.custom_fwd(device_type="neuron")` / `custom_bwd(...)`'),
+    ('NMC401', 'nccl-backend', 'fix', 'the process-group backend "nccl" (and `dist.Backend.NCCL`) becomes "neuron"'),
+    ('NMC402', 'data-parallel', 'review', '`torch.nn.DataParallel` is reviewed: use DistributedDataParallel, one NeuronCore per process'),
+    ('NMC403', 'cuda-visible-devices', 'review', '`CUDA_VISIBLE_DEVICES` in Python code is reviewed: NeuronCores are chosen with `NEURON_RT_VISIBLE_CORES`'),
+    ('NMC501', 'inductor-backend', 'fix', '`torch.compile(model)` with the default (inductor) backend becomes `torch.compile(model, backend="neuron", dynamic=False)`'),
+    ('NMC601', 'apex', 'review', 'NVIDIA Apex (amp, fused optimizers and layers, apex DDP) is reviewed: plain PyTorch replaces it'),
+    ('NMC602', 'flash-attention', 'review', '`flash_attn` and `xformers` attention kernels are reviewed: use `scaled_dot_product_attention`'),
+    ('NMC603', 'bitsandbytes', 'review', 'bitsandbytes 8-bit optimizers and quantization are reviewed: they are CUDA-only'),
+    ('NMC604', 'triton-kernel', 'review', 'Triton kernels are reviewed: write them in PyTorch, or as NKI kernels'),
+    ('NMC605', 'cuda-extension', 'review', '`torch.utils.cpp_extension` CUDA sources are reviewed: port the kernels to NKI or PyTorch'),
+    ('NMC606', 'hf-device-map', 'review', 'Hugging Face `device_map="auto"`/`"cuda"` is reviewed: TorchNeuron\'s is `device_map="neuron"`'),
 )

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import catalogue
 
 from neuron_migrate.files import gitstate
-from neuron_migrate.config import Config, ConfigError, check_rule_code, load_config
+from neuron_migrate.config import Config, ConfigError, check_rule_code, check_sources, load_config
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Excludes
 from neuron_migrate.model import Options
@@ -67,6 +67,7 @@ class Request:
     changed_since: str | None = None
     stdin: bool = False  # `-` was given among the paths (its `Path` is `./-`'s too)
     stdin_filename: str | None = None
+    sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
 
 
 def names_as_bytes() -> None:
@@ -93,7 +94,13 @@ def options_of(request: Request, config: Config) -> Options:
         check_rule_code(code, known, where="--select/--ignore")
     select = request.select if request.select is not None else config.select
     ignore = request.ignore if request.ignore is not None else config.ignore
+    sources = request.sources if request.sources is not None else config.sources
+    try:
+        check_sources(sources, where="--from")
+    except ConfigError as error:
+        raise UsageProblem(str(error), param_hint="--from") from None
     return Options(
+        sources=frozenset({"xla", *sources}),
         unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
         compile=_first(request.compile_models, config.compile, True),
         annotate=_first(request.annotate, config.annotate, False),
@@ -135,7 +142,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
-    registry = DeferredRegistry(load_rules, catalogue.tokens(), options)
+    registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")

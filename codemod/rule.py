@@ -173,6 +173,15 @@ class Rule:
     tokens: ClassVar[tuple[bytes, ...]] = ()
     imports: ClassVar[frozenset[str]] = frozenset()
     """Modules imported only for a side effect that no longer exists; always removed."""
+    source: ClassVar[str] = "xla"
+    """The stack the rule migrates from; rules of a source the run was not asked for are not
+    loaded into its registry (`Options.sources`)."""
+    watches: ClassVar[tuple[str, ...]] = ()
+    """Qualified-name prefixes under `torch` (which the analysis does not follow by itself)
+    whose references make a statement worth a look."""
+    attributes: ClassVar[frozenset[str]] = frozenset()
+    """Attribute names (`x.cuda`, `t.is_cuda`) whose use on any object makes a statement worth
+    a look; `on_attribute` receives those that resolve to no import."""
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         return None
@@ -184,6 +193,9 @@ class Rule:
         return None
 
     def on_assign(self, node: cst.Assign, site: Site) -> Outcome | None:
+        return None
+
+    def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
         return None
 
     def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site

@@ -152,5 +152,20 @@ def append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
         whitespace_after=cst.SimpleWhitespace(" "))), new]
 
 
+def relaid(original: Sequence[cst.Arg], args: list[cst.Arg]) -> list[cst.Arg]:
+    """`args`, kept, changed, added or dropped from `original`, separated as `original`
+    separated its arguments (a multi-line call stays one argument a line) and ending as it
+    ended (with or without a trailing comma)."""
+    if not args:
+        return args
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    sep = next((a.comma for a in original[:-1] if isinstance(a.comma, cst.Comma)), space)
+    last = original[-1] if original else None
+    trailing = last.comma if last is not None else cst.MaybeSentinel.DEFAULT
+    middle = [a.with_changes(comma=sep) if not isinstance(a.comma, cst.Comma) or a is last
+              else a for a in args[:-1]]
+    return [*middle, args[-1].with_changes(comma=trailing)]
+
+
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:
     return cst.Call(func=func, args=[cst.Arg(a) for a in args])

@@ -22,8 +22,9 @@ from neuron_migrate.model import FileResult, Finding, Kind, Options
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions
-from neuron_migrate.engine.context import FileContext, Pending
-from neuron_migrate.engine.rewrite import ModuleRewriter
+from neuron_migrate.engine.rewrite import ModuleRewriter, Pending
+from neuron_migrate.engine.transform import FileContext
+from neuron_migrate.analysis.watch import flag_watched
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
@@ -53,6 +54,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls)
+    flag_watched(analysis, registry)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
