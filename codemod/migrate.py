@@ -20,6 +20,7 @@ from codemod.locate import Locator
 from codemod.mask import Masked, mask
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.nameguard import LostName, lost_names, original_line
+from codemod.readiness import Readiness, check_tree
 from codemod.registry import UNUSED_SUPPRESSION, Registry
 from codemod.suppress import Suppressions, read_suppressions
 from codemod.rewrite import ModuleRewriter, Pending
@@ -51,8 +52,21 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=_syntax_message(path, error))
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    ready = check_tree(path, tree, registry.readiness, suppressions, engine=True)
+    result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
+    if not ready.findings:
+        return result
+    findings = sorted((*result.findings, *ready.findings),
+                      key=lambda f: (f.line, f.column, f.rule_id))
+    return dataclasses.replace(result, findings=tuple(findings))
+
+
+def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
+                  options: Options, generate: bool, suppressions: Suppressions,
+                  ready: Readiness) -> FileResult:
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls)
+    ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")

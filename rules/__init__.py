@@ -5,11 +5,13 @@ from __future__ import annotations
 from codemod.rule import Rule
 from rules import (collectives, compile, data, dependencies, device, device_queries,
                    environment, installs, launch, memory, optimizer, precision, process_group,
-                   ranks, review, runtime, saving, step, unsupported, utilities)
+                   ranks, readiness_compile, readiness_dtypes, readiness_features,
+                   readiness_shapes, review, runtime, saving, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
             optimizer, launch, saving, data, utilities, precision, runtime, compile, environment,
-            unsupported, installs, dependencies)
+            unsupported, installs, dependencies, readiness_dtypes, readiness_features,
+            readiness_compile, readiness_shapes)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -1,0 +1,241 @@
+"""What the readiness rules need to know about a whole file before they look at one node:
+what its names import, what it compiles, and which code runs on every training step.
+
+All of it comes from the stdlib `ast` in two cheap walks. It is a per-file view: a model class
+compiled by another file is not known here to be compiled.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from codemod.locate import ast_dotted
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_COMPILE = frozenset({"torch.compile"})
+_XLA_COMPILE = frozenset({"torch_xla.compile", "torch_xla.torch_xla.compile"})
+_SET_DEFAULT = frozenset({"torch.compiler.set_default_backend"})
+_MOVES = frozenset({"to", "cuda", "neuron", "half", "bfloat16", "float", "train", "eval",
+                    "requires_grad_"})
+"""Module methods that return the module itself: `Net().to(device)` is still a `Net`."""
+
+
+@dataclass
+class Facts:
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Local name -> the module or object it imports (`np` -> `numpy`)."""
+    default_neuron: bool = False
+    """The file calls `torch.compiler.set_default_backend("neuron")`."""
+    compiles: bool = False
+    """The file compiles something (any torch.compile, Module.compile or torch_xla.compile)."""
+    compiled: set[int] = field(default_factory=set)
+    """ids of the functions (and methods) torch.compile traces."""
+    step_functions: set[int] = field(default_factory=set)
+    """ids of functions called once per training step (they call backward)."""
+    assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
+    """A dotted target (`x`, `self.model`) -> every value assigned to it in the file."""
+    calls: list[ast.Call] = field(default_factory=list)
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = field(
+        default_factory=dict)
+    """Every function and method of the file, by name."""
+    memo: dict[str, object] = field(default_factory=dict)
+    """What rules work out once per file from these facts."""
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        """The qualified name a dotted expression refers to, through the file's imports."""
+        dotted = ast_dotted(expr)
+        if dotted is None:
+            return None
+        head, dot, rest = dotted.partition(".")
+        target = self.aliases.get(head)
+        if target is None:
+            return None
+        return f"{target}{dot}{rest}"
+
+
+def facts_of(tree: ast.Module) -> Facts:
+    facts = Facts()
+    classes: dict[str, ast.ClassDef] = {}
+    functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    calls: list[ast.Call] = []
+    decorated: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    facts.aliases[alias.asname] = alias.name
+                else:
+                    root = alias.name.split(".", 1)[0]
+                    facts.aliases[root] = root
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                if alias.name != "*":
+                    facts.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ClassDef):
+            classes[node.name] = node
+        elif isinstance(node, _FUNCTIONS):
+            functions.setdefault(node.name, []).append(node)
+            if node.decorator_list:
+                decorated.append(node)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                name = ast_dotted(target)
+                if name is not None:
+                    facts.assigned.setdefault(name, []).append(node.value)
+        elif isinstance(node, ast.Call):
+            calls.append(node)
+    facts.calls = calls
+    facts.functions = functions
+    _compiled(facts, calls, decorated, classes, functions)
+    _steps(facts, tree, functions)
+    return facts
+
+
+def is_compile_call(call: ast.Call, facts: Facts) -> bool:
+    """`torch.compile(...)`, `torch_xla.compile(...)` or `module.compile(...)` (a method
+    call with keyword arguments only, on something that is not an imported module: not
+    `re.compile(pattern)`, nor Keras' `model.compile(optimizer=...)`)."""
+    qualname = facts.qualname(call.func)
+    if qualname in _COMPILE or qualname in _XLA_COMPILE:
+        return True
+    return is_module_compile(call, facts)
+
+
+def is_module_compile(call: ast.Call, facts: Facts) -> bool:
+    func = call.func
+    if not (isinstance(func, ast.Attribute) and func.attr == "compile") or call.args:
+        return False
+    if facts.qualname(func.value) is not None:
+        return False  # re.compile, regex.compile, ...
+    return not any(k.arg in ("optimizer", "loss", "metrics") for k in call.keywords)
+
+
+def _compiled(facts: Facts, calls: list[ast.Call],
+              decorated: list[ast.FunctionDef | ast.AsyncFunctionDef],
+              classes: dict[str, ast.ClassDef],
+              functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
+    compiled_classes: set[str] = set()
+    for call in calls:
+        qualname = facts.qualname(call.func)
+        if qualname in _SET_DEFAULT and call.args and \
+                isinstance(call.args[0], ast.Constant) and call.args[0].value == "neuron":
+            facts.default_neuron = True
+        if not is_compile_call(call, facts):
+            continue
+        facts.compiles = True
+        if is_module_compile(call, facts):
+            target: ast.expr | None = call.func.value  # type: ignore[attr-defined]
+        else:
+            target = call.args[0] if call.args else None
+        if target is not None:
+            _mark_target(facts, target, classes, functions, compiled_classes)
+    for function in decorated:
+        for decorator in function.decorator_list:
+            call = decorator if isinstance(decorator, ast.Call) else None
+            head = call.func if call is not None else decorator
+            if facts.qualname(head) in _COMPILE | _XLA_COMPILE:
+                facts.compiles = True
+                facts.compiled.add(id(function))
+    _submodules(compiled_classes, classes)
+    for name in compiled_classes:
+        _mark_class(facts, classes[name])
+
+
+def _mark_target(facts: Facts, target: ast.expr, classes: dict[str, ast.ClassDef],
+                 functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]],
+                 compiled: set[str], depth: int = 0) -> None:
+    """What a compiled expression stands for: a class constructed here (its forward is
+    compiled), a function defined here, or a name assigned one of those."""
+    if depth > 4:
+        return
+    while isinstance(target, ast.Call) and isinstance(target.func, ast.Attribute) and \
+            target.func.attr in _MOVES:
+        target = target.func.value  # Net().to(device)
+    if isinstance(target, ast.Call):
+        name = ast_dotted(target.func)
+        if name in classes:
+            compiled.add(name)
+        elif facts.qualname(target.func) in _COMPILE and target.args:
+            _mark_target(facts, target.args[0], classes, functions, compiled, depth + 1)
+        return
+    if isinstance(target, ast.Attribute) and target.attr == "forward":
+        _mark_target(facts, target.value, classes, functions, compiled, depth + 1)
+        return
+    name = ast_dotted(target)
+    if name is None:
+        return
+    if "." not in name or name.count(".") == 1 and name.startswith("self."):
+        for function in functions.get(name.rsplit(".", 1)[-1], ()):
+            facts.compiled.add(id(function))  # torch.compile(step), torch.compile(self.step)
+    for value in facts.assigned.get(name, ()):
+        _mark_target(facts, value, classes, functions, compiled, depth + 1)
+
+
+def _submodules(compiled: set[str], classes: dict[str, ast.ClassDef]) -> None:
+    """A compiled module's submodules are traced with it: the classes of this file its
+    methods construct, transitively."""
+    pending = list(compiled)
+    while pending:
+        cls = classes[pending.pop()]
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Call):
+                name = ast_dotted(node.func)
+                if name in classes and name not in compiled:
+                    compiled.add(name)
+                    pending.append(name)
+
+
+def _mark_class(facts: Facts, cls: ast.ClassDef) -> None:
+    """`forward`, and the methods it calls through `self.`, transitively."""
+    methods = {m.name: m for m in cls.body if isinstance(m, _FUNCTIONS)}
+    pending = [name for name in ("forward",) if name in methods]
+    seen: set[str] = set()
+    while pending:
+        name = pending.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        method = methods[name]
+        facts.compiled.add(id(method))
+        for node in ast.walk(method):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                    isinstance(node.func.value, ast.Name) and node.func.value.id == "self" \
+                    and node.func.attr in methods:
+                pending.append(node.func.attr)
+
+
+def trains(body: list[ast.stmt]) -> bool:
+    """Whether this code calls `.backward()` itself (nested functions aside)."""
+    for node in _shallow(body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr == "backward":
+            return True
+    return False
+
+
+def _shallow(body: list[ast.stmt]):  # type: ignore[no-untyped-def]
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+                pending.append(child)
+
+
+def _steps(facts: Facts, tree: ast.Module,
+           functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
+    """Functions that train (call backward) and are called from inside a loop: their body
+    is a training step, run once per batch."""
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            continue
+        for inner in _shallow(node.body):
+            if isinstance(inner, ast.Call):
+                name = ast_dotted(inner.func)
+                short = name.rsplit(".", 1)[-1] if name else None
+                for function in functions.get(short or "", ()):
+                    if trains(function.body):
+                        facts.step_functions.add(id(function))
