@@ -19,7 +19,7 @@ from typing import ClassVar
 
 from codemod.failsafe import never_raise
 from codemod.model import FileResult, Finding, Kind
-from codemod.readiness_facts import Facts, facts_of, trains
+from codemod.readiness_facts import Facts, facts_of, steps
 from codemod.rule import Rule
 from codemod.suppress import Suppressions, read_suppressions, span
 
@@ -149,7 +149,7 @@ class _Walk:
                    if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
         self.expressions(node, headers, function, compiled, per_step, outer)
         if isinstance(node, _LOOPS):
-            step = per_step or trains(node.body)
+            step = per_step or steps(node.body, self.facts)
             self.block(node.body, function, compiled, step, inner)
             self.block(node.orelse, function, compiled, per_step, inner)
         elif isinstance(node, ast.If):

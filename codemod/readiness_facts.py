@@ -117,6 +117,7 @@ def _compiled(facts: Facts, calls: list[ast.Call],
               classes: dict[str, ast.ClassDef],
               functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
     compiled_classes: set[str] = set()
+    by_id = {id(f): f for group in functions.values() for f in group}
     for call in calls:
         qualname = facts.qualname(call.func)
         if qualname in _SET_DEFAULT and call.args and \
@@ -130,7 +131,12 @@ def _compiled(facts: Facts, calls: list[ast.Call],
         else:
             target = call.args[0] if call.args else None
         if target is not None:
+            before = set(facts.compiled)
             _mark_target(facts, target, classes, functions, compiled_classes)
+            if facts.qualname(call.func) in _XLA_COMPILE:
+                # a training step under torch_xla.compile runs eagerly once migrated (NM502)
+                facts.compiled = before | {i for i in facts.compiled - before
+                                           if not trains(by_id[i].body)}
     for function in decorated:
         for decorator in function.decorator_list:
             call = decorator if isinstance(decorator, ast.Call) else None
@@ -206,22 +212,55 @@ def _mark_class(facts: Facts, cls: ast.ClassDef) -> None:
                 pending.append(node.func.attr)
 
 
-def trains(body: list[ast.stmt]) -> bool:
-    """Whether this code calls `.backward()` itself (nested functions aside)."""
-    for node in _shallow(body):
+def trains(body: list[ast.stmt], loops: bool = True) -> bool:
+    """Whether this code calls `.backward()` itself (nested functions aside; without
+    `loops`, nested loops aside too: the code is one step, not a loop over steps)."""
+    for node in _shallow(body, loops):
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
                 node.func.attr == "backward":
             return True
     return False
 
 
-def _shallow(body: list[ast.stmt]):  # type: ignore[no-untyped-def]
-    pending: list[ast.AST] = list(body)
+def steps(body: list[ast.stmt], facts: Facts) -> bool:
+    """Whether a loop with this body runs a training step each time round: it calls
+    backward, or a step function of this file, outside any inner loop."""
+    if trains(body, loops=False):
+        return True
+    for node in _shallow(body, loops=False):
+        if isinstance(node, ast.Call):
+            for short in callees(node, facts):
+                if any(id(f) in facts.step_functions for f in facts.functions.get(short, ())):
+                    return True
+    return False
+
+
+def callees(call: ast.Call, facts: Facts) -> set[str]:
+    """The names of this file's functions a call may run: its own name, and the names of
+    what was assigned to it (`self.compiled_step = self.step`)."""
+    name = ast_dotted(call.func)
+    if name is None:
+        return set()
+    names = {name.rsplit(".", 1)[-1]}
+    for value in facts.assigned.get(name, ()):
+        dotted = ast_dotted(value)
+        if dotted is not None:
+            names.add(dotted.rsplit(".", 1)[-1])
+    return names
+
+
+_NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
+_NESTED_AND_LOOPS = (*_NESTED, ast.For, ast.AsyncFor, ast.While)
+
+
+def _shallow(body: list[ast.stmt], loops: bool = True):  # type: ignore[no-untyped-def]
+    skip = _NESTED if loops else _NESTED_AND_LOOPS
+    pending: list[ast.AST] = [node for node in body if not isinstance(node, skip)]
     while pending:
         node = pending.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if not isinstance(child, (*_FUNCTIONS, ast.ClassDef, ast.Lambda)):
+            if not isinstance(child, skip):
                 pending.append(child)
 
 
@@ -234,8 +273,7 @@ def _steps(facts: Facts, tree: ast.Module,
             continue
         for inner in _shallow(node.body):
             if isinstance(inner, ast.Call):
-                name = ast_dotted(inner.func)
-                short = name.rsplit(".", 1)[-1] if name else None
-                for function in functions.get(short or "", ()):
-                    if trains(function.body):
-                        facts.step_functions.add(id(function))
+                for short in callees(inner, facts):
+                    for function in functions.get(short, ()):
+                        if trains(function.body, loops=False):
+                            facts.step_functions.add(id(function))

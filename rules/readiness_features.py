@@ -26,6 +26,7 @@ class NamespaceRule(ReadinessRule):
 
     nodes = (ast.Name, ast.Attribute, ast.Call)
     namespaces: ClassVar[tuple[str, ...]] = ()
+    excluded: ClassVar[tuple[str, ...]] = ()
     methods: ClassVar[tuple[str, ...]] = ()
     what: ClassVar[str] = ""
 
@@ -39,7 +40,10 @@ class NamespaceRule(ReadinessRule):
                 not isinstance(getattr(node, "ctx", None), ast.Load):
             return None
         qualname = where.qualname(node)
-        if qualname is None or not any(qualname == n or qualname.startswith(n + ".")
+        if qualname is None or any(qualname == n or qualname.startswith(n + ".")
+                                   for n in self.excluded):
+            return None
+        if not any(qualname == n or qualname.startswith(n + ".")
                                        or (n.endswith("_") and qualname.startswith(n))
                                        for n in self.namespaces):
             return None
@@ -118,12 +122,19 @@ class FunctionTransforms(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torch.func", "functorch", "torch.vmap")
+    # not transforms: AOTAutograd's compiler hooks, control flow, and plain-Python helpers
+    # that swap or stack parameters
+    excluded = ("functorch.compile", "functorch.experimental", "functorch.dim",
+                "torch.func.functional_call", "torch.func.stack_module_state",
+                "functorch.functional_call")
     what = f"torch.func (functorch) transforms are not among TorchNeuron's supported features; {_VERIFY}"
-    summary = "torch.func / functorch transforms (`vmap`, `grad`, `jacrev`, `functional_call`...) are not listed as supported"
+    summary = "torch.func / functorch transforms (`vmap`, `grad`, `jacrev`, `jvp`...) are not listed as supported"
     explanation = """\
-What it does: reports uses of `torch.func` (`vmap`, `grad`, `grad_and_value`, `jacrev`,
-`jacfwd`, `hessian`, `jvp`, `vjp`, `functional_call`, `stack_module_state`), `torch.vmap`
-and the older `functorch` package.
+What it does: reports uses of the `torch.func` transforms (`vmap`, `grad`,
+`grad_and_value`, `jacrev`, `jacfwd`, `hessian`, `jvp`, `vjp`, `linearize`,
+`functionalize`), `torch.vmap` and the older `functorch` package. Not reported:
+`functional_call` and `stack_module_state`, which only swap or stack parameters in Python,
+and `functorch.compile` (AOTAutograd's hooks), which transform nothing.
 
 Why: TorchNeuron's release notes name torch.func among what it does not support yet. The
 transforms run through batching and functionalization rules that a backend must cover for

@@ -137,7 +137,7 @@ N steps."""
         "print(accuracy(logits.to(\"neuron\"), labels))\n")
 
     def check(self, node: ast.AST, where: Where) -> str | None:
-        if not where.compiled or not method(node, *_HOST_READS) or node.args:  # type: ignore[attr-defined]
+        if not where.compiled or not host_read(node, _HOST_READS):
             return None
         return (f"`{code(node)}` in compiled code reads a device value on the host: a graph "
                 "break and a device sync (an error with fullgraph=True)")
@@ -169,11 +169,25 @@ read once per epoch, or read every N steps under an `if`."""
         "    total += loss.item()\n")
 
     def check(self, node: ast.AST, where: Where) -> str | None:
-        if where.compiled or not where.per_step or not method(node, *_STEP_READS) or \
-                node.args:  # type: ignore[attr-defined]
+        if where.compiled or not where.per_step or not host_read(node, _STEP_READS):
             return None
         return (f"`{code(node)}` runs on every training step and waits for the device "
                 "(a host sync); accumulate on the device or read every N steps")
+
+
+def host_read(node: ast.AST, methods: tuple[str, ...]) -> bool:
+    """`x.item()`, `x.cpu()`, ... (no arguments), or `x.to("cpu")`."""
+    if not isinstance(node, ast.Call):
+        return False
+    if method(node, *methods):
+        return not node.args
+    if method(node, "to") and node.args:
+        first = node.args[0]
+        if isinstance(first, ast.Call) and ast_dotted(first.func) in ("torch.device", "device") \
+                and first.args:
+            first = first.args[0]
+        return isinstance(first, ast.Constant) and first.value == "cpu"
+    return False
 
 
 def _data_loader(call: ast.Call, where: Where) -> bool:
