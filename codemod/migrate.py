@@ -20,7 +20,7 @@ from codemod.locate import Locator
 from codemod.mask import Masked, mask
 from codemod.model import FileResult, Finding, Kind, Options
 from codemod.nameguard import LostName, lost_names, original_line
-from codemod.readiness import Readiness, check_tree
+from codemod.readiness import Readiness, check_tree, mentions_torch
 from codemod.registry import UNUSED_SUPPRESSION, Registry
 from codemod.suppress import Suppressions, read_suppressions
 from codemod.rewrite import ModuleRewriter, Pending
@@ -52,7 +52,8 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=_syntax_message(path, error))
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
-    ready = check_tree(path, tree, registry.readiness, suppressions, engine=True)
+    ready = check_tree(path, tree, registry.readiness if mentions_torch(data) else (),
+                       suppressions, engine=True)
     result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
     if not ready.findings:
         return result

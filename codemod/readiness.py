@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Callable, Iterable, Sequence
+import warnings
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -50,12 +51,13 @@ TITLES = {
 
 @dataclass(frozen=True)
 class Where:
-    """What surrounds a node."""
+    """What surrounds a node. Valid during the `check` call it is given to (it reads the
+    walk's live stack of ancestors)."""
 
     facts: Facts
     statement: ast.stmt
-    ancestors: tuple[ast.AST, ...]
-    """From the statement down to the node's parent."""
+    stack: list[ast.AST]
+    depth: int
     function: ast.FunctionDef | ast.AsyncFunctionDef | None
     compiled: bool
     """Inside code torch.compile traces (a compiled function, a compiled module's forward)."""
@@ -64,8 +66,13 @@ class Where:
     a step function called from one, outside any `if`)."""
 
     @property
+    def ancestors(self) -> tuple[ast.AST, ...]:
+        """From the statement's expressions down to the node's parent."""
+        return tuple(self.stack[:self.depth])
+
+    @property
     def parent(self) -> ast.AST | None:
-        return self.ancestors[-1] if self.ancestors else None
+        return self.stack[self.depth - 1] if self.depth else None
 
     def qualname(self, expr: ast.AST) -> str | None:
         return self.facts.qualname(expr)
@@ -170,19 +177,31 @@ class _Walk:
     def expressions(self, statement: ast.stmt, roots: list[ast.AST],
                     function: ast.FunctionDef | None, compiled: bool, per_step: bool,
                     outer: tuple[ast.stmt, ...]) -> None:
-        pending: list[tuple[ast.AST, tuple[ast.AST, ...]]] = [(r, ()) for r in reversed(roots)]
-        while pending:
-            node, ancestors = pending.pop()
-            rules = self.by_type.get(type(node))
+        stack: list[ast.AST] = []
+        by_type = self.by_type
+
+        def visit(node: ast.AST) -> None:
+            rules = by_type.get(type(node))
             if rules:
-                where = Where(self.facts, statement, ancestors, function, compiled, per_step)
+                where = Where(self.facts, statement, stack, len(stack), function, compiled,
+                              per_step)
                 for rule in rules:
                     message = rule.check(node, where)
                     if message is not None:
                         self.hit(rule, node, statement, outer, message)
-            below = (*ancestors, node)
-            children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt)]
-            pending.extend((c, below) for c in reversed(children))
+            stack.append(node)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST) and not isinstance(item, ast.stmt):
+                            visit(item)
+                elif isinstance(value, ast.AST):
+                    visit(value)
+            stack.pop()
+
+        for root in roots:
+            visit(root)
 
     def hit(self, rule: ReadinessRule, node: ast.AST, statement: ast.stmt,
             outer: tuple[ast.stmt, ...], message: str) -> None:
@@ -200,10 +219,6 @@ class _Walk:
                                            message))
 
 
-def readiness_rules(rules: Iterable[Rule]) -> tuple[ReadinessRule, ...]:
-    return tuple(r for r in rules if isinstance(r, ReadinessRule))
-
-
 def audit_source(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult:
     """`audit` of one file: its readiness findings, whether or not it has anything XLA-era.
     Never raises for bad input."""
@@ -217,8 +232,6 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
     if suppressions.whole_file:
         return FileResult(path, original=data)
     try:
-        import warnings
-
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(data, filename=path)
@@ -235,13 +248,3 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
 def mentions_torch(data: bytes) -> bool:
     """Whether a file may use PyTorch: the only files `audit` reads."""
     return b"torch" in data
-
-
-def limit_of(rule_id: str, rules: Iterable[Rule]) -> Limit | None:
-    for rule in rules:
-        if rule.id == rule_id:
-            return getattr(rule, "limit", None)
-    return None
-
-
-Check = Callable[[ast.AST, Where], "str | None"]

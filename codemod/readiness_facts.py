@@ -40,10 +40,26 @@ class Facts:
         default_factory=dict)
     """Every function and method of the file, by name."""
     memo: dict[str, object] = field(default_factory=dict)
+    _names: dict[int, str | None] = field(default_factory=dict)
     """What rules work out once per file from these facts."""
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The qualified name a dotted expression refers to, through the file's imports."""
+        kind = type(expr)
+        if kind is not ast.Name and kind is not ast.Attribute:
+            return None
+        key = id(expr)
+        if key in self._names:
+            return self._names[key]
+        self._names[key] = found = self._qualname(expr)
+        return found
+
+    def _qualname(self, expr: ast.AST) -> str | None:
+        root = expr
+        while type(root) is ast.Attribute:
+            root = root.value  # type: ignore[attr-defined]
+        if type(root) is not ast.Name or root.id not in self.aliases:  # type: ignore[attr-defined]
+            return None
         dotted = ast_dotted(expr)
         if dotted is None:
             return None
@@ -60,6 +76,7 @@ def facts_of(tree: ast.Module) -> Facts:
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[ast.Call] = []
     decorated: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
+    loops: list[ast.For | ast.AsyncFor | ast.While] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
@@ -86,10 +103,12 @@ def facts_of(tree: ast.Module) -> Facts:
                     facts.assigned.setdefault(name, []).append(node.value)
         elif isinstance(node, ast.Call):
             calls.append(node)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            loops.append(node)
     facts.calls = calls
     facts.functions = functions
     _compiled(facts, calls, decorated, classes, functions)
-    _steps(facts, tree, functions)
+    _steps(facts, loops, functions)
     return facts
 
 
@@ -264,16 +283,18 @@ def _shallow(body: list[ast.stmt], loops: bool = True):  # type: ignore[no-untyp
                 pending.append(child)
 
 
-def _steps(facts: Facts, tree: ast.Module,
+def _steps(facts: Facts, loops: list[ast.For | ast.AsyncFor | ast.While],
            functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
     """Functions that train (call backward) and are called from inside a loop: their body
     is a training step, run once per batch."""
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            continue
-        for inner in _shallow(node.body):
+    trainers = {name for name, group in functions.items()
+                if any(trains(f.body, loops=False) for f in group)}
+    if not trainers:
+        return
+    for node in loops:
+        for inner in _shallow(node.body, loops=False):
             if isinstance(inner, ast.Call):
-                for short in callees(inner, facts):
-                    for function in functions.get(short, ()):
+                for short in callees(inner, facts) & trainers:
+                    for function in functions[short]:
                         if trains(function.body, loops=False):
                             facts.step_functions.add(id(function))

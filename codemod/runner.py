@@ -436,7 +436,9 @@ def _needs_engine(path: Path, job: Job) -> bool:
     launches = b"python " in data if path.suffix == ".ipynb" else \
         path.suffix != ".py" and b"python" in data
     if job.audit:
-        return b"torch" in data
+        from codemod.readiness import mentions_torch
+
+        return mentions_torch(data)
     return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
 
 

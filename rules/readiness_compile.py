@@ -14,8 +14,8 @@ from codemod.readiness import Limit, ReadinessRule, Where
 from codemod.readiness_facts import is_module_compile
 from codemod.rule import Example, Outcome, Replace, Site
 from rules.readiness_support import D_CREF, code, keyword
-from rules.support import append_arg, bool_value, keyword as cst_keyword, keyword_arg, \
-    string_value
+from rules.support import append_arg, bool_value, keyword_arg, string_value
+from rules.support import keyword as cst_keyword
 
 _DEFAULT_NEURON = re.compile(r"set_default_backend\(\s*(?:backend\s*=\s*)?[\"']neuron[\"']")
 _KERAS = frozenset({"optimizer", "loss", "metrics"})

@@ -8,8 +8,17 @@ import ast
 from codemod.model import Kind
 from codemod.readiness import Limit, ReadinessRule, Where
 from codemod.rule import Example
-from rules.readiness_support import (D_MEMGL, applied, code, is_device, is_float64, keyword,
-                                     method, numpy_float64, on_device)
+from rules.readiness_support import (
+    D_MEMGL,
+    applied,
+    code,
+    is_device,
+    is_float64,
+    keyword,
+    method,
+    numpy_float64,
+    on_device,
+)
 
 _FACTORIES_WITH_DTYPE = ("to", "type", "new_tensor", "new_zeros", "new_ones", "new_empty",
                          "new_full")
@@ -54,11 +63,11 @@ float32 (or bfloat16) on the device and compute the delicate part on the CPU in 
             dtype = next((a for a in call.args if _double(a, where)), None)
         if dtype is None or not _double(dtype, where):
             return None
-        if method(call, *_FACTORIES_WITH_DTYPE) or is_device(keyword(call, "device"),
-                                                              where.facts) or \
-                any(m.func.attr in ("to", "cuda") for m in applied(call, where)):  # type: ignore[attr-defined]
-            if on_device(call, where):
-                return f"`{code(call)}`: float64 on the device; {_WHY}"
+        placed = method(call, *_FACTORIES_WITH_DTYPE) or \
+            is_device(keyword(call, "device"), where.facts) or \
+            any(m.func.attr in ("to", "cuda") for m in applied(call, where))  # type: ignore[attr-defined]
+        if placed and on_device(call, where):
+            return f"`{code(call)}`: float64 on the device; {_WHY}"
         return None
 
 

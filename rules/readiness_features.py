@@ -24,7 +24,7 @@ _VERIFY = ("run it on a Trainium instance (or `neuron-migrate smoke`) and check 
 class NamespaceRule(ReadinessRule):
     """Reports every use of names under `namespaces` (outermost dotted chain only)."""
 
-    nodes = (ast.Name, ast.Attribute, ast.Call)
+    nodes: ClassVar[tuple[type[ast.AST], ...]] = (ast.Name, ast.Attribute)
     namespaces: ClassVar[tuple[str, ...]] = ()
     excluded: ClassVar[tuple[str, ...]] = ()
     methods: ClassVar[tuple[str, ...]] = ()
@@ -36,16 +36,12 @@ class NamespaceRule(ReadinessRule):
                 return self.message(f".{node.func.attr}()")  # type: ignore[attr-defined]
             return self.call(node, where)
         parent = where.parent
-        if isinstance(parent, ast.Attribute) and parent.value is node or \
-                not isinstance(getattr(node, "ctx", None), ast.Load):
+        if type(parent) is ast.Attribute and parent.value is node or \
+                type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
             return None
         qualname = where.qualname(node)
-        if qualname is None or any(qualname == n or qualname.startswith(n + ".")
-                                   for n in self.excluded):
-            return None
-        if not any(qualname == n or qualname.startswith(n + ".")
-                                       or (n.endswith("_") and qualname.startswith(n))
-                                       for n in self.namespaces):
+        if qualname is None or not _under(qualname, self.namespaces) or \
+                _under(qualname, self.excluded):
             return None
         return self.message(qualname)
 
@@ -56,11 +52,23 @@ class NamespaceRule(ReadinessRule):
         return f"`{name}`: {self.what}"
 
 
+def _under(qualname: str, namespaces: tuple[str, ...]) -> bool:
+    """`qualname` is one of `namespaces` or inside one (`torch.sparse_` covers
+    `torch.sparse_coo_tensor`)."""
+    for namespace in namespaces:
+        if qualname.startswith(namespace) and (
+                len(qualname) == len(namespace) or namespace.endswith("_")
+                or qualname[len(namespace)] == "."):
+            return True
+    return False
+
+
 class SparseTensors(NamespaceRule):
     id = "NM910"
     name = "sparse-tensors"
     kind = Kind.REVIEW
     limit = Limit.BLOCKS
+    nodes = (ast.Name, ast.Attribute, ast.Call)
     namespaces = ("torch.sparse", "torch.sparse_")
     methods = ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr",
                "to_sparse_bsc")

@@ -90,9 +90,7 @@ def receivers(node: ast.AST) -> Iterator[ast.AST]:
     while True:
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
             node = node.func.value
-        elif isinstance(node, ast.Subscript):
-            node = node.value
-        elif isinstance(node, ast.Attribute):
+        elif isinstance(node, (ast.Subscript, ast.Attribute)):
             node = node.value
         else:
             return
