@@ -169,3 +169,42 @@ def test_check_adds_readiness_findings_to_the_files_it_reads(in_tmp: Path) -> No
         "    xm.optimizer_step(optimizer)\n    total += loss.item()\n")
     run = cli("check", "train.py", "--format", "json")
     assert ("NM932", 8) in {(f["rule_id"], f["line"]) for f in run.json()["findings"]}
+
+
+def test_the_bucketing_snippet_in_nm936_gives_a_few_fixed_shapes() -> None:
+    import textwrap
+
+    import torch
+    from torch.utils.data import DataLoader
+
+    from rules.readiness_shapes import BUCKETING
+
+    dataset = [{"input_ids": list(range(1, n + 1))} for n in (5, 130, 300, 77, 1100, 256) * 6]
+    scope = {"torch": torch, "DataLoader": DataLoader, "PAD_ID": 0, "dataset": dataset}
+    exec(textwrap.dedent(BUCKETING), scope)  # noqa: S102 - our own documentation's code
+    shapes = {tuple(batch["input_ids"].shape) for batch in scope["loader"]}
+    assert {length for _, length in shapes} <= {128, 256, 512, 1024}
+    assert {rows for rows, _ in shapes} == {32}  # drop_last: no smaller last batch
+    first = next(iter(DataLoader(dataset[:2], batch_size=2, collate_fn=scope["collate"])))
+    assert first["attention_mask"][0].sum() == 5 and first["input_ids"][1, 129] == 130
+
+
+@pytest.mark.parametrize("compiles", [
+    "self.model = torch.compile(Net().to('neuron'), backend='neuron', dynamic=False)",
+    "self.model = Net()\n        self.model.compile(backend='neuron', dynamic=False)",
+    "self.fast = torch.compile(self.model.forward, backend='neuron', dynamic=False)",
+])
+def test_a_module_compiled_through_an_attribute_is_compiled(compiles: str) -> None:
+    source = (f"import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
+              f"        return x.unique()\n\n\nclass Trainer:\n    def __init__(self):\n"
+              f"        self.model = Net()\n        {compiles}\n").encode()
+    found = audit_source("m.py", source, REGISTRY.readiness).findings
+    assert [(f.line, f.rule_id) for f in found] == [(6, "NM930")]
+
+
+def test_re_compile_and_keras_compile_are_not_torch_compile() -> None:
+    source = (b"import re\nimport torch\n\n\nclass Net(torch.nn.Module):\n"
+              b"    def forward(self, x):\n        return x.nonzero()\n\n\n"
+              b"pattern = re.compile('x')\nnet = Net()\n"
+              b"net.compile(optimizer='adam', loss='mse')\n")
+    assert audit_source("m.py", source, REGISTRY.readiness).findings == ()
