@@ -86,7 +86,7 @@ RULES = (
     ('NM903', 'float64-from-numpy', 'review', '`torch.from_numpy` of a float64 numpy array moved to the device stays float64, which runs as float32'),
     ('NM910', 'sparse-tensors', 'review', 'sparse tensors (`torch.sparse`, `.to_sparse()`, `sparse=True` embeddings) are not supported on the neuron device'),
     ('NM911', 'nested-tensors', 'review', 'nested tensors (`torch.nested`, `layout=torch.jagged`) are not supported on the neuron device'),
-    ('NM912', 'torch-func-transforms', 'review', 'torch.func / functorch transforms (`vmap`, `grad`, `jacrev`, `functional_call`...) are not listed as supported'),
+    ('NM912', 'torch-func-transforms', 'review', 'torch.func / functorch transforms (`vmap`, `grad`, `jacrev`, `jvp`...) are not listed as supported'),
     ('NM913', 'forward-mode-autograd', 'review', 'forward-mode autograd (`torch.autograd.forward_ad`: `dual_level`, `make_dual`) is not listed as supported'),
     ('NM914', 'torch-distributions', 'review', '`torch.distributions` is not listed as supported on the neuron device'),
     ('NM915', 'fft-transforms', 'review', '`torch.fft` transforms (and `torch.stft`): TorchNeuron supports only some of them'),
