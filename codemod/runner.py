@@ -180,7 +180,13 @@ def _audit(path: Path, job: Job) -> FileResult:
         data = read_bytes(path)
     except WriteError as error:
         return FileResult(name, error=str(error))
-    result = audit_source(name, data, job.registry_for(path).readiness)
+    rules = job.registry_for(path).readiness
+    if path.suffix == ".ipynb":
+        from codemod.notebook_audit import audit_notebook
+
+        result = audit_notebook(name, data, rules)
+    else:
+        result = audit_source(name, data, rules)
     return result if job.keep_sources else dataclasses.replace(result, original=None)
 
 
@@ -335,8 +341,8 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     """
-    found = discover(paths, excludes, (lambda path: path.suffix == ".py") if audit
-                     else accepts(python))
+    found = discover(paths, excludes, (lambda path: path.suffix in (".py", ".ipynb"))
+                     if audit else accepts(python))
     if not python:  # named on the command line: taken whatever they are, by `apply`
         found.skipped += [f"{f}: not a file `scan` reads (use `check` for code)"
                           for f in found.files if not accepts(False)(f)]

@@ -208,3 +208,18 @@ def test_re_compile_and_keras_compile_are_not_torch_compile() -> None:
               b"pattern = re.compile('x')\nnet = Net()\n"
               b"net.compile(optimizer='adam', loss='mse')\n")
     assert audit_source("m.py", source, REGISTRY.readiness).findings == ()
+
+
+def test_audit_reads_notebooks_and_places_findings_in_their_cells(in_tmp: Path) -> None:
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["import torch\n", "%matplotlib inline\n"]},
+             {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+              "source": ["w = torch.zeros(3, dtype=torch.float64, device='neuron')\n"]}]
+    notebook = {"cells": cells, "metadata": {"language_info": {"name": "python"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (in_tmp / "train.ipynb").write_text(json.dumps(notebook, indent=1))
+    run = cli("audit", ".", "--format", "json")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    [finding] = run.json()["findings"]
+    assert (finding["rule_id"], finding["cell"], finding["line"]) == ("NM901", 2, 1)
