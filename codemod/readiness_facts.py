@@ -41,6 +41,7 @@ class Facts:
     """Every function and method of the file, by name."""
     memo: dict[str, object] = field(default_factory=dict)
     _names: dict[int, str | None] = field(default_factory=dict)
+    tree: ast.Module = field(default_factory=lambda: ast.Module(body=[], type_ignores=[]))
     """What rules work out once per file from these facts."""
 
     def qualname(self, expr: ast.AST) -> str | None:
@@ -71,7 +72,7 @@ class Facts:
 
 
 def facts_of(tree: ast.Module) -> Facts:
-    facts = Facts()
+    facts = Facts(tree=tree)
     classes: dict[str, ast.ClassDef] = {}
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
     calls: list[ast.Call] = []

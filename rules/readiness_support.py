@@ -130,27 +130,49 @@ def on_device(node: ast.AST, where: Where) -> bool:
         return True
     root = before[-1] if before else node
     name = ast_dotted(root)
-    return name is not None and name in moved_names(where.facts)
+    return name is not None and name in moved_names(where)
 
 
-def moved_names(facts: Facts) -> frozenset[str]:
-    """Names the file moves to a device (`model.to(device)`, `x = x.cuda()`) or assigns a
-    value that is on it (`x = batch.to(device)`)."""
-    cached = facts.memo.get("moved")
-    if cached is None:
-        names: set[str] = set()
-        for name, values in facts.assigned.items():
-            if any(device_move(v, facts) or any(device_move(r, facts) for r in receivers(v))
-                   for v in values):
+def moved_names(where: Where) -> frozenset[str]:
+    """Names moved to a device (`model.to(device)`, `x = x.cuda()`) or assigned a value that
+    is on it (`x = batch.to(device)`): in the function around the node, at module level, or,
+    for `self.` attributes, anywhere in the file."""
+    facts = where.facts
+    cache: dict[int, frozenset[str]] = facts.memo.setdefault("moved", {})  # type: ignore[assignment]
+    if -1 not in cache:
+        everywhere = _moved(facts.tree.body, facts, enter=True)
+        module = _moved(facts.tree.body, facts, enter=False)
+        cache[-1] = frozenset(n for n in everywhere if n.startswith("self.")) | module
+    function = where.function
+    if function is None:
+        return cache[-1]
+    if id(function) not in cache:
+        cache[id(function)] = cache[-1] | _moved(function.body, facts, enter=True)
+    return cache[id(function)]
+
+
+def _moved(body: list[ast.stmt], facts: Facts, enter: bool) -> frozenset[str]:
+    """`enter`: into nested functions and classes too."""
+    names: set[str] = set()
+    pending: list[ast.AST] = list(body)
+    while pending:
+        node = pending.pop()
+        if not enter and isinstance(node, _SCOPES):
+            continue
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            value = node.value
+            if device_move(value, facts) or any(device_move(r, facts) for r in receivers(value)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                names.update(n for n in map(ast_dotted, targets) if n is not None)
+        elif device_move(node, facts):
+            name = ast_dotted(node.func.value)  # type: ignore[attr-defined]
+            if name is not None:
                 names.add(name)
-        for call in facts.calls:
-            if device_move(call, facts):
-                root = call.func.value  # type: ignore[attr-defined]
-                name = ast_dotted(root)
-                if name is not None:
-                    names.add(name)
-        cached = facts.memo["moved"] = frozenset(names)
-    return cached  # type: ignore[return-value]
+        pending.extend(ast.iter_child_nodes(node))
+    return frozenset(names)
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
 def is_float64(expr: ast.AST | None, facts: Facts) -> bool:

@@ -223,3 +223,11 @@ def test_audit_reads_notebooks_and_places_findings_in_their_cells(in_tmp: Path) 
     assert run.exit_code == 0, run.stdout + run.stderr
     [finding] = run.json()["findings"]
     assert (finding["rule_id"], finding["cell"], finding["line"]) == ("NM901", 2, 1)
+
+
+def test_a_name_moved_in_another_function_is_not_on_the_device_here() -> None:
+    source = (b"import torch\n\n\ndef place(t, device):\n    t = t.to(device)\n    return t\n\n\n"
+              b"def widen(t):\n    return t.double()\n\n\n"
+              b"def train(t, device):\n    t = t.to(device)\n    return t.double()\n")
+    found = audit_source("m.py", source, REGISTRY.readiness).findings
+    assert [(f.line, f.rule_id) for f in found] == [(15, "NM901")]
