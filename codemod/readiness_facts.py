@@ -28,7 +28,9 @@ class Facts:
     default_neuron: bool = False
     """The file calls `torch.compiler.set_default_backend("neuron")`."""
     compiles: bool = False
-    """The file compiles something (any torch.compile, Module.compile or torch_xla.compile)."""
+    """The file compiles something (any torch.compile, Module.compile or torch_xla.compile),
+    or is XLA-era code: XLA compiled everything, and the migration compiles its model
+    (NM503)."""
     compiled: set[int] = field(default_factory=set)
     """ids of the functions (and methods) torch.compile traces."""
     step_functions: set[int] = field(default_factory=set)
@@ -80,6 +82,7 @@ def facts_of(tree: ast.Module) -> Facts:
     loops: list[ast.For | ast.AsyncFor | ast.While] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
+            facts.compiles |= any(a.name.split(".", 1)[0] == "torch_xla" for a in node.names)
             for alias in node.names:
                 if alias.asname:
                     facts.aliases[alias.asname] = alias.name
@@ -87,6 +90,7 @@ def facts_of(tree: ast.Module) -> Facts:
                     root = alias.name.split(".", 1)[0]
                     facts.aliases[root] = root
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            facts.compiles |= node.module.split(".", 1)[0] == "torch_xla"
             for alias in node.names:
                 if alias.name != "*":
                     facts.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"

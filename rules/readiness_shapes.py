@@ -205,8 +205,9 @@ class DataLoaderLastBatch(ReadinessRule):
     summary = "a DataLoader without `drop_last=True` in a file that compiles its model: the smaller last batch compiles another graph"
     explanation = """\
 What it does: in a file that compiles a model or function (torch.compile, Module.compile,
-torch_xla.compile), reports `DataLoader(...)` calls with a `batch_size` other than 1 and
-no `drop_last=True` (and no `batch_sampler`).
+torch_xla.compile) or imports torch_xla (XLA compiled every step, and the migration compiles
+the model: NM503), reports `DataLoader(...)` calls with a `batch_size` other than 1 and no
+`drop_last=True` (and no `batch_sampler`).
 
 Why: the neuron backend compiles one graph per input shape. Unless the dataset size is a
 multiple of the batch size, the last batch of every epoch is smaller: a new shape, so a new

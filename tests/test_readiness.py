@@ -231,3 +231,10 @@ def test_a_name_moved_in_another_function_is_not_on_the_device_here() -> None:
               b"def train(t, device):\n    t = t.to(device)\n    return t.double()\n")
     found = audit_source("m.py", source, REGISTRY.readiness).findings
     assert [(f.line, f.rule_id) for f in found] == [(15, "NM901")]
+
+
+def test_an_xla_era_loader_is_reported_before_the_migration_compiles_the_model() -> None:
+    source = (b"import torch_xla.core.xla_model as xm\nfrom torch.utils.data import DataLoader\n\n"
+              b"loader = DataLoader(data, batch_size=16)\n")
+    result = migrate_source("train.py", source, REGISTRY)
+    assert _reported(result.findings) == {(4, "NM935")}
