@@ -52,7 +52,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=_syntax_message(path, error))
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
-    ready = check_tree(path, tree, registry.readiness if mentions_torch(data) else (),
+    ready = check_tree(path, data, tree, registry.readiness if mentions_torch(data) else (),
                        suppressions, engine=True)
     result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
     if not ready.findings:

@@ -83,6 +83,17 @@ class ReadinessRule(Rule):
 
     limit: ClassVar[Limit]
     nodes: ClassVar[tuple[type[ast.AST], ...]] = (ast.Call,)
+    needs: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes one of which every file this rule can report on contains (an import or a
+    call spells it out): other files skip the rule, and a file no rule needs skips the
+    walk."""
+    also: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes every one of which such a file contains too."""
+
+    def wanted(self, data: bytes) -> bool:
+        """Whether a file with these bytes may hold something this rule reports."""
+        return (not self.needs or any(token in data for token in self.needs)) and \
+            all(token in data for token in self.also)
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         """The finding's message for this node, or None."""
@@ -102,12 +113,13 @@ class Readiness:
             on_path.update(id(s) for s in (*outer, statement))
 
 
-def check_tree(path: str, tree: ast.Module, rules: Sequence[ReadinessRule],
+def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[ReadinessRule],
                suppressions: Suppressions, engine: bool) -> Readiness:
     """The readiness findings of a file. With `engine`, a fix rule's hits are left to the
     engine to apply and report (they are returned in `fixes`); without, they are reported
     as fixes not applied."""
     ready = Readiness()
+    rules = [r for r in rules if r.wanted(data)]
     if not rules:
         return ready
     by_type: dict[type[ast.AST], list[ReadinessRule]] = {}
@@ -241,7 +253,7 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
                           error=f"{where}: cannot parse ({error.msg}); file skipped")
     except ValueError as error:
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
-    ready = check_tree(path, tree, rules, suppressions, engine=False)
+    ready = check_tree(path, data, tree, rules, suppressions, engine=False)
     return FileResult(path, findings=tuple(ready.findings), original=data)
 
 

@@ -35,6 +35,8 @@ class Facts:
     """ids of the functions (and methods) torch.compile traces."""
     step_functions: set[int] = field(default_factory=set)
     """ids of functions called once per training step (they call backward)."""
+    backward: bool = False
+    """The file calls `.backward()` somewhere: without, nothing is a training step."""
     assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
     """A dotted target (`x`, `self.model`) -> every value assigned to it in the file."""
     calls: list[ast.Call] = field(default_factory=list)
@@ -108,12 +110,16 @@ def facts_of(tree: ast.Module) -> Facts:
                     facts.assigned.setdefault(name, []).append(node.value)
         elif isinstance(node, ast.Call):
             calls.append(node)
+            func = node.func
+            if type(func) is ast.Attribute and func.attr == "backward":
+                facts.backward = True
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             loops.append(node)
     facts.calls = calls
     facts.functions = functions
     _compiled(facts, calls, decorated, classes, functions)
-    _steps(facts, loops, functions)
+    if facts.backward:
+        _steps(facts, loops, functions)
     return facts
 
 
@@ -249,6 +255,8 @@ def trains(body: list[ast.stmt], loops: bool = True) -> bool:
 def steps(body: list[ast.stmt], facts: Facts) -> bool:
     """Whether a loop with this body runs a training step each time round: it calls
     backward, or a step function of this file, outside any inner loop."""
+    if not facts.backward:
+        return False
     if trains(body, loops=False):
         return True
     for node in _shallow(body, loops=False):

@@ -39,6 +39,8 @@ class CompileStaticShapes(ReadinessRule):
     name = "neuron-compile-static"
     kind = Kind.FIX
     limit = Limit.BLOCKS
+    needs = (b"compile",)
+    also = (b"neuron",)
     summary = "`torch.compile` / `Module.compile` with the neuron backend gets `dynamic=False` where it is unset or true"
     explanation = """\
 What it does: in `torch.compile(...)` and `module.compile(...)` calls that compile with the
@@ -115,6 +117,8 @@ class CompileMode(ReadinessRule):
     name = "neuron-compile-mode"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"compile",)
+    also = (b"neuron",)
     summary = "a `mode=` other than \"default\" in a neuron-backend compile runs as the default mode"
     explanation = """\
 What it does: reports `mode=` values other than "default" (such as "reduce-overhead",
@@ -148,6 +152,8 @@ class CompileOptions(ReadinessRule):
     name = "neuron-compile-options"
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
+    needs = (b"compile",)
+    also = (b"neuron",)
     summary = "`options=` in a neuron-backend compile: inductor options do not apply; check each against the neuron backend's"
     explanation = """\
 What it does: reports the `options=` argument of `torch.compile` / `Module.compile` calls

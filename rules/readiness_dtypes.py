@@ -32,6 +32,7 @@ class Float64OnDevice(ReadinessRule):
     name = "float64-on-device"
     kind = Kind.REVIEW
     limit = Limit.NUMERICS
+    needs = (b"float64", b"double", b"Double")
     summary = "float64 tensors on the device (`torch.float64` / `torch.double` dtypes, `.double()`) run as float32"
     explanation = """\
 What it does: reports float64 on the device: a tensor made or converted with
@@ -80,6 +81,7 @@ class Float64Default(ReadinessRule):
     name = "float64-default-dtype"
     kind = Kind.REVIEW
     limit = Limit.NUMERICS
+    needs = (b"set_default_",)
     summary = "`torch.set_default_dtype(torch.float64)` makes every new float tensor float64, which runs as float32 on the device"
     explanation = """\
 What it does: reports `torch.set_default_dtype(torch.float64)` (or `torch.double`) and
@@ -117,6 +119,8 @@ class Float64FromNumpy(ReadinessRule):
     name = "float64-from-numpy"
     kind = Kind.REVIEW
     limit = Limit.NUMERICS
+    needs = (b"from_numpy", b"as_tensor", b"tensor(")
+    also = (b"numpy",)
     summary = "`torch.from_numpy` of a float64 numpy array moved to the device stays float64, which runs as float32"
     explanation = """\
 What it does: reports `torch.from_numpy(a)`, `torch.as_tensor(a)` and `torch.tensor(a)` (no

@@ -70,6 +70,7 @@ class SparseTensors(NamespaceRule):
     limit = Limit.BLOCKS
     nodes = (ast.Name, ast.Attribute, ast.Call)
     namespaces = ("torch.sparse", "torch.sparse_")
+    needs = (b"sparse",)
     methods = ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr",
                "to_sparse_bsc")
     what = ("sparse tensors are not supported by TorchNeuron; keep them on the CPU or use "
@@ -106,6 +107,7 @@ class NestedTensors(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.BLOCKS
     namespaces = ("torch.nested", "torch.jagged")
+    needs = (b"nested", b"jagged")
     what = ("nested (jagged) tensors are not supported by TorchNeuron; pad to a fixed shape "
             "with a mask instead")
     summary = "nested tensors (`torch.nested`, `layout=torch.jagged`) are not supported on the neuron device"
@@ -130,6 +132,7 @@ class FunctionTransforms(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torch.func", "functorch", "torch.vmap")
+    needs = (b"torch.func", b"functorch", b"vmap", b"import func")
     # not transforms: AOTAutograd's compiler hooks, control flow, and plain-Python helpers
     # that swap or stack parameters
     excluded = ("functorch.compile", "functorch.experimental", "functorch.dim",
@@ -164,6 +167,7 @@ class ForwardAD(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torch.autograd.forward_ad",)
+    needs = (b"forward_ad",)
     what = f"forward-mode autograd is not among TorchNeuron's supported features; {_VERIFY}"
     summary = "forward-mode autograd (`torch.autograd.forward_ad`: `dual_level`, `make_dual`) is not listed as supported"
     explanation = """\
@@ -188,6 +192,7 @@ class Distributions(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torch.distributions",)
+    needs = (b"distributions",)
     what = f"torch.distributions is not among TorchNeuron's supported features; {_VERIFY}"
     summary = "`torch.distributions` is not listed as supported on the neuron device"
     explanation = """\
@@ -214,6 +219,7 @@ class FFT(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torch.fft", "torch.stft", "torch.istft")
+    needs = (b"fft",)
     what = (f"TorchNeuron supports only some torch.fft transforms (see its release notes); "
             f"{_VERIFY}")
     summary = "`torch.fft` transforms (and `torch.stft`): TorchNeuron supports only some of them"
@@ -239,6 +245,7 @@ class TorchAO(NamespaceRule):
     kind = Kind.REVIEW
     limit = Limit.UNCONFIRMED
     namespaces = ("torchao",)
+    needs = (b"torchao",)
     what = (f"TorchAO's quantization and low-precision kernels are not among TorchNeuron's "
             f"supported features; {_VERIFY}")
     summary = "TorchAO (`torchao` quantization, float8, low-bit optimizers) is not listed as supported"

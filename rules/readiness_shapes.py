@@ -40,6 +40,7 @@ class DataDependentShapes(ReadinessRule):
     name = "data-dependent-shapes"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"compile",)
     nodes = (ast.Call, ast.Subscript)
     summary = "data-dependent shapes in compiled code (`nonzero`, `masked_select`, boolean-mask indexing, `unique`, one-argument `torch.where`) break the graph"
     explanation = """\
@@ -116,6 +117,8 @@ class HostSyncInCompiled(ReadinessRule):
     name = "host-read-in-compiled-code"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"item(", b"tolist(", b"cpu", b"numpy(")
+    also = (b"compile",)
     summary = "`.item()`, `.tolist()`, `.cpu()`, `.numpy()` in compiled code break the graph and wait for the device"
     explanation = """\
 What it does: in code torch.compile traces (a compiled function, or `forward` of a module
@@ -148,6 +151,8 @@ class HostSyncPerStep(ReadinessRule):
     name = "host-read-every-step"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"item(", b"tolist(", b"cpu")
+    also = (b"backward",)
     summary = "`.item()`, `.tolist()`, `.cpu()` on every training step stall TorchNeuron's asynchronous queue"
     explanation = """\
 What it does: reports `.item()`, `.tolist()` and `.cpu()` that run on every training step:
@@ -202,6 +207,7 @@ class DataLoaderLastBatch(ReadinessRule):
     name = "compiled-last-batch"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"DataLoader",)
     summary = "a DataLoader without `drop_last=True` in a file that compiles its model: the smaller last batch compiles another graph"
     explanation = """\
 What it does: in a file that compiles a model or function (torch.compile, Module.compile,
@@ -245,6 +251,7 @@ class PadToLongest(ReadinessRule):
     name = "compiled-pad-to-longest"
     kind = Kind.REVIEW
     limit = Limit.SLOWS
+    needs = (b"DataLoader",)
     summary = "a collate_fn that pads each batch to its longest sequence compiles one graph per length: bucket to a few lengths"
     explanation = f"""\
 What it does: in a file that compiles a model or function, reports a `DataLoader` whose

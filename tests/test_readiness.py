@@ -238,3 +238,14 @@ def test_an_xla_era_loader_is_reported_before_the_migration_compiles_the_model()
               b"loader = DataLoader(data, batch_size=16)\n")
     result = migrate_source("train.py", source, REGISTRY)
     assert _reported(result.findings) == {(4, "NM935")}
+
+
+@pytest.mark.parametrize("rule", REGISTRY.readiness, ids=lambda r: r.id)
+def test_a_rules_byte_prefilter_keeps_its_example_and_fixtures(rule) -> None:
+    """`needs`/`also` only skip files the rule cannot report on: its example and every
+    fixture it reports on pass them."""
+    assert rule.wanted(rule.example.before.encode())
+    for before in READINESS:
+        data = before.read_bytes()
+        if any(r == rule.id for _, r in _expected(data.decode())):
+            assert rule.wanted(data), before.name
