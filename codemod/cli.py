@@ -214,6 +214,30 @@ def scan(
                       stdin_filename=stdin_filename))
 
 
+@app.command(cls=Command)
+def audit(
+    paths: Paths,
+    fmt: Format = "text",
+    output: Output = None,
+    exclude: Exclude = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    jobs: Jobs = None,
+    changed_since: ChangedSince = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Will this code run well on TorchNeuron? Runs the readiness rules (NM9xx) on every
+    Python file that uses PyTorch, XLA-era or not, and sums them up by limit: what blocks,
+    what may not run, what slows, what changes numerics, worst files first. Never writes.
+
+    Exit status: 0 when nothing blocks, 1 when something blocks, 2 on errors.
+    """
+    _execute(Request(_paths(paths), "audit", fmt, output, exclude, select, ignore, False, None,
+                      False, jobs, quiet, verbose, show_diff=False,
+                      changed_since=changed_since))
+
+
 app.command(cls=Command)(smoke)
 
 

@@ -167,7 +167,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
                      keep_sources=keep, progress=advance,
                      python=not scan_only, fix_pins=request.mode != "scan",
                      strict=scan_only, per_file_ignores=_per_file(config),
-                     protected=protected, only=only)
+                     protected=protected, only=only, audit=request.mode == "audit")
     if not _report(result, registry, request):
         return 2
     if result.interrupted:
@@ -175,6 +175,10 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
             signal.Signals(result.interrupted).name
         print_error(f"interrupted ({name}): the files listed above are done, no other file "
                     "was touched")
+    if request.mode == "audit":
+        from neuron_migrate.report.readiness import audit_exit
+
+        return audit_exit(result, registry)
     return result.exit_code()
 
 
@@ -257,6 +261,10 @@ def _report(result: RunResult, registry: Registry, request: Request) -> bool:
                 _write_diff(text)
             elif style != "error":
                 screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
+    if request.mode == "audit":
+        for line in _readiness_lines(result, registry):
+            screen.print(line, "bold" if not line.startswith(" ") else "")
+        return True
     _print_summary(screen, result)
     return True
 
@@ -306,6 +314,10 @@ def _unwritable(output: Path) -> str | None:
 
 
 def _document(result: RunResult, registry: Registry, request: Request) -> str | None:
+    if request.mode == "audit" and request.fmt in ("json", "markdown"):
+        from neuron_migrate.report.readiness import audit_document
+
+        return audit_document(result, registry, request.fmt)
     if request.fmt == "json":
         return render_json(result, registry, request.mode)
     if request.fmt == "markdown":
@@ -320,9 +332,17 @@ def _document(result: RunResult, registry: Registry, request: Request) -> str | 
 def _plain_text(result: RunResult, registry: Registry, request: Request) -> str:
     lines = [text for text, _ in render_text(result, registry, request.show_diff,
                                              request.verbose)]
+    if request.mode == "audit":
+        return "\n".join([*lines, *_readiness_lines(result, registry)]) + "\n"
     rows, sentence = summary_rows(result)
     lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
     return "\n".join([*lines, sentence]) + "\n"
+
+
+def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
+    from neuron_migrate.report.readiness import ReadinessSummary, render_readiness_text
+
+    return render_readiness_text(ReadinessSummary.of(result, registry))
 
 
 def _print_summary(screen: _Screen, result: RunResult) -> None:

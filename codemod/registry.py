@@ -60,6 +60,8 @@ class Registry:
         for rule in self.all_rules:
             tokens.update(rule.tokens)
         self.tokens = tuple(sorted(tokens))
+        # the NM9xx readiness rules, run over the stdlib ast of every file that is parsed
+        self.readiness = tuple(r for r in self.rules if hasattr(r, "limit"))
 
     def _with_hook(self, hook: str) -> tuple[Rule, ...]:
         from neuron_migrate.rule import overrides

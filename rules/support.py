@@ -147,6 +147,17 @@ def append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
         return [new]
     last = args[-1]
     if isinstance(last.comma, cst.Comma):
+        after = last.comma.whitespace_after
+        before = args[-2].comma if len(args) > 1 else None
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(before, cst.Comma) \
+                and isinstance(before.whitespace_after, cst.ParenthesizedWhitespace):
+            # one argument a line: the new one goes on a line of its own, indented like the
+            # others, and a comment after the last argument stays on its line
+            between = after.with_changes(last_line=before.whitespace_after.last_line)
+            closing = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+            return [*args[:-1], last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=between)), new.with_changes(comma=cst.Comma(
+                    whitespace_after=closing))]
         return [*args, new.with_changes(comma=last.comma)]
     return [*args[:-1], last.with_changes(comma=cst.Comma(
         whitespace_after=cst.SimpleWhitespace(" "))), new]
