@@ -52,7 +52,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
-                       registry.watched_roots, registry.device_calls)
+                       registry.watched_roots, registry.device_calls, bool(registry.entry))
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")

@@ -41,6 +41,7 @@ class Registry:
         self.any_call = self._with_hook("on_any_call")
         self.assign = self._with_hook("on_assign")
         self.string = self._with_hook("on_string")
+        self.entry = self._with_hook("on_entry")
         self._string_rules = self._with_hook("interesting_string")
         self._flow_rules = self._with_hook("flow_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)

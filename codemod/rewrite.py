@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from codemod.analyse import Analysis, catches_import_error, imported_names
+from codemod.entry_hooks import entry_hooks
 from codemod.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
                              xla_heading)
 from codemod.model import Kind
@@ -24,6 +25,7 @@ from codemod.pairing import StructureMismatch, check_pair, map_blocks, paired_un
 from codemod.scopes import Binding, Scope
 from codemod.suppress import span
 from codemod.residual import ResidualScanner
+from codemod.script_entry import main_block
 from codemod.transform import FileContext, Pending, UnitRewriter
 from codemod.walk import transform, walk
 
@@ -54,6 +56,7 @@ class ModuleRewriter:
         self.registry = registry
         self.context = context
         self.results: dict[int, UnitResult] = {}
+        self.before: dict[int, tuple[cst.BaseStatement, ...]] = {}  # inserted above a unit
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set()
@@ -119,6 +122,8 @@ class ModuleRewriter:
                 continue
             if id(unit) in flagged:
                 self._rewrite_unit(node, unit, alone)
+            if unit is self.analysis.entry:
+                self._entry(node, unit, alone)
             if isinstance(node, cst.BaseCompoundStatement):
                 map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
@@ -129,6 +134,18 @@ class ModuleRewriter:
     def _visit_elif(self, node: cst.If, unit: ast.If) -> cst.If:
         self._visit([node], [unit])
         return node
+
+    def _entry(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
+        """The rules' set-up at the script's entry (`codemod.script_entry`)."""
+        rewriter = UnitRewriter(node, self.analysis.scope_of[id(unit)], self.registry,
+                                self.analysis, unit, self.context,
+                                line_level=alone and isinstance(node, cst.BaseSmallStatement))
+        inserted, findings = entry_hooks(rewriter, self.registry.entry, node)
+        self.findings.extend((p, unit) for p in findings)
+        if inserted:
+            self.before[id(unit)] = inserted
+            block = main_block(self.analysis.tree)  # its one-line body becomes a block
+            self.touched.append((block.lineno if block else unit.lineno, unit.lineno))
 
     def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
         scope = self.analysis.scope_of[id(unit)]
@@ -232,6 +249,13 @@ class ModuleRewriter:
         dropped = False  # a statement was removed before any was kept
         for index, statement in enumerate(statements):
             first = dropped and not out and not top_level
+            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            ahead = [s for u in body[position:position + count] for s in self.before.get(id(u), ())]
+            if ahead:  # inserted statements take the line's leading comments and blank lines
+                out.append(_attach(carry, ahead[0].with_changes(
+                    leading_lines=statement.leading_lines), first=first))
+                out.extend(ahead[1:])
+                statement, carry, first = statement.with_changes(leading_lines=[]), [], False
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
                 units = body[position:position + count]
@@ -404,7 +428,7 @@ class ModuleRewriter:
         statements, statements inserted after one, comments moved above one), as an indented
         block with each of its statements on a line of its own; any other block as it is."""
         if not isinstance(suite, cst.SimpleStatementSuite) or not any(
-                (r := self.results.get(id(u))) is not None
+                id(u) in self.before or (r := self.results.get(id(u))) is not None
                 and (r.statements or r.after or r.comments) for u in body):
             return suite
         lines = [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from codemod.rule import Rule
 from rules import (collectives, compile, data, dependencies, device, device_queries,
-                   environment, installs, launch, memory, optimizer, precision, process_group,
+                   entry_group, environment, installs, launch, memory, optimizer, precision, process_group,
                    ranks, review, runtime, saving, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
-            optimizer, launch, saving, data, utilities, precision, runtime, compile, environment,
+            optimizer, launch, entry_group, saving, data, utilities, precision, runtime, compile, environment,
             unsupported, installs, dependencies)
 
 
