@@ -58,7 +58,10 @@ def _is_docstring(statement: ast.stmt) -> bool:
 
 def _sets_environment(statement: ast.stmt) -> bool:
     """`os.environ[...] = ...`, `os.environ.setdefault(...)` / `.update(...)`,
-    `os.putenv(...)`."""
+    `os.putenv(...)`, or an `if` that only does such things."""
+    if isinstance(statement, ast.If):
+        return all(isinstance(s, ast.Pass) or _sets_environment(s)
+                   for s in (*statement.body, *statement.orelse))
     if isinstance(statement, ast.Assign):
         return all(isinstance(t, ast.Subscript) and _is_environ(t.value)
                    for t in statement.targets)
