@@ -1,4 +1,4 @@
-"""The script's entry: where a worker's set-up goes, and the rules' `on_entry` hooks there.
+"""The script's entry: the place for the set-up every worker needs first.
 
 Some XLA-era set-up was implicit: under PJRT, a script torchrun started was part of a world of
 processes without creating one. Its native form is a statement the script must run before its

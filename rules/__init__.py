@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from codemod.rule import Rule
 from rules import (collectives, compile, data, dependencies, device, device_queries,
-                   entry_group, environment, installs, launch, memory, optimizer, precision, process_group,
-                   ranks, review, runtime, saving, step, unsupported, utilities)
+                   entry_group, environment, installs, launch, memory, optimizer, precision,
+                   process_group, ranks, review, runtime, saving, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
-            optimizer, launch, entry_group, saving, data, utilities, precision, runtime, compile, environment,
-            unsupported, installs, dependencies)
+            optimizer, launch, entry_group, saving, data, utilities, precision, runtime,
+            compile, environment, unsupported, installs, dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:
