@@ -34,21 +34,37 @@ def _is_main_test(test: ast.expr) -> bool:
 
 def entry_statement(tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> ast.stmt | None:
     """The statement of the main block before which a worker's set-up goes: the first that
-    runs the module's own code (calls a function or class it defines), places something on a
-    device (`.to(...)`) or that a rule rewrites (`touched`); else the first that is not an
-    import. Statements before it (argument parsing) run first, as they did, and so do
-    environment settings wherever they are (the runtime reads them when the set-up starts
-    it); the training code runs after."""
+    runs the module's migrated code (a rule rewrites it, `touched`, or it calls a function
+    or class of the module that holds such code, directly or through others) or places
+    something on a device (`.to(...)`); else the first that is not an import. Statements
+    before it (argument parsing, environment settings) run first, as they did; the training
+    code runs after."""
     block = main_block(tree)
     if block is None:
         return None
-    defined = {s.name for s in tree.body if isinstance(s, _DEFINITIONS)}
+    working = _working(tree, touched)
     candidates = [s for s in block.body if not isinstance(s, (ast.Import, ast.ImportFrom))
                   and not _is_docstring(s) and not _sets_environment(s)]
     for statement in candidates:
-        if touched(statement) or _starts_work(statement, defined):
+        if touched(statement) or _starts_work(statement, working):
             return statement
     return candidates[0] if candidates else None
+
+
+def _working(tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> set[str]:
+    """The module's functions and classes that hold migrated code, or call (by name) one
+    that does."""
+    definitions = {s.name: s for s in tree.body if isinstance(s, _DEFINITIONS)}
+    calls = {name: {n.func.id for n in ast.walk(d) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Name) and n.func.id in definitions}
+             for name, d in definitions.items()}
+    working = {name for name, d in definitions.items() if touched(d)}
+    grown = True
+    while grown:
+        more = {name for name, callees in calls.items() if callees & working} - working
+        working |= more
+        grown = bool(more)
+    return working
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
