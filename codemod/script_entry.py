@@ -74,9 +74,9 @@ def _is_docstring(statement: ast.stmt) -> bool:
 
 def _sets_environment(statement: ast.stmt) -> bool:
     """`os.environ[...] = ...`, `os.environ.setdefault(...)` / `.update(...)`,
-    `os.putenv(...)`, or an `if` that only does such things."""
+    `os.putenv(...)`, or an `if` that only does such things (and prints)."""
     if isinstance(statement, ast.If):
-        return all(isinstance(s, ast.Pass) or _sets_environment(s)
+        return all(isinstance(s, ast.Pass) or _prints(s) or _sets_environment(s)
                    for s in (*statement.body, *statement.orelse))
     if isinstance(statement, ast.Assign):
         return all(isinstance(t, ast.Subscript) and _is_environ(t.value)
@@ -87,6 +87,11 @@ def _sets_environment(statement: ast.stmt) -> bool:
     return isinstance(func, ast.Attribute) and (
         func.attr in ("setdefault", "update", "__setitem__") and _is_environ(func.value)
         or func.attr == "putenv" and isinstance(func.value, ast.Name) and func.value.id == "os")
+
+
+def _prints(statement: ast.stmt) -> bool:
+    return isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and \
+        isinstance(statement.value.func, ast.Name) and statement.value.func.id == "print"
 
 
 def _is_environ(node: ast.expr) -> bool:

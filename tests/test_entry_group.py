@@ -147,7 +147,7 @@ def test_the_entry_is_where_the_module_s_own_work_starts() -> None:
               "    import sys\n"
               "    args = build_args() + sys.argv[1:]\n"
               "    os.environ['NEURON_RT_LOG_LEVEL'] = 'INFO'\n"
-              "    if args:\n        os.putenv('XLA_USE_BF16', '1')\n"
+              "    if args:\n        print('bf16')\n        os.putenv('XLA_USE_BF16', '1')\n"
               "    elif os.environ.get('B'):\n        os.environ.update(B='1')\n"
               "    main(args)\n")
     assert _entry(source) == "main(args)"
