@@ -32,6 +32,7 @@ RULES = (
     ('NM211', 'reduce-gradients', 'fix', '`xm.reduce_gradients(opt)` becomes a helper that averages the gradients'),
     ('NM212', 'xla-fetch-gradients', 'fix', "`xm._fetch_gradients(opt)` becomes the list of the optimizer's gradients"),
     ('NM220', 'xmp-spawn', 'fix', '`xmp.spawn` / `torch_xla.launch` call the entry function once per torchrun worker; the launch command changes'),
+    ('NM221', 'entry-process-group', 'fix', 'a script that used XLA collectives or ordinals without creating a process group creates one at its entry'),
     ('NM230', 'xm-save', 'fix', '`xm.save` becomes a helper that keeps its CPU copy, writer choice and barrier'),
     ('NM231', 'xser-checkpoint', 'review', '`torch_xla.utils.serialization` (xser) checkpoints need a one-time conversion'),
     ('NM301', 'mp-device-loader', 'fix', '`pl.MpDeviceLoader(loader, device)` and `ParallelLoader(...).per_device_loader()` become the loader with a per-batch device move'),

@@ -44,6 +44,7 @@ class Registry:
         self.attribute = self._with_hook("on_attribute")
         self.watches = tuple(sorted({p for r in self.rules for p in r.watches}))
         self.attributes = frozenset(a for r in self.rules for a in r.attributes)
+        self.entry = self._with_hook("on_entry")
         self._string_rules = self._with_hook("interesting_string")
         self._flow_rules = self._with_hook("flow_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)

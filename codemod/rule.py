@@ -69,6 +69,15 @@ clause (add, change, delete, drop, ...) in the past tense. Advice beside a chang
 another verb ("check ...", "update ...")."""
 
 
+@dataclass(frozen=True)
+class Insert:
+    """Insert statements before the statement an `on_entry` hook was called for."""
+
+    statements: tuple[cst.BaseStatement, ...]
+    message: str
+    kind: Kind | None = None
+
+
 class Site(Protocol):
     """What the engine knows about the place a hook is called for."""
 
@@ -200,6 +209,12 @@ class Rule:
 
     def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
                   ) -> Outcome | None:
+        return None
+
+    def on_entry(self, site: Site) -> Insert | Review | None:
+        """Called once for a file with something to migrate that is a script: at the
+        statement of its `if __name__ == "__main__":` block that starts its work
+        (`neuron_migrate.analysis.script_entry`), for set-up every worker needs first."""
         return None
 
     def interesting_string(self, value: str) -> bool:

@@ -67,7 +67,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
                   options: Options, generate: bool, suppressions: Suppressions,
                   ready: Readiness) -> FileResult:
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
-                       registry.watched_roots, registry.device_calls)
+                       registry.watched_roots, registry.device_calls, bool(registry.entry))
     flag_watched(analysis, registry)
     ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
     if not analysis.needs_rewrite:
