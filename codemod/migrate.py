@@ -30,8 +30,10 @@ def migrate_source(path: str, data: bytes, registry: Registry,
                    options: Options | None = None, generate: bool = True) -> FileResult:
     """Migrate one file's bytes. Never raises for bad input: problems become `error`.
 
-    Without `generate`, only the findings are worked out (what `check` reports): the new file
-    is not generated, verified or diffed, and `modified` says whether it would change."""
+    Without `generate` (what `check` reports), a file that would not change is not generated:
+    its findings are known from the plan. One that would change is generated and verified as
+    `apply` does, since verifying can change the report (an import the name guard keeps, a
+    rewrite that does not compile); only its diff is left out."""
     return never_raise(path, data, lambda: _migrate(path, data, registry,
                                                     options or registry.options, generate))
 
@@ -135,10 +137,10 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
         return None if masked is not None else (
             f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
     rewriter = ModuleRewriter(analysis, registry, context(), keep)
-    if not generate:
-        rewriter.plan(module)
+    rewriter.plan(module)
+    if not generate and not rewriter.applies:
         return None, rewriter, module.encoding
-    generated = rewriter.run(module).bytes
+    generated = rewriter.build(module).bytes
     new = restore(generated)
     if new is None:
         return None

@@ -157,8 +157,10 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     job = job or _JOB
     assert job is not None
     result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate, job.code)
-    if not result.changed and not job.keep_sources and result.original is not None:
-        result = dataclasses.replace(result, original=None, new_source=None)  # less to send
+    if not job.keep_sources and (not result.changed or not job.write) and \
+            result.original is not None:  # less to send
+        result = dataclasses.replace(result, original=None, new_source=None,
+                                     modified=result.changed)
     return result
 
 
