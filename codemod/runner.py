@@ -382,7 +382,7 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(job,))
     try:
         for phase in phases:
-            chunk = max(1, min(64, len(phase) // (workers * 8)))
+            chunk = max(1, min(16, len(phase) // (workers * 8)))
             yield from pool.map(process, phase, chunksize=chunk)
     except BaseException:  # Ctrl-C, or the caller stopped: workers only compute, stop them
         _stop(pool)
