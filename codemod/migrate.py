@@ -13,6 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from codemod.analyse import Analysis, analyse
+from codemod.codegen import module_bytes
 from codemod.diff import carry_over, confined
 from codemod.failsafe import never_raise
 from codemod.imports import ImportNote
@@ -140,7 +141,7 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
     rewriter.plan(module)
     if not generate and not rewriter.applies:
         return None, rewriter, module.encoding
-    generated = rewriter.build(module).bytes
+    generated = module_bytes(rewriter.build(module))
     new = restore(generated)
     if new is None:
         return None
@@ -148,7 +149,7 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
         # Lines changed outside the rewritten statements: LibCST may not reproduce this file
         # byte for byte. Generating the untouched module tells (it costs a code generation,
         # so only here); if so, the edits are replayed onto the original lines.
-        reproduced = module.bytes
+        reproduced = module_bytes(module)
         if reproduced != source:
             replayed = carry_over(source, reproduced, generated)
             new = restore(replayed) if replayed is not None else None
