@@ -109,7 +109,10 @@ class ScriptOutcome:
 
 # ------------------------------------------------------------------------- checkouts
 def load_script_list(path: Path) -> Json:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     return tomllib.loads(path.read_text(encoding="utf-8"))
 

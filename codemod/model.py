@@ -93,3 +93,12 @@ class Options:
         if self.select and not any(rule_id.startswith(s) for s in self.select):
             return False
         return not any(rule_id.startswith(i) for i in self.ignore)
+
+
+def unparsable(path: str, data: bytes, error: SyntaxError | ValueError) -> FileResult:
+    """A file `ast.parse` refused (a syntax error, or null bytes: a ValueError before Python
+    3.12), worded the same on every Python."""
+    line = getattr(error, "lineno", None)
+    where = f"{path}:{line}" if line else path
+    detail = error.msg if isinstance(error, SyntaxError) else str(error)
+    return FileResult(path, original=data, error=f"{where}: cannot parse ({detail}); file skipped")

@@ -179,6 +179,7 @@ def _migrate(name: str, directory: Path) -> Path:
     return script
 
 
+@pytest.mark.torch
 def test_migrated_single_process_cuda_script_trains_on_the_emulated_device(in_tmp: Path) -> None:
     _migrate("NMC101_mnist_example", in_tmp)
     run = cli("smoke", "train.py", "--steps", "3", "--logs", "logs")
@@ -188,6 +189,7 @@ def test_migrated_single_process_cuda_script_trains_on_the_emulated_device(in_tm
     assert "Loss:" in log
 
 
+@pytest.mark.torch
 def test_migrated_torchrun_ddp_script_keeps_its_replicas_in_step(in_tmp: Path) -> None:
     _migrate("NMC401_ddp_torchrun", in_tmp)
     run = cli("smoke", "train.py", "--nproc", "2", "--steps", "3", "--check-replicas")
@@ -196,6 +198,7 @@ def test_migrated_torchrun_ddp_script_keeps_its_replicas_in_step(in_tmp: Path) -
     assert "c10d::allreduce_" in run.stdout  # DDP averaged the gradients
 
 
+@pytest.mark.torch
 def test_unmigrated_cuda_script_fails_in_smoke_with_a_cuda_diagnosis(in_tmp: Path) -> None:
     shutil.copyfile(FIXTURES / "cuda" / "NMC401_ddp_torchrun.before.py", in_tmp / "train.py")
     run = cli("smoke", "train.py", "--nproc", "2", "--steps", "3")
@@ -206,6 +209,7 @@ def test_unmigrated_cuda_script_fails_in_smoke_with_a_cuda_diagnosis(in_tmp: Pat
         "NMC103 (cuda-device-module)" in run.stdout
 
 
+@pytest.mark.torch
 def test_a_cuda_device_left_in_a_migrated_script_names_the_rules_of_the_file(
         in_tmp: Path) -> None:
     """The run fails where the "cuda" string is used, not where it is written: with no

@@ -173,6 +173,7 @@ def test_check_adds_readiness_findings_to_the_files_it_reads(in_tmp: Path) -> No
     assert ("NM932", 8) in {(f["rule_id"], f["line"]) for f in run.json()["findings"]}
 
 
+@pytest.mark.torch
 def test_the_bucketing_snippet_in_nm936_gives_a_few_fixed_shapes() -> None:
     import textwrap
 

@@ -100,7 +100,10 @@ def test_smoke_options_follow_the_script_list() -> None:
 
 
 def test_the_script_list_names_known_repositories_and_data_sets() -> None:
-    import tomllib
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10
+        import tomli as tomllib
 
     from realworld import SCRIPTS
     from realworld_data import GENERATORS

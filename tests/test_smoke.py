@@ -41,7 +41,7 @@ PYTHON = os.environ.get("SMOKE_PYTHON", sys.executable)
 
 
 def _options(script: str, *args: str, **kw: object) -> SmokeOptions:
-    return SmokeOptions(script=SMOKE / script, script_args=args, timeout=90, python=PYTHON, **kw)
+    return SmokeOptions(script=SMOKE / script, script_args=args, timeout=300, python=PYTHON, **kw)
 
 
 SCENARIOS = {

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from neuron_migrate.engine.failsafe import never_raise
-from neuron_migrate.model import FileResult, Finding, Kind
+from neuron_migrate.model import FileResult, Finding, Kind, unparsable
 from neuron_migrate.analysis.readiness_facts import Facts, facts_of, steps
 from neuron_migrate.rule import Rule
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions, span
@@ -247,12 +247,8 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(data, filename=path)
-    except SyntaxError as error:
-        where = f"{path}:{error.lineno}" if error.lineno else path
-        return FileResult(path, original=data,
-                          error=f"{where}: cannot parse ({error.msg}); file skipped")
-    except ValueError as error:
-        return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, before Python 3.12
+        return unparsable(path, data, error)
     ready = check_tree(path, data, tree, rules, suppressions, engine=False)
     return FileResult(path, findings=tuple(ready.findings), original=data)
 

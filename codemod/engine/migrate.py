@@ -19,7 +19,7 @@ from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.analysis.locate import Locator
 from neuron_migrate.engine.mask import Masked, mask
-from neuron_migrate.model import FileResult, Finding, Kind, Options
+from neuron_migrate.model import FileResult, Finding, Kind, Options, unparsable
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
 from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_torch
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
@@ -52,10 +52,8 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences are the user's business
             tree = ast.parse(data, filename=path)
-    except SyntaxError as error:
-        return FileResult(path, original=data, error=_syntax_message(path, error))
-    except ValueError as error:  # null bytes
-        return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, before Python 3.12
+        return unparsable(path, data, error)
     ready = check_tree(path, data, tree, registry.readiness if mentions_torch(data) else (),
                        suppressions, engine=True)
     result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
@@ -191,11 +189,6 @@ def parse_module(source: bytes) -> cst.Module:
 
 def _unchecked(node: cst.CSTNode) -> None:
     pass
-
-
-def _syntax_message(path: str, error: SyntaxError) -> str:
-    where = f"{path}:{error.lineno}" if error.lineno else path
-    return f"{where}: cannot parse ({error.msg}); file skipped"
 
 
 def _guard(path: str, original: bytes, new: bytes) -> str | None:
