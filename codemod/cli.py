@@ -58,6 +58,12 @@ Annotate = Annotated[Optional[bool], typer.Option(
     "--annotate/--no-annotate",
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
+Target = Annotated[Optional[str], typer.Option(
+    "--target", metavar="HARDWARE",
+    help="The hardware the code runs on: trn2, trn3, trn1 or inf2. TorchNeuron supports "
+         "Trn2/Trn3 only; for trn1 and inf2 nothing is rewritten and the run says why "
+         "(default: `target` in the configuration, else Trn2/Trn3 assumed).",
+    show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes (default: all cores; at most "
     "four per core and one per file).", show_default=False)]
@@ -99,6 +105,10 @@ def _paths(given: list[str]) -> list[Path]:
     return [Path(path) for path in given]
 
 
+def _target(given: str | None) -> str | None:
+    return given.lower() if given is not None else None
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -121,6 +131,7 @@ def apply(
     compile_models: Compile = None,
     annotate: Annotate = None,
     jobs: Jobs = None,
+    target: Target = None,
     force: Force = False,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
@@ -139,7 +150,8 @@ def apply(
     _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
                       select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since,
-                      stdin=STDIN in paths, stdin_filename=stdin_filename))
+                      stdin=STDIN in paths, stdin_filename=stdin_filename,
+                      target=_target(target)))
 
 
 @app.command(cls=Command)
@@ -153,6 +165,7 @@ def check(
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
     compile_models: Compile = None,
     jobs: Jobs = None,
+    target: Target = None,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
@@ -166,7 +179,7 @@ def check(
     _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename))
+                      stdin_filename=stdin_filename, target=_target(target)))
 
 
 @app.command(cls=Command)
@@ -182,6 +195,7 @@ def scan(
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
     jobs: Jobs = None,
+    target: Target = None,
     force: Force = False,
     stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
@@ -197,7 +211,7 @@ def scan(
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename))
+                      stdin_filename=stdin_filename, target=_target(target)))
 
 
 app.command(cls=Command)(smoke)
