@@ -37,6 +37,7 @@ SIGNALS = {"dockerfile": (b"python", b"ubuntu", b"debian"), "pyproject": (b"pyth
            "yaml": (b"python-version", b"python:", b"python_version:", b"py:"), "python-version": (b"",)}
 NEWER_PYTHON = re.compile(r"python\s*[=@:]?\s*3\.1[2-4]|python3\.1[2-4]|py31[2-4]|"
                           r"--python[ =]3\.1[2-4]", re.IGNORECASE)
+USES_PYTHON = re.compile(r"python|pip", re.IGNORECASE)
 FROM = re.compile(r"^[ \t]*FROM[ \t]+(?:--\S+[ \t]+)*(\S+)", re.IGNORECASE | re.MULTILINE)
 ARG = re.compile(r"^[ \t]*ARG[ \t]+(\w+)=(\S*)", re.IGNORECASE | re.MULTILINE)
 STAGE = re.compile(r"[ \t]+AS[ \t]+(\S+)", re.IGNORECASE)
@@ -92,15 +93,17 @@ def _dockerfile(text: str, emitter: Emitter) -> None:
         body_end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
         body = text[text.find("\n", match.end()) + 1 or body_end:body_end]
         if reference.lower() not in stages:  # a stage built on an earlier one is said there
-            message = base_image_message(reference, NEWER_PYTHON.search(body) is not None)
+            message = base_image_message(reference, body)
             if message is not None:
                 emitter.report(ids.PYTHON_IMAGE, match.start(1), message)
         if alias is not None:
             stages.add(alias[1].lower())
 
 
-def base_image_message(reference: str, installs_newer: bool = False) -> str | None:
-    """What to say of a base image whose Python is older than 3.12, or None."""
+def base_image_message(reference: str, stage: str = "python3") -> str | None:
+    """What to say of a base image whose Python is older than 3.12, or None. An Ubuntu or
+    Debian image matters only when its `stage` (the instructions after FROM) uses Python and
+    does not name a supported one itself (`python3.12`, `uv venv --python 3.12`)."""
     repository, _, tag = reference.split("@", 1)[0].rsplit("/", 1)[-1].lower().partition(":")
     if repository == "python":
         found = VERSION.match(tag)
@@ -111,7 +114,7 @@ def base_image_message(reference: str, installs_newer: bool = False) -> str | No
             return None
         return _advice(f"base image `{reference}` runs Python {_shown(version)}")
     table = UBUNTU if repository == "ubuntu" else DEBIAN if repository == "debian" else None
-    if table is None or installs_newer:
+    if table is None or NEWER_PYTHON.search(stage) or not USES_PYTHON.search(stage):
         return None
     release = tag.split("-")[0]
     version = table.get(release)
