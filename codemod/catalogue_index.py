@@ -83,5 +83,5 @@ RULES = (
     ('NM816', 'launch-with-torchrun', 'fix', 'a script that spawned its own workers is launched with python: use torchrun'),
     ('NM950', 'python-too-old-in-image', 'review', 'a base image whose Python is older than 3.12, which TorchNeuron has no wheel for'),
     ('NM951', 'requires-python-excludes-312', 'review', 'requires-python or python_requires admits no Python TorchNeuron supports'),
-    ('NM952', 'python-version-too-old', 'review', 'a conda environment, .python-version or CI job settles on a Python below 3.12'),
+    ('NM952', 'python-version-too-old', 'review', 'a conda environment, .python-version, CI job or venv command uses a Python below 3.12'),
 )

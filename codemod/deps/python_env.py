@@ -31,10 +31,12 @@ DEBIAN = {"9": (3, 5), "10": (3, 7), "11": (3, 9), "12": (3, 11), "13": (3, 13),
           "stretch": (3, 5), "buster": (3, 7), "bullseye": (3, 9), "bookworm": (3, 11),
           "trixie": (3, 13)}
 """The python3 each Debian release installs from its own archive."""
+COMMAND_SIGNALS = (b"venv", b"conda create", b"pyenv")
 SIGNALS = {"dockerfile": (b"python", b"ubuntu", b"debian"), "pyproject": (b"python",),
            "setup.py": (b"python_requires",), "setup.cfg": (b"python_requires",),
            "conda": (b"python",),
-           "yaml": (b"python-version", b"python:", b"python_version:", b"py:"), "python-version": (b"",)}
+           "yaml": (b"python-version", b"python:", b"python_version:", b"py:", *COMMAND_SIGNALS),
+           "shell": COMMAND_SIGNALS, "python-version": (b"",)}
 NEWER_PYTHON = re.compile(r"python\s*[=@:]?\s*3\.1[2-4]|python3\.1[2-4]|py31[2-4]|"
                           r"--python[ =]3\.1[2-4]", re.IGNORECASE)
 USES_PYTHON = re.compile(r"python|pip", re.IGNORECASE)
@@ -43,6 +45,12 @@ ARG = re.compile(r"^[ \t]*ARG[ \t]+(\w+)=(\S*)", re.IGNORECASE | re.MULTILINE)
 STAGE = re.compile(r"[ \t]+AS[ \t]+(\S+)", re.IGNORECASE)
 VARIABLE = re.compile(r"\$\{?(\w+)(?::?-[^}]*)?\}?")
 VERSION = re.compile(r"^(\d+)\.(\d+)")
+ENVIRONMENT_COMMAND = re.compile(
+    r"\bpython(3\.\d+)\s+-m\s+(?:venv|virtualenv)\b|"
+    r"\buv\s+venv\b[^\n;&|]*?--python[ =]\s*(?:cpython-)?(3\.\d+)|"
+    r"\b(?:conda|mamba|micromamba)\s+create\b[^\n;&|]*?\bpython\s*=?=?\s*(3\.\d+)|"
+    r"\bpyenv\s+(?:install|global|local|virtualenv)\s+(?:-\S+\s+)*(3\.\d+(?:\.\d+)?)")
+"""Commands that create an environment on one Python (in scripts, RUN lines, CI steps)."""
 MATRIX_KEYS = frozenset({"python", "python_version", "python-versions", "py"})
 
 
@@ -83,7 +91,23 @@ def _advice(what: str) -> str:
 # Dockerfiles
 
 
+def _commands(text: str, emitter: Emitter) -> None:
+    """`python3.10 -m venv`, `uv venv --python 3.11`, `conda create ... python=3.10`, `pyenv
+    install 3.10`: an environment made on an old Python, wherever a command line is written
+    (a comment line is not a command)."""
+    for offset, line in _lines(text):
+        if line.lstrip().startswith("#"):
+            continue
+        for match in ENVIRONMENT_COMMAND.finditer(line):
+            value = next(group for group in match.groups() if group)
+            found = VERSION.match(value)
+            if found is not None and (int(found[1]), int(found[2])) < SUPPORTED[0]:
+                emitter.report(ids.PYTHON_PIN, offset + match.start(), _advice(
+                    f"`{match.group().strip()}` makes an environment on Python {value}"))
+
+
 def _dockerfile(text: str, emitter: Emitter) -> None:
+    _commands(text, emitter)
     defaults = {m[1]: m[2].strip("\"'") for m in ARG.finditer(text)}
     stages: set[str] = set()
     starts = list(FROM.finditer(text))
@@ -242,6 +266,8 @@ def _yaml(text: str, emitter: Emitter) -> None:
 
     from neuron_migrate.deps.yaml_nodes import compose, pairs, walk
 
+    if any(signal.decode() in text for signal in COMMAND_SIGNALS):
+        _commands(text, emitter)
     for document in compose(text):
         for node in walk(document):
             if not isinstance(node, MappingNode):
@@ -277,7 +303,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 
 READERS = {"dockerfile": _dockerfile, "pyproject": _pyproject, "setup.py": _setup_py,
-           "setup.cfg": _setup_cfg, "conda": _conda, "yaml": _yaml,
+           "setup.cfg": _setup_cfg, "conda": _conda, "yaml": _yaml, "shell": _commands,
            "python-version": _python_version}
 
 
