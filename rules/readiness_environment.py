@@ -73,7 +73,7 @@ class PythonVersionPin(DependencyRule):
     explanation = f"""\
 What it does: reports `python=3.10` (or any match spec admitting no 3.12-3.14) in a conda
 environment's dependencies, a `.python-version` (pyenv, uv) whose first version is older
-than 3.12, a CI job (`python-version:` in a GitHub Actions workflow, or a `python` matrix
+than 3.12, a Pipfile's `[requires] python_version`, a CI job (`python-version:` in a GitHub Actions workflow, or a `python` matrix
 axis) whose versions are all older than 3.12, and a command that makes an environment on an
 older Python in a script, a RUN line or a CI step (`python3.10 -m venv`, `uv venv --python
 3.11`, `conda create ... python=3.10`, `pyenv install 3.9`). A matrix that also runs 3.12 or later is not

@@ -36,7 +36,7 @@ SIGNALS = {"dockerfile": (b"python", b"ubuntu", b"debian"), "pyproject": (b"pyth
            "setup.py": (b"python_requires",), "setup.cfg": (b"python_requires",),
            "conda": (b"python",),
            "yaml": (b"python-version", b"python:", b"python_version:", b"py:", *COMMAND_SIGNALS),
-           "shell": COMMAND_SIGNALS, "python-version": (b"",)}
+           "shell": COMMAND_SIGNALS, "pipfile": (b"python_",), "python-version": (b"",)}
 NEWER_PYTHON = re.compile(r"python\s*[=@:]?\s*3\.1[2-4]|python3\.1[2-4]|py31[2-4]|"
                           r"--python[ =]3\.1[2-4]", re.IGNORECASE)
 USES_PYTHON = re.compile(r"python|pip", re.IGNORECASE)
@@ -189,6 +189,22 @@ def poetry_python(constraint: str) -> str | None:
     return ",".join(parts) or None
 
 
+def _pipfile(text: str, emitter: Emitter) -> None:
+    """Pipenv's `[requires] python_version = "3.10"` (or `python_full_version`)."""
+    section = ""
+    for offset, line in _lines(text):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            section = stripped.strip("[] ")
+            continue
+        match = re.match(r"\s*python_(?:full_)?version\s*=\s*([\"'])(\d+)\.(\d+)[^\"']*\1",
+                         line)
+        if section == "requires" and match is not None and \
+                (int(match[2]), int(match[3])) < SUPPORTED[0]:
+            emitter.report(ids.PYTHON_PIN, offset + match.start(2), _advice(
+                f"the Pipfile's [requires] `{stripped}`"))
+
+
 def _setup_py(text: str, emitter: Emitter) -> None:
     for match in re.finditer(r"python_requires\s*=\s*([\"'])(.*?)\1", text):
         _requires(match[2], match.start(2), f"`python_requires=\"{match[2]}\"`", emitter)
@@ -304,7 +320,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 READERS = {"dockerfile": _dockerfile, "pyproject": _pyproject, "setup.py": _setup_py,
            "setup.cfg": _setup_cfg, "conda": _conda, "yaml": _yaml, "shell": _commands,
-           "python-version": _python_version}
+           "python-version": _python_version, "pipfile": _pipfile}
 
 
 def no_pins(text: str, emitter: Emitter, path: str = "") -> None:
