@@ -64,8 +64,14 @@ class Mention:
 
 def detected(mentions: Iterable[Mention]) -> tuple[str | None, list[Mention], list[Mention]]:
     """The target the named instances agree on (None when they name both kinds or none),
-    with the native and the Trn1/Inf2 mentions."""
+    with the native and the Trn1/Inf2 mentions. A file that names both kinds lists
+    instances (an issue template's menu, a label map, a comparison table) rather than
+    choosing one, so it does not count."""
     mentions = list(mentions)
+    kinds: dict[str, set[bool]] = {}
+    for mention in mentions:
+        kinds.setdefault(mention.path, set()).add(family(mention.instance) in NATIVE)
+    mentions = [m for m in mentions if len(kinds[m.path]) == 1]
     new = [m for m in mentions if family(m.instance) in NATIVE]
     old = [m for m in mentions if family(m.instance) in LEGACY]
     if new and not old:
@@ -76,9 +82,11 @@ def detected(mentions: Iterable[Mention]) -> tuple[str | None, list[Mention], li
 
 
 def _places(mentions: list[Mention]) -> str:
-    shown = ", ".join(str(m) for m in mentions[:3])
-    more = len(mentions) - 3
-    return shown + (f" and {more} more" if more > 0 else "")
+    """The first mention in each of the first three files, and how many files more."""
+    first = list({m.path: m for m in reversed(mentions)}.values())[::-1]
+    shown = ", ".join(str(m) for m in first[:3])
+    more = len(first) - 3
+    return shown + (f" and {more} more file{'s' if more > 1 else ''}" if more > 0 else "")
 
 
 def legacy_notice(target: str, where: str) -> str:

@@ -39,8 +39,15 @@ def test_named_instances_give_their_lines() -> None:
     (["trn1n.32xlarge", "inf2.xlarge"], "trn1"), (["trn1.2xlarge", "trn2.48xlarge"], None),
     ([], None)])
 def test_detection_agrees_only_when_every_instance_is_of_one_kind(names, expected) -> None:
-    mentions = [target.Mention("a.sh", 1, name) for name in names]
+    mentions = [target.Mention(f"{i}.sh", 1, name) for i, name in enumerate(names)]
     assert target.detected(mentions)[0] == expected
+
+
+def test_a_file_listing_both_kinds_is_a_menu_not_a_choice() -> None:
+    menu = [target.Mention("bug-report.yml", 3, name)
+            for name in ("trn1.32xlarge", "inf2.xlarge", "trn2.48xlarge")]
+    chosen, new, old = target.detected([*menu, target.Mention("run.sh", 2, "trn1.32xlarge")])
+    assert chosen == "trn1" and new == [] and [m.path for m in old] == ["run.sh"]
 
 
 @pytest.mark.parametrize("chosen", ["trn1", "inf2"])
@@ -133,3 +140,14 @@ def test_the_lean_command_line_reads_the_target(args: list[str], expected: str |
                                   ["check", "--target", "a.py"]])
 def test_a_target_the_lean_parser_cannot_use_goes_to_typer(args: list[str]) -> None:
     assert entry.lean_request(args) is None
+
+
+def test_the_note_names_each_file_once() -> None:
+    mentions = [target.Mention(path, line, "trn1.32xlarge")
+                for path, line in (("a.sh", 2), ("a.sh", 9), ("b.yaml", 1), ("c.py", 4),
+                                   ("d.sh", 5))]
+    (note,) = target.notes(None, None, mentions, findings=3)
+    assert "`trn1.32xlarge` in a.sh:2, `trn1.32xlarge` in b.yaml:1, `trn1.32xlarge` in " \
+           "c.py:4 and 1 more file:" in note
+    assert "the 3 findings above assume Trn2/Trn3" in note and "--target trn1" in note
+    assert target.notes(None, None, [], findings=0) == []
