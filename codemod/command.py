@@ -252,8 +252,8 @@ def _report(result: RunResult, registry: Registry, request: Request,
             where: str | None = None) -> bool:
     """Print (and write) the reports; False when the report file could not be written.
     `where` says where the target came from, when one was given."""
-    document = _document(result, registry, request)
     notes = _hardware_notes(result, registry, where)
+    document = _document(result, registry, request, notes)
     if request.output is not None:
         try:
             request.output.write_text(document if document is not None else
@@ -336,11 +336,12 @@ def _unwritable(output: Path) -> str | None:
     return None
 
 
-def _document(result: RunResult, registry: Registry, request: Request) -> str | None:
+def _document(result: RunResult, registry: Registry, request: Request,
+              notes: list[str]) -> str | None:
     if request.fmt == "json":
         return render_json(result, registry, request.mode)
     if request.fmt == "markdown":
-        return render_markdown(result, registry)
+        return render_markdown(result, registry, notes)
     if request.fmt == "sarif":
         return render_sarif(result, registry)
     if request.fmt == "github":

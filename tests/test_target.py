@@ -151,3 +151,9 @@ def test_the_note_names_each_file_once() -> None:
            "c.py:4 and 1 more file:" in note
     assert "the 3 findings above assume Trn2/Trn3" in note and "--target trn1" in note
     assert target.notes(None, None, [], findings=0) == []
+
+
+def test_the_markdown_report_carries_the_note(in_tmp: Path) -> None:
+    _tree(in_tmp, "#!/bin/sh\naws ec2 run-instances --instance-type trn2.48xlarge\n")
+    done = cli("check", "--format", "markdown", ".")
+    assert "> target trn2 (detected: `trn2.48xlarge` in run.sh:2)" in done.stdout
