@@ -17,7 +17,10 @@ from dataclasses import dataclass
 TARGETS = ("trn2", "trn3", "trn1", "inf2")
 NATIVE = frozenset({"trn2", "trn3"})
 LEGACY = frozenset({"trn1", "inf2"})
-INSTANCE = re.compile(rb"\b(?:ml\.)?(trn1n?|trn2u?|trn3u?|inf2)\.(?:\d*xlarge|large)\b")
+INSTANCE = re.compile(rb"\b(?:ml\.)?(trn1n?|trn2u?|trn3u?|inf2)\.(?:\d*xlarge|large)\b|"
+                      rb"\b(NEURON_PLATFORM_TARGET_OVERRIDE)[\"']?\]?\s*[=:,]\s*[\"']?"
+                      rb"(trn1|trn2|trn3|inf2)\b")
+"""An instance type, or the platform the Neuron compiler is told to build for."""
 ASSUMPTION_DOC = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/"
                   "components/torchneuron.html")
 XLA_DOC = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
@@ -36,8 +39,8 @@ def native(target: str | None) -> bool:
 
 
 def family(instance: str) -> str:
-    """`trn1n` and `trn2u` are Trn1 and Trn2 machines."""
-    return instance[:4]
+    """`trn1n` and `trn2u` are Trn1 and Trn2 machines; `ml.` is SageMaker's prefix."""
+    return instance.removeprefix("ml.").rpartition("=")[2][:4]
 
 
 def named_instances(data: bytes) -> tuple[tuple[int, str], ...]:
@@ -48,7 +51,8 @@ def named_instances(data: bytes) -> tuple[tuple[int, str], ...]:
     found = []
     for match in INSTANCE.finditer(data):
         line = data.count(b"\n", 0, match.start()) + 1
-        found.append((line, match.group().decode("ascii")))
+        said = match.group() if match[2] is None else match[2] + b"=" + match[3]
+        found.append((line, said.decode("ascii")))
     return tuple(found)
 
 

@@ -157,3 +157,13 @@ def test_the_markdown_report_carries_the_note(in_tmp: Path) -> None:
     _tree(in_tmp, "#!/bin/sh\naws ec2 run-instances --instance-type trn2.48xlarge\n")
     done = cli("check", "--format", "markdown", ".")
     assert "> target trn2 (detected: `trn2.48xlarge` in run.sh:2)" in done.stdout
+
+
+def test_sagemaker_names_and_the_platform_override_count() -> None:
+    data = (b"estimator = Estimator(instance_type='ml.inf2.xlarge')\n"
+            b"os.environ[\"NEURON_PLATFORM_TARGET_OVERRIDE\"] = \"trn2\"\n"
+            b"ENV NEURON_PLATFORM_TARGET_OVERRIDE=trn1\n")
+    found = target.named_instances(data)
+    assert found == ((1, "ml.inf2.xlarge"), (2, "NEURON_PLATFORM_TARGET_OVERRIDE=trn2"),
+                     (3, "NEURON_PLATFORM_TARGET_OVERRIDE=trn1"))
+    assert [target.family(name) for _, name in found] == ["inf2", "trn2", "trn1"]
