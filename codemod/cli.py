@@ -62,7 +62,8 @@ Target = Annotated[Optional[str], typer.Option(
     "--target", metavar="HARDWARE",
     help="The hardware the code runs on: trn2, trn3, trn1 or inf2. TorchNeuron supports "
          "Trn2/Trn3 only; for trn1 and inf2 nothing is rewritten and the run says why "
-         "(default: `target` in the configuration, else Trn2/Trn3 assumed).",
+         "(default: `target` in the configuration; else Trn2/Trn3 is assumed, and the summary "
+         "names the instance types the files mention).",
     show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes (default: all cores; at most "
@@ -203,7 +204,9 @@ def scan(
 ) -> None:
     """Find XLA-era torch-neuronx pins and installs in requirements, lockfiles, pyproject,
     setup files, Pipfiles, conda environments, Dockerfiles, shell scripts, YAML and the
-    install and shell lines of notebooks; never code (that is `check`).
+    install and shell lines of notebooks, and Pythons older than the 3.12 TorchNeuron needs
+    (base images, requires-python, .python-version, CI workflows); never code (that is
+    `check`).
 
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
