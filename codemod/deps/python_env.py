@@ -74,6 +74,8 @@ def supported(version: tuple[int, int]) -> bool:
 
 
 def admits_supported(spec: SpecifierSet) -> bool:
+    """Whether some release of 3.12, 3.13 or 3.14 satisfies the range: its first or a late
+    patch release (`>=3.12.1` admits 3.12, as `!=3.12.0` does)."""
     return any(Version(f"{major}.{minor}.0") in spec or Version(f"{major}.{minor}.99") in spec
                for major, minor in SUPPORTED)
 
@@ -88,7 +90,7 @@ def _advice(what: str) -> str:
             "tests on it")
 
 
-# Dockerfiles
+# commands, in scripts, Dockerfiles and CI steps
 
 
 def _commands(text: str, emitter: Emitter) -> None:
@@ -106,7 +108,11 @@ def _commands(text: str, emitter: Emitter) -> None:
                     f"`{match.group().strip()}` makes an environment on Python {value}"))
 
 
+# Dockerfiles
+
+
 def _dockerfile(text: str, emitter: Emitter) -> None:
+    """Each stage's base image (ARG defaults expanded, as FROM sees them), and its commands."""
     _commands(text, emitter)
     defaults = {m[1]: m[2].strip("\"'") for m in ARG.finditer(text)}
     stages: set[str] = set()
