@@ -116,12 +116,12 @@ def notes(target: str | None, where: str | None, mentions: Iterable[Mention],
             f"{'s' if findings == 1 else ''} Trn2/Trn3, the only hardware TorchNeuron "
             f"supports ({ASSUMPTION_DOC})")
     if guess in LEGACY:
-        return [f"target not given; the repository names {_places(old)}: {said}. If this "
-                f"code stays on {guess.capitalize()}, run with --target {guess}: nothing is "
-                "rewritten, and the run says which PyTorch/XLA release to stay on"]
+        return [(f"target not given; the repository names {_places(old)}: {said}. If this "
+                 f"code stays on {guess.capitalize()}, run with --target {guess}: nothing is "
+                 "rewritten, and the run says which PyTorch/XLA release to stay on")]
     if old:
-        return [f"target not given; the repository names both Trn2/Trn3 ({_places(new)}) "
-                f"and Trn1/Inf2 ({_places(old)}) instances: {said}. Code that stays on "
-                "Trn1/Inf2 keeps PyTorch/XLA: exclude it, or run it with --target trn1"]
-    return [f"target not given (--target trn2|trn3|trn1|inf2, or target = \"...\" in "
-            f"[tool.neuron-migrate]): {said}"]
+        return [(f"target not given; the repository names both Trn2/Trn3 ({_places(new)}) "
+                 f"and Trn1/Inf2 ({_places(old)}) instances: {said}. Code that stays on "
+                 "Trn1/Inf2 keeps PyTorch/XLA: exclude it, or run it with --target trn1")]
+    return [(f"target not given (--target trn2|trn3|trn1|inf2, or target = \"...\" in "
+             f"[tool.neuron-migrate]): {said}")]

@@ -231,7 +231,7 @@ def _requires(value: str, offset: int, what: str, emitter: Emitter) -> None:
         return
     if not admits_supported(spec):
         emitter.report(ids.REQUIRES_PYTHON, offset, _advice(f"{what} excludes Python 3.12+") +
-                       f"; widen it to admit 3.12 (e.g. `>=3.12`)")
+                       "; widen it to admit 3.12 (e.g. `>=3.12`)")
 
 
 # conda, .python-version, CI matrices
