@@ -58,6 +58,13 @@ Annotate = Annotated[Optional[bool], typer.Option(
     "--annotate/--no-annotate",
     help="Put a `# neuron-migrate: NMxxx ...` comment above each line that needs review.",
     show_default=False)]
+Target = Annotated[Optional[str], typer.Option(
+    "--target", metavar="HARDWARE",
+    help="The hardware the code runs on: trn2, trn3, trn1 or inf2. TorchNeuron supports "
+         "Trn2/Trn3 only; for trn1 and inf2 nothing is rewritten and the run says why "
+         "(default: `target` in the configuration; else Trn2/Trn3 is assumed, and the summary "
+         "names the instance types the files mention).",
+    show_default=False)]
 Jobs = Annotated[Optional[int], typer.Option(
     "--jobs", "-j", min=1, metavar="N", help="Worker processes (default: all cores; at most "
     "four per core and one per file).", show_default=False)]
@@ -110,6 +117,10 @@ def _sources(values: list[str] | None) -> list[str] | None:
     return [part.strip() for value in values for part in value.split(",") if part.strip()]
 
 
+def _target(given: str | None) -> str | None:
+    return given.lower() if given is not None else None
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -132,6 +143,7 @@ def apply(
     compile_models: Compile = None,
     annotate: Annotate = None,
     jobs: Jobs = None,
+    target: Target = None,
     force: Force = False,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
@@ -152,7 +164,7 @@ def apply(
                       select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since,
                       stdin=STDIN in paths, stdin_filename=stdin_filename,
-                      sources=_sources(sources)))
+                      sources=_sources(sources), target=_target(target)))
 
 
 @app.command(cls=Command)
@@ -166,6 +178,7 @@ def check(
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
     compile_models: Compile = None,
     jobs: Jobs = None,
+    target: Target = None,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
     sources: From = None,
@@ -180,7 +193,8 @@ def check(
     _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename, sources=_sources(sources)))
+                      stdin_filename=stdin_filename, sources=_sources(sources),
+                      target=_target(target)))
 
 
 @app.command(cls=Command)
@@ -196,6 +210,7 @@ def scan(
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
     jobs: Jobs = None,
+    target: Target = None,
     force: Force = False,
     stdin_filename: StdinFilename = None,
     quiet: Quiet = False,
@@ -203,7 +218,9 @@ def scan(
 ) -> None:
     """Find XLA-era torch-neuronx pins and installs in requirements, lockfiles, pyproject,
     setup files, Pipfiles, conda environments, Dockerfiles, shell scripts, YAML and the
-    install and shell lines of notebooks; never code (that is `check`).
+    install and shell lines of notebooks, and Pythons older than the 3.12 TorchNeuron needs
+    (base images, requires-python, .python-version, CI workflows); never code (that is
+    `check`).
 
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
@@ -211,7 +228,7 @@ def scan(
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename))
+                      stdin_filename=stdin_filename, target=_target(target)))
 
 
 @app.command(cls=Command)

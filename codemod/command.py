@@ -8,6 +8,7 @@ needed: the rule catalogue and LibCST only when a file has an XLA-era token (thr
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuron_migrate import catalogue
+from neuron_migrate import catalogue, target
 
 from neuron_migrate.files import gitstate
 from neuron_migrate.config import Config, ConfigError, check_rule_code, check_sources, load_config
@@ -68,6 +69,7 @@ class Request:
     stdin: bool = False  # `-` was given among the paths (its `Path` is `./-`'s too)
     stdin_filename: str | None = None
     sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
+    target: str | None = None  # --target
 
 
 def names_as_bytes() -> None:
@@ -106,6 +108,7 @@ def options_of(request: Request, config: Config) -> Options:
         annotate=_first(request.annotate, config.annotate, False),
         select=frozenset(s.upper() for s in select),
         ignore=frozenset(i.upper() for i in ignore),
+        target=request.target if request.target is not None else config.target,
     )
 
 
@@ -127,6 +130,9 @@ def execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
 
 
 def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
+    if request.target is not None and request.target not in target.TARGETS:
+        raise UsageProblem(f"unknown target {request.target!r}; choose from "
+                           f"{', '.join(target.TARGETS)}", param_hint="--target")
     if request.fmt not in FORMATS:
         raise UsageProblem(f"unknown format {request.fmt!r}; choose from "
                            f"{', '.join(FORMATS)}", param_hint="--format")
@@ -140,6 +146,11 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         options = options_of(request, config)
     except ConfigError as error:
         return _fail(f"error: {error}")
+    where = _target_source(request, config, options.target)
+    if not target.native(options.target):  # Trn1/Inf2: nothing moves toward TorchNeuron
+        options = dataclasses.replace(options, select=frozenset(), ignore=frozenset({"NM"}))
+        if not request.quiet:
+            print_warning(target.legacy_notice(options.target, where or ""))
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
     registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
@@ -150,7 +161,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         job = Job(registry, writes, keep, fix_pins=request.mode != "scan",
                   per_file_ignores=_per_file(config), code=not scan_only)
         return execute_stdin(request.stdin_filename, job, _excludes(config, request), scan_only,
-                             lambda result: _report(result, registry, request))
+                             lambda result: _report(result, registry, request, where))
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
         protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
@@ -168,7 +179,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
                      python=not scan_only, fix_pins=request.mode != "scan",
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only, audit=request.mode == "audit")
-    if not _report(result, registry, request):
+    if not _report(result, registry, request, where):
         return 2
     if result.interrupted:
         name = "Ctrl-C" if result.interrupted == signal.SIGINT else \
@@ -180,6 +191,19 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
 
         return audit_exit(result, registry)
     return result.exit_code()
+
+
+def _target_source(request: Request, config: Config, chosen: str | None) -> str | None:
+    if chosen is None:
+        return None
+    return "--target" if request.target is not None else f"target in {config.path}"
+
+
+def print_warning(message: str) -> None:
+    from rich.console import Console
+    from rich.text import Text
+
+    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="yellow"))
 
 
 def _fail(message: str) -> int:
@@ -235,13 +259,17 @@ def _progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
         bar.stop()
 
 
-def _report(result: RunResult, registry: Registry, request: Request) -> bool:
-    """Print (and write) the reports; False when the report file could not be written."""
-    document = _document(result, registry, request)
+def _report(result: RunResult, registry: Registry, request: Request,
+            where: str | None = None) -> bool:
+    """Print (and write) the reports; False when the report file could not be written.
+    `where` says where the target came from, when one was given."""
+    notes = _hardware_notes(result, registry, where)
+    document = _document(result, registry, request, notes)
     if request.output is not None:
         try:
             request.output.write_text(document if document is not None else
-                                      _plain_text(result, registry, request), encoding="utf-8")
+                                      _plain_text(result, registry, request, notes),
+                                      encoding="utf-8")
         except OSError as error:
             print_error(f"error: --output {request.output}: cannot write the report "
                         f"({error.strerror or error})")
@@ -265,8 +293,18 @@ def _report(result: RunResult, registry: Registry, request: Request) -> bool:
         for line in _readiness_lines(result, registry):
             screen.print(line, "bold" if not line.startswith(" ") else "")
         return True
-    _print_summary(screen, result)
+    _print_summary(screen, result, notes)
     return True
+
+
+def _hardware_notes(result: RunResult, registry: Registry, where: str | None) -> list[str]:
+    """One note on the hardware the findings assume, for the text summary."""
+    chosen = registry.options.target
+    if not target.native(chosen):
+        return []
+    mentions = [target.Mention(f.path, line, instance) for f in result.files
+                for line, instance in f.instances]
+    return target.notes(chosen, where, mentions, len(result.findings))
 
 
 class _Screen:
@@ -313,7 +351,8 @@ def _unwritable(output: Path) -> str | None:
     return None
 
 
-def _document(result: RunResult, registry: Registry, request: Request) -> str | None:
+def _document(result: RunResult, registry: Registry, request: Request,
+              notes: list[str]) -> str | None:
     if request.mode == "audit" and request.fmt in ("json", "markdown"):
         from neuron_migrate.report.readiness import audit_document
 
@@ -321,7 +360,7 @@ def _document(result: RunResult, registry: Registry, request: Request) -> str | 
     if request.fmt == "json":
         return render_json(result, registry, request.mode)
     if request.fmt == "markdown":
-        return render_markdown(result, registry)
+        return render_markdown(result, registry, notes)
     if request.fmt == "sarif":
         return render_sarif(result, registry)
     if request.fmt == "github":
@@ -329,14 +368,15 @@ def _document(result: RunResult, registry: Registry, request: Request) -> str | 
     return None
 
 
-def _plain_text(result: RunResult, registry: Registry, request: Request) -> str:
+def _plain_text(result: RunResult, registry: Registry, request: Request,
+                notes: list[str]) -> str:
     lines = [text for text, _ in render_text(result, registry, request.show_diff,
                                              request.verbose)]
     if request.mode == "audit":
         return "\n".join([*lines, *_readiness_lines(result, registry)]) + "\n"
     rows, sentence = summary_rows(result)
     lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
-    return "\n".join([*lines, sentence]) + "\n"
+    return "\n".join([*lines, sentence, *notes]) + "\n"
 
 
 def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
@@ -345,7 +385,7 @@ def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
     return render_readiness_text(ReadinessSummary.of(result, registry))
 
 
-def _print_summary(screen: _Screen, result: RunResult) -> None:
+def _print_summary(screen: _Screen, result: RunResult, notes: list[str]) -> None:
     rows, sentence = summary_rows(result)
     if rows:
         from rich.table import Table
@@ -357,6 +397,8 @@ def _print_summary(screen: _Screen, result: RunResult) -> None:
             table.add_row(*row)
         screen.console.print(table)
     screen.print(sentence, "bold")
+    for note in notes:
+        screen.print(note)
     if result.findings:
         screen.print("Run `neuron-migrate explain NMxxx` for the full explanation of a rule.")
 

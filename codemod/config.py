@@ -12,6 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuron_migrate.target import TARGETS
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
@@ -33,6 +35,7 @@ class Config:
     compile: bool | None = None
     unsafe_fixes: bool | None = None
     annotate: bool | None = None
+    target: str | None = None
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     sources: tuple[str, ...] = ()
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
@@ -117,12 +120,16 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
             values["sources"] = check_sources(value, f"{pyproject}: [tool.{TABLE}] from")
         elif key == "per-file-ignores":
             values["per_file_ignores"] = _per_file_ignores(f"{where} {key}", value, rule_ids)
+        elif key == "target":
+            if not isinstance(value, str) or value.lower() not in TARGETS:
+                raise ConfigError(f"{where} target must be one of {', '.join(TARGETS)}")
+            values["target"] = value.lower()
         elif key in _BOOLS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
-            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from"}))
+            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target"}))
             raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
                               f"(known: {known})")
     return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]

@@ -36,7 +36,8 @@ _COMMAND_SWITCHES = {
 }
 _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
            "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
-           "--changed-since": "changed_since", "--stdin-filename": "stdin_filename"}
+           "--changed-since": "changed_since", "--stdin-filename": "stdin_filename",
+           "--target": "target"}
 _REPEATABLE = frozenset({"exclude", "select", "ignore"})
 """The options the lean `check` and `apply` take; anything else is typer's to parse."""
 
@@ -120,6 +121,10 @@ def _acceptable(field: str, value: str) -> bool:
         return False
     if field == "jobs":
         return re.fullmatch(r"[1-9][0-9]*", value) is not None
+    if field == "target":
+        from neuron_migrate.target import TARGETS
+
+        return value.lower() in TARGETS
     return field != "fmt" or value in FORMATS
 
 
@@ -129,7 +134,7 @@ def _store(given: dict[str, object], field: str, value: str) -> None:
         given[field].append(value)  # type: ignore[attr-defined]
     else:
         given[field] = int(value) if field == "jobs" else Path(value) if field == "output" \
-            else value
+            else value.lower() if field == "target" else value
 
 
 def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
@@ -144,21 +149,24 @@ def _request(command: str, paths: list[Path], given: dict[str, object]) -> Reque
                        value("select"), value("ignore"), None, value("compile"), False,
                        value("jobs"), value("quiet", False), value("verbose", False),
                        show_diff=value("diff", False), changed_since=value("changed_since"),
-                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
+                       target=value("target"))
     if command == "scan":
         return Request(paths, "scan --fix" if value("fix", False) else "scan",
                        value("fmt", "text"), value("output"), value("exclude"), value("select"),
                        value("ignore"), value("unsafe"), None, False, value("jobs"),
                        value("quiet", False), value("verbose", False),
                        show_diff=value("fix", False), force=value("force", False),
-                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
+                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
+                       target=value("target"))
     dry_run = value("dry_run", False)
     return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
                    value("output"), value("exclude"), value("select"), value("ignore"),
                    value("unsafe"), value("compile"), value("annotate"), value("jobs"),
                    value("quiet", False), value("verbose", False), show_diff=dry_run,
                    force=value("force", False), changed_since=value("changed_since"),
-                   stdin=value("stdin", False), stdin_filename=value("stdin_filename"))
+                   stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
+                   target=value("target"))
 
 
 def _run(request: Request) -> int:

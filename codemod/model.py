@@ -67,6 +67,8 @@ class FileResult:
     encoding: str = "utf-8"
     error: str | None = None
     skipped: str | None = None
+    instances: tuple[tuple[int, str], ...] = ()
+    """The Neuron instance types the file names, with their lines (the detected target)."""
     modified: bool = False
     """Set when the file changes but `new_source` is absent: the sources were dropped to save
     memory, or (a plain `check`) the new file was never generated."""
@@ -88,6 +90,9 @@ class Options:
     sources: frozenset[str] = frozenset({"xla"})
     """The stacks migrated from: "xla" always; "cuda" only when asked (`--from cuda`), since
     many repositories keep their CUDA path on purpose."""
+    target: str | None = None
+    """The hardware named by --target or the configuration (trn2, trn3, trn1, inf2); None
+    when not given. Trn1/Inf2 stop every rewrite toward TorchNeuron (neuron_migrate.target)."""
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(s) for s in self.select):

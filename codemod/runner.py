@@ -22,6 +22,7 @@ from neuron_migrate.files.discover import Excludes, discover
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
 from neuron_migrate.model import FileResult, Finding, Kind, Options
 from neuron_migrate.registry import Registry
+from neuron_migrate.target import named_instances
 from neuron_migrate.wording import as_written
 
 if TYPE_CHECKING:
@@ -278,8 +279,11 @@ def migrate_bytes(name: str, data: bytes, registry: Registry, fix_pins: bool = T
     """A file's bytes, by the kind its name says, notebooks included: the file read from
     disk, or the source `check -` reads from standard input under `--stdin-filename`."""
     if Path(name).suffix == ".ipynb":
-        return _notebook(name, data, registry, code, fix_pins)
-    return migrate_data(name, data, registry, fix_pins, generate, code)
+        result = _notebook(name, data, registry, code, fix_pins)
+    else:
+        result = migrate_data(name, data, registry, fix_pins, generate, code)
+    instances = named_instances(data)
+    return dataclasses.replace(result, instances=instances) if instances else result
 
 
 def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = True,

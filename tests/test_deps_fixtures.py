@@ -17,9 +17,10 @@ import pytest
 from neuron_migrate.deps import kind_of, scan_source
 from neuron_migrate.model import FileResult, Kind, Options
 from neuron_migrate.registry import Registry
-from neuron_migrate.rules.dependencies import RULES
+from neuron_migrate.rules import dependencies, readiness_environment
 from tests.conftest import FIXTURES
 
+RULES = dependencies.RULES + readiness_environment.RULES
 CASES = sorted(p for p in (FIXTURES / "deps").iterdir() if p.is_dir())
 
 

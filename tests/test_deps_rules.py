@@ -1,5 +1,5 @@
-"""The NM8xx catalogue: each rule documents itself, its example is what the scanner does, and
-a fixture exercises it."""
+"""The scanner's catalogue (NM8xx, and NM950-NM952 on the Python a project runs on): each
+rule documents itself, its example is what the scanner does, and a fixture exercises it."""
 
 from __future__ import annotations
 
@@ -11,20 +11,22 @@ import pytest
 from neuron_migrate.deps import ids, scan_source
 from neuron_migrate.model import Kind
 from neuron_migrate.registry import Registry
-from neuron_migrate.rules.dependencies import RULES
+from neuron_migrate.rules import dependencies, readiness_environment
 from tests.conftest import FIXTURES
 
+RULES = dependencies.RULES + readiness_environment.RULES
 REGISTRY = Registry([rule() for rule in RULES])
 EXAMPLE_FILES = {"requirements": "requirements.txt", "dockerfile": "Dockerfile",
                  "shell": "run.sh", "pyproject": "pyproject.toml", "yaml": "deploy.yaml",
                  "uv-lock": "uv.lock"}
 
 
-def test_ids_are_the_nm8xx_block_and_unique() -> None:
+def test_ids_are_the_nm8xx_and_nm95x_blocks_and_unique() -> None:
     found = [rule.id for rule in RULES]
     assert len(set(found)) == len(found) == len(ids.KINDS)
     assert set(found) == set(ids.KINDS)
-    assert all(re.fullmatch(r"NM8\d\d", i) for i in found)
+    assert all(re.fullmatch(r"NM8\d\d", r.id) for r in dependencies.RULES)
+    assert all(re.fullmatch(r"NM95\d", r.id) for r in readiness_environment.RULES)
     assert len({rule.name for rule in RULES}) == len(RULES)
 
 
@@ -57,4 +59,4 @@ def test_example_is_what_the_scanner_does(rule, tmp_path: Path,
 
 def test_every_rule_is_exercised_by_a_fixture() -> None:
     expected = "".join(p.read_text() for p in (FIXTURES / "deps").glob("*/findings.txt"))
-    assert {rule.id for rule in RULES} <= set(re.findall(r"NM8\d\d", expected))
+    assert {rule.id for rule in RULES} <= set(re.findall(r"NM8\d\d|NM95\d", expected))

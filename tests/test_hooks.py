@@ -61,6 +61,7 @@ NAMES = [
     "run.sh", "job.sbatch", "job.slurm", "x.bash", "x.zsh", "train.py", "README.md",
     "notes.txt", "my requirements.txt", "requirements.txt.bak", "setup.py.orig",
     "nb.ipynb", "pyproject.toml/inner.py", "a-dockerfile", "Dockerfile/README",
+    ".python-version", "src/.Python-Version", "x.python-version", ".python-version.bak",
 ]
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from neuron_migrate.deps.ids import LAUNCH
+from neuron_migrate.deps.ids import LAUNCH, PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.deps.launch_paths import ContainerPaths, HostPaths
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import Registry
@@ -32,6 +32,7 @@ Scanner = Callable[[str, "Emitter", str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
+PYTHON_RULES = (PYTHON_IMAGE, REQUIRES_PYTHON, PYTHON_PIN)
 LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
 """Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
@@ -47,6 +48,7 @@ SCANNERS: dict[str, tuple[str, str]] = {
     "dockerfile": ("dockerfile", "scan"),
     "shell": ("shell", "scan"),
     "yaml": ("yaml_files", "scan"),
+    "python-version": ("python_env", "no_pins"),
 }
 
 
@@ -59,7 +61,8 @@ def kind_of(path: Path) -> str | None:
     """Which scanner reads this file, decided by its name alone."""
     name = path.name.lower()
     fixed = {"pyproject.toml": "pyproject", "setup.py": "setup.py", "setup.cfg": "setup.cfg",
-             "pipfile": "pipfile", "containerfile": "dockerfile", "dockerfile": "dockerfile"}
+             "pipfile": "pipfile", "containerfile": "dockerfile", "dockerfile": "dockerfile",
+             ".python-version": "python-version"}
     if name in fixed:
         return fixed[name]
     if name.endswith(".lock"):  # every lockfile name does; the module needs packaging
@@ -102,10 +105,26 @@ def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
     return rule_enabled(registry, LAUNCH) and names_a_spawner(path, data)
 
 
+def may_choose_python(kind: str, data: bytes, registry: Registry) -> bool:
+    """Whether a file may settle the project's Python (NM950-NM952): read even when it
+    never names Neuron, as `.python-version` and CI workflows never do. Not on Trn1/Inf2,
+    which stay on the XLA stack and its Pythons."""
+    from neuron_migrate.deps import python_env
+    from neuron_migrate.deps.emit import rule_enabled
+    from neuron_migrate.target import native
+
+    return native(registry.options.target) and python_env.may_pin(kind, data) and any(
+        rule_enabled(registry, rule) for rule in PYTHON_RULES)
+
+
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
     """Scan one file; never raises for bad input (problems become `error`)."""
     kind = kind_of(Path(path))
-    if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
+    if kind is None:
+        return FileResult(path, original=data)
+    pins = mentions_neuron(data) or may_launch(path, kind, data, registry)
+    python = may_choose_python(kind, data, registry)
+    if not (pins or python):
         return FileResult(path, original=data)
     from neuron_migrate.deps.emit import Emitter, rule_enabled
     from neuron_migrate.deps.entries import Unparsable
@@ -118,7 +137,12 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
         paths = (ContainerPaths if kind == "dockerfile" else HostPaths)(Path(path))
     emitter = Emitter(path, text, registry, fix, paths=paths)
     try:
-        scanner(kind)(text, emitter, path)
+        if python:
+            from neuron_migrate.deps import python_env
+
+            python_env.scan(kind, text, emitter)
+        if pins:
+            scanner(kind)(text, emitter, path)
     except Unparsable as problem:
         where = f"{path}:{problem.line}" if problem.line else path
         return FileResult(path, _ordered(emitter.findings), original=data,

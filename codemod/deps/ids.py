@@ -1,4 +1,5 @@
-"""The NM8xx rule ids and how far each one's fixes can be trusted.
+"""The scanner's rule ids (NM8xx, and the NM95x readiness checks of the Python a project runs
+on) and how far each one's fixes can be trusted.
 
 The scanner (engine side) and `rules/dependencies.py` (documentation side) both read these, so
 an id is spelt once.
@@ -24,6 +25,9 @@ PARALLEL_COMPILE = "NM813"
 OLD_INSTANCE = "NM814"
 LOCKFILE = "NM815"
 LAUNCH = "NM816"
+PYTHON_IMAGE = "NM950"
+REQUIRES_PYTHON = "NM951"
+PYTHON_PIN = "NM952"
 
 KINDS: dict[str, Kind] = {
     XLA_LINEAGE: Kind.FIX,
@@ -42,5 +46,8 @@ KINDS: dict[str, Kind] = {
     OLD_INSTANCE: Kind.REVIEW,
     LOCKFILE: Kind.REVIEW,
     LAUNCH: Kind.FIX,
+    PYTHON_IMAGE: Kind.REVIEW,
+    REQUIRES_PYTHON: Kind.REVIEW,
+    PYTHON_PIN: Kind.REVIEW,
 }
 """The kind of a finding whose edit can be made; a finding without an edit is `review`."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding
@@ -15,10 +16,12 @@ if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
 
 
-def render_markdown(result: RunResult, registry: Registry) -> str:
+def render_markdown(result: RunResult, registry: Registry, notes: Sequence[str] = ()) -> str:
+    """`notes`: what the run says of the hardware it assumed (neuron_migrate.target)."""
     summary = Summary.of(result)
     lines = ["# neuron-migrate report", "",
              f"{summary.sentence(result.written)}.", ""]
+    lines += [line for note in notes for line in (f"> {_escape(note)}", "")]
     if summary.by_rule:
         lines += ["| rule | name | fixes | unsafe fixes | review items |",
                   "|---|---|---:|---:|---:|"]
