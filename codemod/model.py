@@ -85,6 +85,9 @@ class Options:
     annotate: bool = False
     select: frozenset[str] = field(default_factory=frozenset)
     ignore: frozenset[str] = field(default_factory=frozenset)
+    sources: frozenset[str] = frozenset({"xla"})
+    """The stacks migrated from: "xla" always; "cuda" only when asked (`--from cuda`), since
+    many repositories keep their CUDA path on purpose."""
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(s) for s in self.select):

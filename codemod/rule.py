@@ -173,6 +173,9 @@ class Rule:
     tokens: ClassVar[tuple[bytes, ...]] = ()
     imports: ClassVar[frozenset[str]] = frozenset()
     """Modules imported only for a side effect that no longer exists; always removed."""
+    source: ClassVar[str] = "xla"
+    """The stack the rule migrates from; rules of a source the run was not asked for are not
+    loaded into its registry (`Options.sources`)."""
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         return None

@@ -419,7 +419,8 @@ def _needs_engine(path: Path, job: Job) -> bool:
     # a launch line (NM816) is read; a notebook names python in its metadata, not so
     launches = b"python " in data if path.suffix == ".ipynb" else \
         path.suffix != ".py" and b"python" in data
-    return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
+    cuda = "cuda" in job.registry.options.sources
+    return job.registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
 
 
 def _write(result: FileResult) -> FileResult:

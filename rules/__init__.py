@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from neuron_migrate.rule import Rule
-from neuron_migrate.rules import (collectives, compile, data, dependencies, device, device_queries,
-                   environment, installs, launch, memory, optimizer, precision, process_group,
-                   ranks, review, runtime, saving, step, unsupported, utilities)
+from neuron_migrate.rules import (collectives, compile, cuda_dependencies, data, dependencies,
+                                  device, device_queries, environment, installs, launch, memory,
+                                  optimizer, precision, process_group, ranks, review, runtime,
+                                  saving, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
             optimizer, launch, saving, data, utilities, precision, runtime, compile, environment,
-            unsupported, installs, dependencies)
+            unsupported, installs, dependencies, cuda_dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:

@@ -32,7 +32,7 @@ def test_ids_and_names_are_unique_and_well_formed() -> None:
     names = [r.name for r in RULES]
     assert len(set(ids)) == len(ids) and len(set(names)) == len(names)
     for rule in RULES:
-        assert re.fullmatch(r"NM\d{3}", rule.id)
+        assert re.fullmatch(r"NMC?\d{3}", rule.id)
         assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", rule.name)
 
 
@@ -62,7 +62,7 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
     seen: set[str] = set()
     for expected in (FIXTURES / "deps").glob("*/findings.txt"):  # the scanner's fixtures
         seen |= {word for line in expected.read_text().splitlines()
-                 for word in line.split() if re.fullmatch(r"NM8\d\d", word)}
+                 for word in line.split() if re.fullmatch(r"NMC?8\d\d", word)}
     for before in PYTHON_FIXTURES:
         result = migrate_source(before.name, before.read_bytes(), REGISTRY)
         seen |= {f.rule_id for f in result.findings}

@@ -32,6 +32,8 @@ Scanner = Callable[[str, "Emitter", str], None]
 REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
+CUDA_PREFILTER = (b"cuda", b"+cu", b"whl/cu", b"nvidia", b"--gpus")
+"""With `--from cuda`: every NMC8xx finding needs one of these too."""
 LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
 """Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
@@ -84,11 +86,13 @@ def is_dependency_file(path: Path) -> bool:
     return kind_of(path) is not None
 
 
-def mentions_neuron(data: bytes) -> bool:
-    """Every NM8xx finding needs one of these words; a file without them is not parsed (a
-    large YAML data file costs a substring search, not a YAML parse)."""
+def mentions_neuron(data: bytes, cuda: bool = False) -> bool:
+    """Every NM8xx finding needs one of these words (and every NMC8xx one, with `cuda`, one
+    of CUDA's); a file without them is not parsed (a large YAML data file costs a substring
+    search, not a YAML parse)."""
     lowered = data.lower()
-    return any(token in lowered for token in PREFILTER)
+    tokens = PREFILTER + CUDA_PREFILTER if cuda else PREFILTER
+    return any(token in lowered for token in tokens)
 
 
 def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
@@ -105,7 +109,8 @@ def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
     """Scan one file; never raises for bad input (problems become `error`)."""
     kind = kind_of(Path(path))
-    if kind is None or not (mentions_neuron(data) or may_launch(path, kind, data, registry)):
+    cuda = "cuda" in registry.options.sources
+    if kind is None or not (mentions_neuron(data, cuda) or may_launch(path, kind, data, registry)):
         return FileResult(path, original=data)
     from neuron_migrate.deps.emit import Emitter, rule_enabled
     from neuron_migrate.deps.entries import Unparsable

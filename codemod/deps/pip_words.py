@@ -34,7 +34,8 @@ def read_pip_install(arguments: list[Word], text: str, variables: dict[str, Vari
             insert=_inserter(word)))
     for word, url in indexes:  # a computed URL (`$NEURON_INDEX`) is judged by its value
         manifest.indexes.append(Index(expand(url, variables) or url, word.start, group,
-                                      add_after=_index_adder(word)))
+                                      add_after=_index_adder(word),
+                                      replace=_url_replacer(word, url)))
 
 
 def _requirement(word: Word, variables: dict[str, Variable]):
@@ -93,6 +94,20 @@ def _index_adder(word: Word):
     def add_after(urls: Sequence[str]) -> Edit:
         return Edit(word.end, word.end, "".join(f" --extra-index-url{joiner}{u}" for u in urls))
     return add_after
+
+
+def _url_replacer(word: Word, url: str):
+    """The URL written in place, when the word ends with it as written (`--index-url=URL` or
+    the URL word itself, in one piece, perhaps quoted whole)."""
+    closing = len(word.quote) if word.quote and word.raw.endswith(word.quote) else 0
+    written = word.raw[:len(word.raw) - closing]
+    if "$" in url or not url or not word.contiguous or not written.endswith(url):
+        return None
+    end = word.end - closing
+
+    def replace(new: str) -> Edit:
+        return Edit(end - len(url), end, new)
+    return replace
 
 
 def remove_word(word: Word, text: str) -> Edit | None:

@@ -8,6 +8,7 @@ no hand-written interpretation.
 from __future__ import annotations
 
 import enum
+import re
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -127,3 +128,36 @@ def is_neuron_index(url: str) -> bool:
 
 def is_cpu_index(url: str) -> bool:
     return "download.pytorch.org/whl/cpu" in url
+
+
+# `--from cuda` (native-api.md 5.2: the TorchNeuron install takes torch from the CPU index and
+# torch-neuronx from the Neuron index)
+NEURON_INDEX = f"https://{NEURON_INDEX_HOST}"
+CUDA_COMPANIONS = frozenset({"torchvision", "torchaudio"})
+"""Built per CUDA release beside torch (`torchvision==0.18.1+cu121`); their release for torch
+2.14.0 is not one this tool knows, so they are reviewed."""
+CUDA_RUNTIME_WHEEL = re.compile(
+    r"nvidia-(?:cublas|cuda-cupti|cuda-nvrtc|cuda-runtime|cuda-nvcc|cudnn|cufft|cufile|curand|"
+    r"cusolver|cusparse|cusparselt|nccl|nvjitlink|nvtx|nvshmem)-cu\d+")
+"""The CUDA libraries torch's CUDA wheels install (PEP 503 names): nothing but CUDA uses them."""
+CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?cu\d+")
+CUDA_LABEL = re.compile(r"\+cu\d+$")
+
+
+def is_cuda_index(url: str) -> bool:
+    """A PyTorch CUDA wheel index (`https://download.pytorch.org/whl/cu121`)."""
+    return CUDA_INDEX.search(url) is not None
+
+
+def cuda_label(spec: SpecifierSet | None) -> str | None:
+    """The `+cuNNN` local label a pin carries (`torch==2.3.1+cu121`), or None."""
+    for specifier in spec or ():
+        match = CUDA_LABEL.search(specifier.version)
+        if match is not None:
+            return match.group()[1:]
+    return None
+
+
+def is_cuda_relevant(name: str) -> bool:
+    """A requirement the `--from cuda` checks look at besides RELEVANT's."""
+    return name in CUDA_COMPANIONS or name.startswith("nvidia-")

@@ -1,0 +1,185 @@
+"""`--from cuda` (issue 19): the CUDA stack in dependency files and containers.
+
+The decisions mirror `check.py`'s for the XLA stack: a CUDA build of torch and the CUDA wheel
+index become the TorchNeuron set (native-api.md 5.2: torch 2.14.0 from the PyTorch CPU wheel
+index, torch-neuronx, neuronx-cc and nki from the Neuron pip index); the CUDA libraries torch's
+CUDA wheels pull in are removed. What has no one-to-one replacement (other NVIDIA packages,
+CUDA base images, GPU selection and GPU resource requests) is reviewed with what to use
+instead. Nothing here runs unless the run migrates from CUDA (`emit.from_cuda`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from neuron_migrate.deps import ids
+from neuron_migrate.deps.emit import Emitter, from_cuda
+from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest, Verdict
+from neuron_migrate.deps.versions import (
+    CPU_INDEX, CUDA_COMPANIONS, CUDA_RUNTIME_WHEEL, NATIVE_COMPILER, NATIVE_NEURONX, NATIVE_NKI,
+    NATIVE_TORCH, NATIVE_TORCH_VERSION, NEURON_INDEX, cuda_label, is_cuda_index,
+    is_neuron_index,
+)
+
+NEURONX = "torch-neuronx"
+NATIVE_COMPANIONS = (("torch-neuronx", NATIVE_NEURONX), ("neuronx-cc", NATIVE_COMPILER),
+                     ("nki", NATIVE_NKI))
+GPU_MONITORING = frozenset({"nvidia-ml-py", "nvidia-ml-py3"})
+CUDA_IMAGE = re.compile(r"(?:^|/)nvidia/cuda(?::|@|$)|^nvcr\.io/nvidia/|"
+                        r"^(?:docker\.io/)?pytorch/pytorch:[^\s]*cuda")
+VISIBLE = {
+    "CUDA_VISIBLE_DEVICES": "selects the GPUs a process sees",
+    "NVIDIA_VISIBLE_DEVICES": "tells the NVIDIA container runtime which GPUs to mount",
+}
+GPU_RESOURCE = re.compile(r"\bnvidia\.com/gpu(?![\w.-])")
+GPU_LABEL = re.compile(r"\bnvidia\.com/gpu\.[\w.-]+")
+"""GPU feature discovery's node labels (`nvidia.com/gpu.product`), in node selectors and
+affinities."""
+COMPOSE_NVIDIA = re.compile(r"^[ \t-]*(?:driver|runtime)[ \t]*:[ \t]*[\"']?nvidia\b",
+                            re.MULTILINE)
+GPUS_OPTION = re.compile(r"(?<![\w-])--gpus(?:[ =]|$)", re.MULTILINE)
+RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per torchrun worker) "
+                   "or `aws.amazon.com/neuron` (whole Neuron devices) from the Neuron device "
+                   "plugin instead; a GPU is not a core, so recount: a trn2 device holds "
+                   "several NeuronCores")
+
+
+def verdicts(manifest: Manifest) -> Iterator[Verdict]:
+    """The CUDA verdicts for one file's requirements and indexes."""
+    cuda_indexes = [i for i in manifest.indexes if is_cuda_index(i.url)]
+    neuron_index = any(is_neuron_index(i.url) for i in manifest.indexes)
+    movable = bool(cuda_indexes) and all(i.replace is not None and i.add_after is not None
+                                         for i in cuda_indexes)
+    indexed = neuron_index or movable
+    for group in manifest.groups().values():
+        names = {e.name for e in group}
+        for entry in group:
+            if entry.name == "torch" and NEURONX not in names:
+                yield from _torch(entry, names, bool(cuda_indexes), indexed)
+            elif entry.name in CUDA_COMPANIONS:
+                yield from _companion(entry, bool(cuda_indexes))
+            elif entry.name.startswith("nvidia-"):
+                yield _nvidia(entry)
+    if manifest.lock_command is None:
+        yield from _indexes(cuda_indexes, neuron_index)
+
+
+def _torch(entry: Entry, names: set[str], cuda_index: bool,
+           indexed: bool) -> Iterator[Verdict]:
+    label = cuda_label(entry.spec)
+    if label is None and not cuda_index:
+        return  # a torch with no CUDA mark in this file: its index is configured elsewhere
+    build = f"a CUDA {label[2:-1]}.{label[-1]} build of PyTorch" if label else \
+        "PyTorch installed from the CUDA wheel index"
+    missing = [spec for name, spec in NATIVE_COMPANIONS if name not in names]
+    exact = entry.spec is not None and str(entry.spec) == "==2.14.0"
+    edits: list[Edit | None] = []
+    if not exact:
+        edits.append(entry.rewrite("==2.14.0") if entry.rewrite is not None and
+                     entry.spec is not None else None)
+    if missing:
+        edits.append(entry.insert(missing) if entry.insert is not None else None)
+    if not edits:
+        return
+    wanted = ", ".join(f"`{r}`" for r in (NATIVE_TORCH, *missing))
+    message = (f"`{entry.raw}` is {build}; TorchNeuron installs {wanted} (torch from the "
+               "PyTorch CPU wheel index, the Neuron packages from the Neuron pip index)")
+    if not indexed:
+        where = "once its CUDA index moves (NMC802)" if cuda_index else \
+            "and configure both indexes, which this file does not"
+        yield Verdict(ids.CUDA_TORCH, entry.offset,
+                      f"{message}: change it {where} (`--extra-index-url {NEURON_INDEX}` and "
+                      f"`--extra-index-url {CPU_INDEX}`)")
+        return
+    yield Verdict(ids.CUDA_TORCH, entry.offset, f"{message}: change it", tuple(edits))
+
+
+def _companion(entry: Entry, cuda_index: bool) -> Iterator[Verdict]:
+    label = cuda_label(entry.spec)
+    pinned = entry.spec is not None and bool(str(entry.spec)) and \
+        not (label is None and not cuda_index)
+    if not pinned:
+        return  # unpinned: resolves to the release that matches the torch beside it
+    yield Verdict(ids.CUDA_TORCH, entry.offset,
+                  f"`{entry.raw}` is pinned to the build for a CUDA torch; pin the "
+                  f"{entry.name} release made for torch {NATIVE_TORCH_VERSION} (from the "
+                  "PyTorch CPU wheel index), or leave it unpinned")
+
+
+def _nvidia(entry: Entry) -> Verdict:
+    if CUDA_RUNTIME_WHEEL.fullmatch(entry.name):
+        return Verdict(ids.NVIDIA_PACKAGE, entry.offset,
+                       f"`{entry.raw}` is a CUDA library that CUDA builds of torch install; "
+                       "nothing on Trainium loads it: remove it", (entry.remove,))
+    if entry.name in GPU_MONITORING:
+        advice = ("it queries NVIDIA GPUs through NVML; Neuron devices are watched with "
+                  "`neuron-monitor`, `neuron-top` and `neuron-ls`: replace its uses, then "
+                  "remove it")
+    else:
+        advice = ("it is an NVIDIA GPU package with no Trainium build: replace what uses it "
+                  "(plain PyTorch, or a Neuron library), then remove it")
+    return Verdict(ids.NVIDIA_PACKAGE, entry.offset, f"`{entry.raw}`: {advice}")
+
+
+def _indexes(cuda_indexes: list[Index], neuron_index: bool) -> Iterator[Verdict]:
+    add_neuron = not neuron_index
+    for index in cuda_indexes:
+        edits: list[Edit | None] = [index.replace(CPU_INDEX) if index.replace else None]
+        also = ""
+        if add_neuron:
+            edits.append(index.add_after([NEURON_INDEX]) if index.add_after else None)
+            also = f", and add `--extra-index-url {NEURON_INDEX}` for torch-neuronx"
+            add_neuron = False
+        yield Verdict(ids.CUDA_INDEX, index.offset,
+                      f"`{index.url}` is the PyTorch CUDA wheel index; TorchNeuron takes torch "
+                      f"2.14.0 from the CPU wheel index: use `{CPU_INDEX}`{also}", tuple(edits))
+
+
+def check_variable(name: str, offset: int, emitter: Emitter) -> None:
+    """GPU selection set in a container, script or manifest."""
+    what = VISIBLE.get(name)
+    if what is None or not from_cuda(emitter.registry):
+        return
+    emitter.report(ids.CUDA_VISIBLE, offset,
+                   f"`{name}` {what}; the Neuron runtime reads `NEURON_RT_VISIBLE_CORES` "
+                   "(NeuronCores, e.g. `0-1`) instead. Cores are not GPUs: recount, and note "
+                   "that under torchrun the `neuron` process group sets it per rank itself "
+                   "when it is unset, so set it only to confine one process")
+
+
+def check_image(reference: str, offset: int, emitter: Emitter) -> None:
+    if CUDA_IMAGE.search(reference) is None or not from_cuda(emitter.registry):
+        return
+    emitter.report(ids.CUDA_IMAGE, offset,
+                   f"image `{reference}` is a CUDA base image; build on a Neuron deep learning "
+                   "container (public.ecr.aws/neuron/, Neuron 2.33 or later: the TorchNeuron "
+                   "training image's repository and tag are not yet confirmed), or on Ubuntu "
+                   f"24.04/26.04 with `pip install {NATIVE_NEURONX} {NATIVE_COMPILER} "
+                   f"{NATIVE_NKI}` from the Neuron and CPU wheel indexes")
+
+
+def scan_text(text: str, emitter: Emitter) -> None:
+    """GPU requests wherever they stand: Kubernetes resources, compose device reservations
+    and runtimes, `docker run --gpus`."""
+    if not from_cuda(emitter.registry):
+        return
+    for match in GPU_RESOURCE.finditer(text):
+        emitter.report(ids.GPU_REQUEST, match.start(),
+                       f"`nvidia.com/gpu` requests NVIDIA GPUs; {RESOURCE_ADVICE}")
+    for match in GPU_LABEL.finditer(text):
+        emitter.report(ids.GPU_REQUEST, match.start(),
+                       f"`{match.group()}` is a GPU node label: this selects GPU nodes; select "
+                       "Trainium nodes instead (for example by `node.kubernetes.io/"
+                       "instance-type`), where the Neuron device plugin runs")
+    for match in COMPOSE_NVIDIA.finditer(text):
+        start = match.start() + len(match.group()) - len("nvidia")
+        emitter.report(ids.GPU_REQUEST, start,
+                       "the NVIDIA runtime or device driver reserves GPUs; pass the Neuron "
+                       "devices instead (compose `devices: [\"/dev/neuron0:/dev/neuron0\"]`, "
+                       "one per device), or on Kubernetes " + RESOURCE_ADVICE)
+    for match in GPUS_OPTION.finditer(text):
+        emitter.report(ids.GPU_REQUEST, match.start(),
+                       "`--gpus` mounts NVIDIA GPUs; pass the Neuron devices instead "
+                       "(`--device=/dev/neuron0`, one per device)")
+
