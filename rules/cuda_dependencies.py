@@ -40,7 +40,8 @@ adds `torch-neuronx==2.14.*`, `neuronx-cc==2.*` and `nki` after it where they ar
 Where the file configures neither the Neuron pip index nor a CUDA index to move (NMC802), the
 change is reported instead, since the Neuron packages would not resolve. torchvision and
 torchaudio pinned to a CUDA build are reported: their releases for torch 2.14.0 are yours to
-pick (or leave them unpinned).
+pick (or leave them unpinned). conda's CUDA packaging (`pytorch-cuda=12.1`, `cudatoolkit`) in
+environment files, scripts and Dockerfiles is reported too.
 
 Why: TorchNeuron is PyTorch 2.14.0 (the CPU build) with the torch-neuronx backend, its compiler
 and the NKI package; AWS installs it with `torch-neuronx==2.14.* neuronx-cc==2.* nki` from the
@@ -159,10 +160,12 @@ class GpuRequest(CudaDependencyRule):
     kind = ids.CUDA_KINDS[id]
     summary = "`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` become Neuron requests"
     explanation = """\
-What it does: reports Kubernetes `nvidia.com/gpu` resource requests and limits, Docker
-Compose `runtime: nvidia` and `driver: nvidia` device reservations, and `docker run --gpus`,
-suggesting `aws.amazon.com/neuroncore` or `aws.amazon.com/neuron` from the Neuron device
-plugin, and `--device=/dev/neuron0` (one per device) for Docker.
+What it does: reports Kubernetes `nvidia.com/gpu` resource requests and limits (and
+`nvidia.com/gpu.*` node labels, `runtimeClassName: nvidia`), Docker Compose `runtime: nvidia`
+and `driver: nvidia` device reservations, `docker run --gpus` and `--runtime=nvidia`, and
+SLURM's `--gres=gpu` and `--gpus-per-node`, suggesting `aws.amazon.com/neuroncore` or
+`aws.amazon.com/neuron` from the Neuron device plugin, `--device=/dev/neuron0` (one per
+device) for Docker, and whole nodes (`--exclusive`) for SLURM.
 
 Why: the Neuron device plugin advertises NeuronCores (`aws.amazon.com/neuroncore`) and whole
 devices (`aws.amazon.com/neuron`); a pod asking for GPUs is never scheduled on a Trainium

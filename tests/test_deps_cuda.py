@@ -67,3 +67,116 @@ def test_example_is_left_alone_without_from_cuda(rule) -> None:
 def test_every_rule_is_exercised_by_a_fixture() -> None:
     expected = "".join(p.read_text() for p in (FIXTURES / "deps").glob("*/findings.txt"))
     assert {rule.id for rule in RULES} <= set(re.findall(r"NMC8\d\d", expected))
+
+
+REPOSITORY = {
+    "requirements.txt": "--index-url https://download.pytorch.org/whl/cu118\ntorch==2.1.2+cu118\n"
+                        "nvidia-nccl-cu11==2.19.3\n",
+    "Dockerfile": "FROM nvidia/cuda:12.1.0-devel-ubuntu22.04\nENV CUDA_VISIBLE_DEVICES=0\n",
+    "k8s/job.yaml": "spec:\n  containers:\n    - name: t\n      resources:\n"
+                    "        limits:\n          nvidia.com/gpu: 1\n",
+    "clean.txt": "numpy\n",  # not a dependency file
+    "requirements-dev.txt": "pytest\nruff\n",  # nothing to migrate
+}
+
+
+def _repository(tmp_path) -> None:
+    for name, text in REPOSITORY.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(text.encode())
+
+
+def _files(tmp_path) -> dict[str, bytes]:
+    return {name: (tmp_path / name).read_bytes() for name in REPOSITORY}
+
+
+def test_scan_fix_over_a_repository(tmp_path) -> None:
+    from neuron_migrate.runner import run
+
+    _repository(tmp_path)
+    result = run([tmp_path], CUDA, write=True, python=False, strict=True)
+    assert not result.errors and not any(f.error for f in result.files)
+    after = _files(tmp_path)
+    assert after["requirements.txt"].decode() == (
+        "--index-url https://download.pytorch.org/whl/cpu\n"
+        "--extra-index-url https://pip.repos.neuron.amazonaws.com\n"
+        "torch==2.14.0\ntorch-neuronx==2.14.*\nneuronx-cc==2.*\nnki\n")
+    for name in ("Dockerfile", "k8s/job.yaml", "clean.txt", "requirements-dev.txt"):
+        assert after[name] == REPOSITORY[name].encode(), name  # reviewed or nothing to do
+    rules = {f.rule_id for f in result.findings}
+    assert rules == {"NMC801", "NMC802", "NMC803", "NMC804", "NMC805", "NMC806"}
+    again = run([tmp_path], CUDA, write=True, python=False, strict=True)
+    assert _files(tmp_path) == after
+    assert not any(f.applied for f in again.findings)
+
+
+def test_without_from_cuda_a_repository_is_untouched(tmp_path) -> None:
+    from neuron_migrate.runner import run
+
+    _repository(tmp_path)
+    result = run([tmp_path], XLA, write=True, python=False, strict=True)
+    assert _files(tmp_path) == {n: t.encode() for n, t in REPOSITORY.items()}
+    assert not result.findings
+
+
+def test_select_and_ignore_apply_to_the_cuda_rules() -> None:
+    text = REPOSITORY["requirements.txt"]
+    only_index = Registry(all_rules(), Options(sources=frozenset({"xla", "cuda"}),
+                                               select=frozenset({"NMC802"})))
+    result = _scan("requirements.txt", text, only_index)
+    assert {f.rule_id for f in result.findings} == {"NMC802"}
+    assert result.new_source is not None and b"torch==2.1.2+cu118" in result.new_source
+    ignoring = Registry(all_rules(), Options(sources=frozenset({"xla", "cuda"}),
+                                             ignore=frozenset({"NMC8"})))
+    assert _scan("requirements.txt", text, ignoring).findings == ()
+
+
+def test_a_torch_without_a_cuda_mark_is_left_alone() -> None:
+    """A plain `torch` with no CUDA index in the file may be any build: nothing to say."""
+    result = _scan("requirements.txt", "torch>=2.1\ntransformers\n")
+    assert result.findings == () and result.new_source is None
+
+
+def test_torch_beside_torch_neuronx_is_left_to_the_xla_rules() -> None:
+    text = ("--extra-index-url https://pip.repos.neuron.amazonaws.com\n"
+            "--extra-index-url https://download.pytorch.org/whl/cpu\n"
+            "torch==2.3.1+cu121\ntorch-neuronx==2.14.*\nneuronx-cc==2.*\nnki\n")
+    result = _scan("requirements.txt", text)
+    assert [f.rule_id for f in result.findings] == ["NM804"]
+    assert result.new_source is not None and b"torch==2.14.0\n" in result.new_source
+
+
+def test_an_index_in_a_variable_is_reviewed() -> None:
+    text = ('TORCH_INDEX=https://download.pytorch.org/whl/cu121\n'
+            'pip install torch==2.3.1+cu121 --index-url "$TORCH_INDEX"\n')
+    result = _scan("setup.sh", text)
+    assert {(f.rule_id, f.kind) for f in result.findings} == {
+        ("NMC802", Kind.REVIEW), ("NMC801", Kind.REVIEW)}
+    assert result.new_source is None
+
+
+def test_a_lockfile_reports_torch_once_for_regeneration() -> None:
+    lock = ('version = 1\n\n[[package]]\nname = "nvidia-cudnn-cu12"\nversion = "9.1.0.70"\n\n'
+            '[[package]]\nname = "torch"\nversion = "2.4.1+cu121"\n')
+    result = _scan("uv.lock", lock)
+    assert [(f.line, f.rule_id) for f in result.findings] == [(8, "NM815")]
+    assert "uv lock" in result.findings[0].message and "torch==2.14.0" in \
+        result.findings[0].message
+    assert result.new_source is None
+
+
+def test_notebook_install_lines_are_reported_only() -> None:
+    import json
+
+    from neuron_migrate.notebooks.migrate import _migrate
+
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": ["!pip install torch --index-url https://download.pytorch.org/whl/cu121\n",
+                       "%env CUDA_VISIBLE_DEVICES=0\n", "import torch\n"]}
+    data = json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4,
+                       "nbformat_minor": 5}).encode()
+    found = _migrate("nb.ipynb", data, CUDA, None)
+    assert {(f.line, f.rule_id) for f in found.findings} == {
+        (1, "NMC801"), (1, "NMC802"), (2, "NMC805")}
+    assert found.new_source is None and not any(f.applied for f in found.findings)
+    assert not _migrate("nb.ipynb", data, XLA, None).findings

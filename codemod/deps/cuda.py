@@ -36,9 +36,14 @@ GPU_RESOURCE = re.compile(r"\bnvidia\.com/gpu(?![\w.-])")
 GPU_LABEL = re.compile(r"\bnvidia\.com/gpu\.[\w.-]+")
 """GPU feature discovery's node labels (`nvidia.com/gpu.product`), in node selectors and
 affinities."""
-COMPOSE_NVIDIA = re.compile(r"^[ \t-]*(?:driver|runtime)[ \t]*:[ \t]*[\"']?nvidia\b",
-                            re.MULTILINE)
-GPUS_OPTION = re.compile(r"(?<![\w-])--gpus(?:[ =]|$)", re.MULTILINE)
+COMPOSE_NVIDIA = re.compile(
+    r"^[ \t-]*(?:driver|runtime|runtimeClassName)[ \t]*:[ \t]*[\"']?nvidia\b", re.MULTILINE)
+GPUS_OPTION = re.compile(r"(?<![\w-])(?:--gpus|--runtime[ =]nvidia)(?:[ =]|$)", re.MULTILINE)
+SLURM_GPUS = re.compile(r"(?<![\w-])(?:--gres[ =](?:gpu|\S*,gpu)\S*|"
+                        r"--gpus-per-(?:node|task|socket)(?:[ =]\S+)?)",
+                        re.MULTILINE)
+CONDA_CUDA = re.compile(r"(?<![\w-])(?:pytorch-cuda|cudatoolkit|cuda-toolkit)(?![\w-])"
+                        r"(?:[=<>]\S*)?")
 RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per torchrun worker) "
                    "or `aws.amazon.com/neuron` (whole Neuron devices) from the Neuron device "
                    "plugin instead; a GPU is not a core, so recount: a trn2 device holds "
@@ -52,11 +57,14 @@ def verdicts(manifest: Manifest) -> Iterator[Verdict]:
     movable = bool(cuda_indexes) and all(i.replace is not None and i.add_after is not None
                                          for i in cuda_indexes)
     indexed = neuron_index or movable
+    locked = manifest.lock_command is not None  # torch's own CUDA dependencies are listed
     for group in manifest.groups().values():
         names = {e.name for e in group}
         for entry in group:
             if entry.name == "torch" and NEURONX not in names:
                 yield from _torch(entry, names, bool(cuda_indexes), indexed)
+            elif locked:
+                continue  # they move with torch when the lockfile is regenerated
             elif entry.name in CUDA_COMPANIONS:
                 yield from _companion(entry, bool(cuda_indexes))
             elif entry.name.startswith("nvidia-"):
@@ -160,8 +168,9 @@ def check_image(reference: str, offset: int, emitter: Emitter) -> None:
 
 
 def scan_text(text: str, emitter: Emitter) -> None:
-    """GPU requests wherever they stand: Kubernetes resources, compose device reservations
-    and runtimes, `docker run --gpus`."""
+    """What is read from the text alone, wherever it stands: GPU requests (Kubernetes
+    resources and node labels, compose device reservations and runtimes, `docker run
+    --gpus`, SLURM's `--gres=gpu`) and conda's CUDA packages (`pytorch-cuda=12.1`)."""
     if not from_cuda(emitter.registry):
         return
     for match in GPU_RESOURCE.finditer(text):
@@ -180,6 +189,17 @@ def scan_text(text: str, emitter: Emitter) -> None:
                        "one per device), or on Kubernetes " + RESOURCE_ADVICE)
     for match in GPUS_OPTION.finditer(text):
         emitter.report(ids.GPU_REQUEST, match.start(),
-                       "`--gpus` mounts NVIDIA GPUs; pass the Neuron devices instead "
-                       "(`--device=/dev/neuron0`, one per device)")
+                       f"`{match.group().strip()}` mounts NVIDIA GPUs; pass the Neuron devices "
+                       "instead (`--device=/dev/neuron0`, one per device)")
+    for match in SLURM_GPUS.finditer(text):
+        emitter.report(ids.GPU_REQUEST, match.start(),
+                       f"`{match.group()}` asks SLURM for GPUs; AWS's Trainium jobs take whole "
+                       "nodes (`--exclusive`) and start one torchrun worker per NeuronCore "
+                       "(`--nproc-per-node`): count cores, not GPUs")
+    for match in CONDA_CUDA.finditer(text):
+        emitter.report(ids.CUDA_TORCH, match.start(),
+                       f"`{match.group()}` is conda's CUDA packaging for PyTorch; TorchNeuron "
+                       f"is installed with pip: drop it (and conda's `pytorch`) and install "
+                       f"`{NATIVE_TORCH}` `{NATIVE_NEURONX}` `{NATIVE_COMPILER}` `{NATIVE_NKI}` "
+                       "from the Neuron and CPU wheel indexes")
 
