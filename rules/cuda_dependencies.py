@@ -178,5 +178,28 @@ so a request for 8 GPUs is not a request for 8 of either. Only with `--from cuda
                       after="resources:\n  limits:\n    nvidia.com/gpu: 8\n", language="yaml")
 
 
+class GpuTool(CudaDependencyRule):
+    id = ids.GPU_TOOL
+    name = "gpu-tool"
+    kind = ids.CUDA_KINDS[id]
+    severity = "warning"
+    summary = "`nvidia-smi`, `nvcc` and `TORCH_CUDA_ARCH_LIST` are reviewed with Neuron's tools"
+    explanation = """\
+What it does: reports `nvidia-smi` and `nvcc` in scripts, Dockerfiles and YAML commands, and
+`TORCH_CUDA_ARCH_LIST` wherever it is set, with what to use instead.
+
+Why: on a Trainium host there is no NVIDIA driver to query and no GPU to compile for: a
+script that calls `nvidia-smi` to list or check GPUs fails there. `neuron-ls` lists the
+Neuron devices and their NeuronCores, and `neuron-top` and `neuron-monitor` show their use.
+CUDA kernels built with `nvcc` (custom extensions, NMC6xx in the code) cannot run; a custom
+kernel for the NeuronCore is written in NKI.
+
+What differs: the output of the Neuron tools has its own format, so a script that parses
+`nvidia-smi` output needs rewriting, not a new command name. Only with `--from cuda`."""
+    doc_url = f"{_DOCS}/latest/tools/neuron-sys-tools/index.html"
+    example = Example(before="nvidia-smi --query-gpu=name --format=csv\n",
+                      after="nvidia-smi --query-gpu=name --format=csv\n", language="shell")
+
+
 RULES: tuple[type[Rule], ...] = (CudaTorch, CudaIndex, NvidiaPackage, CudaImage,
-                                 CudaVisibleDevices, GpuRequest)
+                                 CudaVisibleDevices, GpuRequest, GpuTool)

@@ -180,3 +180,15 @@ def test_notebook_install_lines_are_reported_only() -> None:
         (1, "NMC801"), (1, "NMC802"), (2, "NMC805")}
     assert found.new_source is None and not any(f.applied for f in found.findings)
     assert not _migrate("nb.ipynb", data, XLA, None).findings
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("#!/bin/bash\n#SBATCH --gres=gpu:4\nsrun python train.py\n", "NMC806"),
+    ("ENV CUDA_VISIBLE_DEVICES=0\n", "NMC805"),
+    ("RUN conda install -y pytorch-cuda=12.1\n", "NMC801"),
+    ("RUN pip install torch==2.3.1+cu121\n", "NMC801"),
+])
+def test_a_file_whose_only_signal_is_cuda_is_read(text: str, rule: str) -> None:
+    name = "job.sbatch" if text.startswith("#!") else "Dockerfile"
+    assert rule in {f.rule_id for f in _scan(name, text).findings}
+    assert not _scan(name, text, XLA).findings

@@ -42,6 +42,16 @@ GPUS_OPTION = re.compile(r"(?<![\w-])(?:--gpus|--runtime[ =]nvidia)(?:[ =]|$)", 
 SLURM_GPUS = re.compile(r"(?<![\w-])(?:--gres[ =](?:gpu|\S*,gpu)\S*|"
                         r"--gpus-per-(?:node|task|socket)(?:[ =]\S+)?)",
                         re.MULTILINE)
+GPU_TOOLS = {
+    "nvidia-smi": "queries NVIDIA GPUs; on Trainium `neuron-ls` lists the devices and their "
+                  "NeuronCores, `neuron-top` and `neuron-monitor` show their use",
+    "nvcc": "compiles CUDA kernels, which Trainium cannot run; a custom kernel for the "
+            "NeuronCore is written in NKI (the `nki` package)",
+}
+GPU_TOOL = re.compile(r"(?<![\w./-])(?:/usr/local/cuda[\w./-]*/bin/)?(nvidia-smi|nvcc)(?![\w.-])")
+ARCH_LIST = "TORCH_CUDA_ARCH_LIST"
+VARIABLES = frozenset({*VISIBLE, ARCH_LIST})
+"""The variables these checks read, set anywhere."""
 CONDA_CUDA = re.compile(r"(?<![\w-])(?:pytorch-cuda|cudatoolkit|cuda-toolkit)(?![\w-])"
                         r"(?:[=<>]\S*)?")
 RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per torchrun worker) "
@@ -145,7 +155,13 @@ def _indexes(cuda_indexes: list[Index], neuron_index: bool) -> Iterator[Verdict]
 
 
 def check_variable(name: str, offset: int, emitter: Emitter) -> None:
-    """GPU selection set in a container, script or manifest."""
+    """GPU selection (and CUDA's build settings) set in a container, script or manifest."""
+    if name == ARCH_LIST and from_cuda(emitter.registry):
+        emitter.report(ids.GPU_TOOL, offset,
+                       f"`{name}` sets the GPU architectures CUDA extensions compile for; "
+                       "Trainium runs no CUDA code: remove it with the extension build (a "
+                       "custom kernel for the NeuronCore is written in NKI)")
+        return
     what = VISIBLE.get(name)
     if what is None or not from_cuda(emitter.registry):
         return
@@ -170,7 +186,8 @@ def check_image(reference: str, offset: int, emitter: Emitter) -> None:
 def scan_text(text: str, emitter: Emitter) -> None:
     """What is read from the text alone, wherever it stands: GPU requests (Kubernetes
     resources and node labels, compose device reservations and runtimes, `docker run
-    --gpus`, SLURM's `--gres=gpu`) and conda's CUDA packages (`pytorch-cuda=12.1`)."""
+    --gpus`, SLURM's `--gres=gpu`), conda's CUDA packages (`pytorch-cuda=12.1`) and the
+    GPU tools (`nvidia-smi`, `nvcc`)."""
     if not from_cuda(emitter.registry):
         return
     for match in GPU_RESOURCE.finditer(text):
@@ -196,6 +213,9 @@ def scan_text(text: str, emitter: Emitter) -> None:
                        f"`{match.group()}` asks SLURM for GPUs; AWS's Trainium jobs take whole "
                        "nodes (`--exclusive`) and start one torchrun worker per NeuronCore "
                        "(`--nproc-per-node`): count cores, not GPUs")
+    for match in GPU_TOOL.finditer(text):
+        emitter.report(ids.GPU_TOOL, match.start(),
+                       f"`{match.group()}` {GPU_TOOLS[match.group(1)]}")
     for match in CONDA_CUDA.finditer(text):
         emitter.report(ids.CUDA_TORCH, match.start(),
                        f"`{match.group()}` is conda's CUDA packaging for PyTorch; TorchNeuron "

@@ -54,6 +54,7 @@ NVIDIA_PACKAGE = "NMC803"
 CUDA_IMAGE = "NMC804"
 CUDA_VISIBLE = "NMC805"
 GPU_REQUEST = "NMC806"
+GPU_TOOL = "NMC807"
 
 CUDA_KINDS: dict[str, Kind] = {
     CUDA_TORCH: Kind.FIX,
@@ -62,5 +63,6 @@ CUDA_KINDS: dict[str, Kind] = {
     CUDA_IMAGE: Kind.REVIEW,
     CUDA_VISIBLE: Kind.REVIEW,
     GPU_REQUEST: Kind.REVIEW,
+    GPU_TOOL: Kind.REVIEW,
 }
 ALL_KINDS: dict[str, Kind] = {**KINDS, **CUDA_KINDS}

@@ -41,7 +41,7 @@ def _mapping(node: Node, emitter: Emitter) -> None:
     _argv(fields, emitter)
     name, value = scalar(fields.get("name")), scalar(fields.get("value"))
     if name is not None and value is not None and \
-            (xla_variable_advice(name) is not None or name in cuda.VISIBLE):
+            (xla_variable_advice(name) is not None or name in cuda.VARIABLES):
         check_variable(name, value, fields["name"].start_mark.index, emitter)
     for key, child in pairs(node):
         text = scalar(child)
