@@ -192,3 +192,15 @@ def test_a_file_whose_only_signal_is_cuda_is_read(text: str, rule: str) -> None:
     name = "job.sbatch" if text.startswith("#!") else "Dockerfile"
     assert rule in {f.rule_id for f in _scan(name, text).findings}
     assert not _scan(name, text, XLA).findings
+
+
+def test_a_pip_command_uses_its_own_index_options() -> None:
+    """The CUDA index of one command does not make another command's torch installable from
+    the Neuron index: that one is reviewed, not given packages it could not find."""
+    text = ("pip install torch==2.2.2+cu118 -f https://download.pytorch.org/whl/torch_stable.html\n"
+            "pip install numpy --index-url https://download.pytorch.org/whl/cu121\n")
+    result = _scan("setup.sh", text)
+    torch = next(f for f in result.findings if f.rule_id == "NMC801")
+    assert torch.kind is Kind.REVIEW and "configure both indexes" in torch.message
+    assert result.new_source is not None
+    assert result.new_source.decode().splitlines()[0] == text.splitlines()[0]

@@ -62,29 +62,52 @@ RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per to
 
 def verdicts(manifest: Manifest) -> Iterator[Verdict]:
     """The CUDA verdicts for one file's requirements and indexes."""
-    cuda_indexes = [i for i in manifest.indexes if is_cuda_index(i.url)]
-    neuron_index = any(is_neuron_index(i.url) for i in manifest.indexes)
-    movable = bool(cuda_indexes) and all(i.replace is not None and i.add_after is not None
-                                         for i in cuda_indexes)
-    indexed = neuron_index or movable
     locked = manifest.lock_command is not None  # torch's own CUDA dependencies are listed
     for group in manifest.groups().values():
         names = {e.name for e in group}
+        gains = [e for e in group if e.name == "torch" and _moves(e, manifest.indexes)]
         for entry in group:
+            indexes = _near(entry.command, manifest.indexes)
+            cuda_index = any(is_cuda_index(i.url) for i in indexes)
             if entry.name == "torch" and NEURONX not in names:
-                yield from _torch(entry, names, bool(cuda_indexes), indexed)
+                beside = any(e is not entry for e in gains)
+                yield from _torch(entry, names, cuda_index, _indexed(indexes), beside)
             elif locked:
                 continue  # they move with torch when the lockfile is regenerated
             elif entry.name in CUDA_COMPANIONS:
-                yield from _companion(entry, bool(cuda_indexes))
+                yield from _companion(entry, cuda_index)
             elif entry.name.startswith("nvidia-"):
                 yield _nvidia(entry)
-    if manifest.lock_command is None:
-        yield from _indexes(cuda_indexes, neuron_index)
+    if not locked:
+        yield from _indexes(manifest.indexes)
 
 
-def _torch(entry: Entry, names: set[str], cuda_index: bool,
-           indexed: bool) -> Iterator[Verdict]:
+def _near(command: int | None, indexes: list[Index]) -> list[Index]:
+    """The indexes a requirement installs from: a pip command's own options and those set for
+    every command (`pip config`, PIP_EXTRA_INDEX_URL); in a requirements file, all of them."""
+    return [i for i in indexes if command is None or i.command in (None, command)]
+
+
+def _moves(torch: Entry, indexes: list[Index]) -> bool:
+    """Whether NMC801 installs the Neuron packages beside this torch (and so in the file's
+    environment, where the XLA rules then hold every torch to 2.14.0)."""
+    near = _near(torch.command, indexes)
+    return (cuda_label(torch.spec) is not None or any(is_cuda_index(i.url) for i in near)) \
+        and _indexed(near)
+
+
+def _indexed(indexes: list[Index]) -> bool:
+    """Whether, once NMC802's edits are made, the Neuron and CPU indexes are both there."""
+    cuda = [i for i in indexes if is_cuda_index(i.url)]
+    movable = bool(cuda) and all(i.replace is not None and i.add_after is not None
+                                 for i in cuda)
+    return movable or any(is_neuron_index(i.url) for i in indexes)
+
+
+def _torch(entry: Entry, names: set[str], cuda_index: bool, indexed: bool,
+           beside: bool) -> Iterator[Verdict]:
+    """`beside`: another torch of the group gets the Neuron packages; this one then only
+    moves to 2.14.0, as NM804 would have it once they are there."""
     label = cuda_label(entry.spec)
     if label is None and not cuda_index:
         return  # a torch with no CUDA mark in this file: its index is configured elsewhere
@@ -103,6 +126,13 @@ def _torch(entry: Entry, names: set[str], cuda_index: bool,
     wanted = ", ".join(f"`{r}`" for r in (NATIVE_TORCH, *missing))
     message = (f"`{entry.raw}` is {build}; TorchNeuron installs {wanted} (torch from the "
                "PyTorch CPU wheel index, the Neuron packages from the Neuron pip index)")
+    if not indexed and beside:
+        if exact:
+            return
+        yield Verdict(ids.CUDA_TORCH, entry.offset,
+                      f"`{entry.raw}` is {build}; the Neuron packages this file installs "
+                      f"need `{NATIVE_TORCH}`: change it", (edits[0],))
+        return
     if not indexed:
         where = "once its CUDA index moves (NMC802)" if cuda_index else \
             "and configure both indexes, which this file does not"
@@ -140,15 +170,18 @@ def _nvidia(entry: Entry) -> Verdict:
     return Verdict(ids.NVIDIA_PACKAGE, entry.offset, f"`{entry.raw}`: {advice}")
 
 
-def _indexes(cuda_indexes: list[Index], neuron_index: bool) -> Iterator[Verdict]:
-    add_neuron = not neuron_index
-    for index in cuda_indexes:
+def _indexes(indexes: list[Index]) -> Iterator[Verdict]:
+    added: set[int | None] = set()  # the commands (None: the file) given the Neuron index
+    for index in indexes:
+        if not is_cuda_index(index.url):
+            continue
         edits: list[Edit | None] = [index.replace(CPU_INDEX) if index.replace else None]
         also = ""
-        if add_neuron:
+        near = _near(index.command, indexes)
+        if index.command not in added and not any(is_neuron_index(i.url) for i in near):
             edits.append(index.add_after([NEURON_INDEX]) if index.add_after else None)
             also = f", and add `--extra-index-url {NEURON_INDEX}` for torch-neuronx"
-            add_neuron = False
+            added.add(index.command)
         yield Verdict(ids.CUDA_INDEX, index.offset,
                       f"`{index.url}` is the PyTorch CUDA wheel index; TorchNeuron takes torch "
                       f"2.14.0 from the CPU wheel index: use `{CPU_INDEX}`{also}", tuple(edits))

@@ -47,6 +47,9 @@ class Entry:
     rewrite: Rewrite | None = None
     remove: Edit | None = None
     insert: Insert | None = None
+    command: int | None = None
+    """For a pip command line: where its arguments start, so that its own index options
+    are told from another command's (None: the file's indexes all apply)."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,8 @@ class Index:
     """Given index URLs, the edit adding them as further extra indexes beside this one."""
     replace: Rewrite | None = None
     """Given a URL, the edit that writes it in place of this one's (None: not in one piece)."""
+    command: int | None = None
+    """As `Entry.command`: the pip command whose option this is (None: every command's)."""
 
 
 @dataclass(frozen=True)

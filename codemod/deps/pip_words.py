@@ -25,17 +25,18 @@ def read_pip_install(arguments: list[Word], text: str, variables: dict[str, Vari
     parsed = [(w, _requirement(w, variables)) for w in words]
     found = [(w, r) for w, r in parsed if r is not None]
     removable_only = all(name_of(r.name) in REMOVABLE for _, r in found)
+    command = arguments[0].start if arguments else None
     for word, requirement in found:
         value = expand(word.value, variables) or word.value
         manifest.entries.append(entry_from(
             requirement, value, word.start, group,
             rewrite=_rewriter(word, text, variables),
             remove=None if removable_only else remove_word(word, text),
-            insert=_inserter(word)))
+            insert=_inserter(word), command=command))
     for word, url in indexes:  # a computed URL (`$NEURON_INDEX`) is judged by its value
         manifest.indexes.append(Index(expand(url, variables) or url, word.start, group,
                                       add_after=_index_adder(word),
-                                      replace=_url_replacer(word, url)))
+                                      replace=_url_replacer(word, url), command=command))
 
 
 def _requirement(word: Word, variables: dict[str, Variable]):
