@@ -204,3 +204,14 @@ def test_a_pip_command_uses_its_own_index_options() -> None:
     assert torch.kind is Kind.REVIEW and "configure both indexes" in torch.message
     assert result.new_source is not None
     assert result.new_source.decode().splitlines()[0] == text.splitlines()[0]
+
+
+def test_neighbouring_words_removed_at_once() -> None:
+    """Two removals side by side (a word and the last one) must not claim the same blank,
+    or one of them would wait for a second run."""
+    text = ("pip install --index-url https://download.pytorch.org/whl/cu121 torch "
+            "nvidia-cudnn-cu12 nvidia-nccl-cu12\n")
+    result = _scan("setup.sh", text)
+    assert all(f.applied for f in result.findings if f.rule_id == "NMC803")
+    assert result.new_source is not None and b"nvidia" not in result.new_source
+    assert _scan("setup.sh", result.new_source.decode()).new_source is None

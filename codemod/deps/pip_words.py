@@ -127,8 +127,9 @@ def remove_word(word: Word, text: str) -> Edit | None:
         if previous.endswith("\\"):
             cut = len(previous[:-1].rstrip(" \t"))
             return Edit(cut, line_start + len(line), "")
-    after = len(text[word.end:line_end]) - len(text[word.end:line_end].lstrip(" \t"))
-    if after and text[word.end + after:line_end].strip():
-        return Edit(word.start, word.end + after, "")
     before = len(text[line_start:word.start]) - len(text[line_start:word.start].rstrip(" \t"))
-    return Edit(word.start - before, word.end, "")
+    if before and text[line_start:word.start - before].strip():
+        # the blanks before it: two neighbours removed at once then never share one
+        return Edit(word.start - before, word.end, "")
+    after = len(text[word.end:line_end]) - len(text[word.end:line_end].lstrip(" \t"))
+    return Edit(word.start, word.end + after, "")
