@@ -83,7 +83,7 @@ RULES = (
     ('NM816', 'launch-with-torchrun', 'fix', 'a script that spawned its own workers is launched with python: use torchrun'),
     ('NMC801', 'cuda-torch-build', 'fix', 'a CUDA build of torch (`torch==X+cuNNN`) becomes the TorchNeuron set'),
     ('NMC802', 'cuda-wheel-index', 'fix', 'the PyTorch CUDA wheel index becomes the CPU wheel index beside the Neuron index'),
-    ('NMC803', 'nvidia-package', 'fix', '`nvidia-*` CUDA libraries are removed; other NVIDIA packages are reviewed'),
+    ('NMC803', 'nvidia-package', 'fix', '`nvidia-*` CUDA libraries are removed; other NVIDIA and GPU-only packages are reviewed'),
     ('NMC804', 'cuda-base-image', 'review', 'CUDA and NGC base images move to a Neuron deep learning container'),
     ('NMC805', 'cuda-visible-devices', 'review', '`CUDA_VISIBLE_DEVICES` is reviewed: the runtime reads `NEURON_RT_VISIBLE_CORES`'),
     ('NMC806', 'gpu-resource-request', 'review', '`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` become Neuron requests'),

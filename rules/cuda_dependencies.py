@@ -37,8 +37,9 @@ class CudaTorch(CudaDependencyRule):
 What it does: rewrites a `torch` pin carrying a CUDA local label (`torch==2.3.1+cu121`), or any
 torch pin in a file that installs from the PyTorch CUDA wheel index, to `torch==2.14.0`, and
 adds `torch-neuronx==2.14.*`, `neuronx-cc==2.*` and `nki` after it where they are missing.
-Where the file configures neither the Neuron pip index nor a CUDA index to move (NMC802), the
-change is reported instead, since the Neuron packages would not resolve. torchvision and
+Where neither the Neuron pip index nor a CUDA index to move (NMC802) is configured for it (in
+the file, or for a pip command line in that command's own options), the change is reported
+instead, since the Neuron packages would not resolve. torchvision and
 torchaudio pinned to a CUDA build are reported: their releases for torch 2.14.0 are yours to
 pick (or leave them unpinned). conda's CUDA packaging (`pytorch-cuda=12.1`, `cudatoolkit`) in
 environment files, scripts and Dockerfiles is reported too.
@@ -67,8 +68,8 @@ What it does: replaces `https://download.pytorch.org/whl/cuNNN` (also the nightl
 variants) in `--index-url`/`--extra-index-url` options of requirements files, conda pip lists,
 pip command lines and Dockerfile RUN lines with `https://download.pytorch.org/whl/cpu`, keeping
 the option as written, and adds `--extra-index-url https://pip.repos.neuron.amazonaws.com`
-after the first one when no Neuron index is configured. A URL held in a variable or split over
-lines is reported.
+after the first one (of each pip command) when no Neuron index is configured. A URL held in a
+variable or split over lines is reported.
 
 Why: TorchNeuron's torch 2.14.0 comes from the PyTorch CPU wheel index, and torch-neuronx,
 neuronx-cc and nki from the Neuron pip index; AWS's install configures both.
@@ -88,12 +89,14 @@ class NvidiaPackage(CudaDependencyRule):
     id = ids.NVIDIA_PACKAGE
     name = "nvidia-package"
     kind = ids.CUDA_KINDS[id]
-    summary = "`nvidia-*` CUDA libraries are removed; other NVIDIA packages are reviewed"
+    summary = ("`nvidia-*` CUDA libraries are removed; other NVIDIA and GPU-only packages are "
+               "reviewed")
     explanation = """\
 What it does: removes the CUDA libraries that CUDA builds of torch install and projects often
 pin themselves (`nvidia-cudnn-cu12`, `nvidia-nccl-cu12`, `nvidia-cublas-cu12`,
 `nvidia-cuda-runtime-cu12`, ...); reports every other `nvidia-*` package (DALI, NVML's
-`nvidia-ml-py`, ...) with what to use instead.
+`nvidia-ml-py`, ...) and the GPU-only packages (`flash-attn`, `xformers`, `bitsandbytes`,
+`apex`, `triton`, `cupy-cuda12x`, `pynvml`) with what to use instead.
 
 Why: nothing on Trainium loads the CUDA libraries: the Neuron runtime, compiler and
 collectives replace them. The other NVIDIA packages are used by your code (a DALI data loader,

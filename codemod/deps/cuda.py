@@ -17,8 +17,8 @@ from neuron_migrate.deps import ids
 from neuron_migrate.deps.emit import Emitter, from_cuda
 from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest, Verdict
 from neuron_migrate.deps.versions import (
-    CPU_INDEX, CUDA_COMPANIONS, CUDA_RUNTIME_WHEEL, NATIVE_COMPILER, NATIVE_NEURONX, NATIVE_NKI,
-    NATIVE_TORCH, NATIVE_TORCH_VERSION, NEURON_INDEX, cuda_label, is_cuda_index,
+    CPU_INDEX, CUDA_COMPANIONS, CUDA_RUNTIME_WHEEL, GPU_ONLY, NATIVE_COMPILER, NATIVE_NEURONX,
+    NATIVE_NKI, NATIVE_TORCH, NATIVE_TORCH_VERSION, NEURON_INDEX, cuda_label, is_cuda_index,
     is_neuron_index,
 )
 
@@ -78,6 +78,10 @@ def verdicts(manifest: Manifest) -> Iterator[Verdict]:
                 yield from _companion(entry, cuda_index)
             elif entry.name.startswith("nvidia-"):
                 yield _nvidia(entry)
+            elif entry.name in GPU_ONLY:
+                yield Verdict(ids.NVIDIA_PACKAGE, entry.offset,
+                              f"`{entry.raw}` does not run on Trainium ({GPU_ONLY[entry.name]}): "
+                              "replace its uses, then remove it")
     if not locked:
         yield from _indexes(manifest.indexes)
 

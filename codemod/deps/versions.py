@@ -158,6 +158,24 @@ def cuda_label(spec: SpecifierSet | None) -> str | None:
     return None
 
 
+GPU_ONLY = {
+    "flash-attn": "build-time CUDA kernels; use `torch.nn.functional.scaled_dot_product_attention`"
+                  " (NMC602 in the code)",
+    "xformers": "CUDA attention kernels; use `torch.nn.functional.scaled_dot_product_attention` "
+                "(NMC602 in the code)",
+    "bitsandbytes": "CUDA-only 8-bit optimizers and quantization; use the plain torch.optim "
+                    "optimizer (NMC603 in the code)",
+    "apex": "NVIDIA Apex's fused CUDA kernels; plain PyTorch replaces them (NMC601 in the code)",
+    "triton": "GPU kernels; write them in PyTorch or as NKI kernels (NMC604 in the code)",
+    "cupy-cuda11x": "CUDA arrays; use torch tensors or NumPy",
+    "cupy-cuda12x": "CUDA arrays; use torch tensors or NumPy",
+    "pynvml": "NVML queries of NVIDIA GPUs; Neuron devices are watched with `neuron-monitor`, "
+              "`neuron-top` and `neuron-ls`",
+}
+"""GPU-only packages without an `nvidia-` name: what replaces each (the code rules NMC6xx
+review their uses)."""
+
+
 def is_cuda_relevant(name: str) -> bool:
     """A requirement the `--from cuda` checks look at besides RELEVANT's."""
-    return name in CUDA_COMPANIONS or name.startswith("nvidia-")
+    return name in CUDA_COMPANIONS or name in GPU_ONLY or name.startswith("nvidia-")
