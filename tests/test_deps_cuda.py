@@ -215,3 +215,15 @@ def test_neighbouring_words_removed_at_once() -> None:
     assert all(f.applied for f in result.findings if f.rule_id == "NMC803")
     assert result.new_source is not None and b"nvidia" not in result.new_source
     assert _scan("setup.sh", result.new_source.decode()).new_source is None
+
+
+@pytest.mark.parametrize("image, cuda", [
+    ("nvidia/cuda:12.1.0-runtime-ubuntu22.04", True), ("docker.io/nvidia/cuda@sha256:0f1e", True),
+    ("nvcr.io/nvidia/pytorch:24.05-py3", True), ("pytorch/pytorch:latest", True),
+    ("mycorp/base:py311-cuda12.1", True), ("python:3.11-slim", False), ("ubuntu:22.04", False),
+    ("public.ecr.aws/neuron/pytorch-training-neuronx:2.9.0-neuronx-py312-sdk2.29.0-ubuntu24.04",
+     False),
+])
+def test_cuda_base_images(image: str, cuda: bool) -> None:
+    found = {f.rule_id for f in _scan("Dockerfile", f"FROM {image}\n").findings}
+    assert ("NMC804" in found) is cuda
