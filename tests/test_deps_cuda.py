@@ -187,6 +187,9 @@ def test_notebook_install_lines_are_reported_only() -> None:
     ("ENV CUDA_VISIBLE_DEVICES=0\n", "NMC805"),
     ("RUN conda install -y pytorch-cuda=12.1\n", "NMC801"),
     ("RUN pip install torch==2.3.1+cu121\n", "NMC801"),
+    ("RUN pip install flash-attn --no-build-isolation\n", "NMC803"),
+    ("RUN pip install bitsandbytes pynvml\n", "NMC803"),
+    ("FROM pytorch/pytorch:latest\n", "NMC804"),
 ])
 def test_a_file_whose_only_signal_is_cuda_is_read(text: str, rule: str) -> None:
     name = "job.sbatch" if text.startswith("#!") else "Dockerfile"

@@ -33,7 +33,8 @@ REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
 CUDA_PREFILTER = (b"cuda", b"+cu", b"whl/cu", b"nvidia", b"--gpus", b"--gres", b"nvcc",
-                  b"pytorch/pytorch")
+                  b"pytorch/pytorch", b"flash", b"xformers", b"bitsandbytes", b"apex",
+                  b"triton", b"pynvml", b"cupy")
 """With `--from cuda`: every NMC8xx finding needs one of these too."""
 LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
 """Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
