@@ -19,6 +19,9 @@ many run.
     python -m pip install -e ".[bench]"   # pyflakes
     python benchmarks/realworld.py CHECKOUT... [--tool-root PATH] [--python PY] [--json OUT]
 
+A repository listed with `from = ["cuda"]` (pytorch/examples) is GPU code: its files that use
+CUDA are migrated with `apply --from cuda` too.
+
 A checkout is matched to the script list by its folder name: `aws-neuron-samples` or
 `aws-neuron+aws-neuron-samples` for the repository aws-neuron/aws-neuron-samples. The tool under
 test is the neuron-migrate source tree at --tool-root (default: the repository this file is
@@ -42,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from realworld_checks import (leftover_xla, notebook_source, undefined_names,  # noqa: E402
-                              xla_era_files)
+from realworld_checks import (cuda_era_files, leftover_xla, notebook_source,  # noqa: E402
+                              undefined_names, xla_era_files)
 from realworld_data import generate_data  # noqa: E402
 import source_tree  # noqa: E402
 
@@ -61,6 +64,15 @@ class Checkout:
     source: Path
     copy: Path
     include: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()  # `from` in the list: ("cuda",) for a CUDA repository
+
+    def files(self) -> list[Path]:
+        """The files the migration is asked to read: the XLA-era ones, and for a CUDA
+        repository those that use CUDA too."""
+        found = set(xla_era_files(self.copy, self.include))
+        if "cuda" in self.sources:
+            found.update(cuda_era_files(self.copy, self.include))
+        return sorted(found)
 
 
 @dataclass
@@ -122,7 +134,8 @@ def copy_checkouts(folders: list[Path], scratch: Path, settings: Json) -> list[C
         copy = scratch / repo.replace("/", "+")
         shutil.copytree(folder, copy, symlinks=True, ignore=shutil.ignore_patterns(".git"))
         include = tuple(repos.get(repo, {}).get("include", ()))
-        checkouts.append(Checkout(repo, folder.resolve(), copy, include))
+        sources = tuple(repos.get(repo, {}).get("from", ()))
+        checkouts.append(Checkout(repo, folder.resolve(), copy, include, sources))
     return checkouts
 
 
@@ -133,11 +146,12 @@ def tool_command(tool_root: Path, *args: str) -> tuple[list[str], dict[str, str]
 
 
 def apply(tool_root: Path, files: list[Path], scratch: Path, report: Path,
-          unsafe: bool) -> Json:
+          unsafe: bool, sources: tuple[str, ...] = ()) -> Json:
     """One `apply --format json` over the files; the JSON report it wrote."""
     command, environment = tool_command(
         tool_root, "apply", "--format", "json", "-o", str(report), "--quiet",
-        *(["--unsafe-fixes"] if unsafe else []), *(str(f) for f in files))
+        *(["--unsafe-fixes"] if unsafe else []),
+        *(f"--from={source}" for source in sources), *(str(f) for f in files))
     subprocess.run(command, env=environment, cwd=scratch, stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
     if not report.exists():
@@ -189,11 +203,11 @@ def _source(path: Path) -> str:
 
 def migrate(checkouts: list[Checkout], tool_root: Path, scratch: Path,
             unsafe: bool) -> MigrationFigures:
-    files = [f for c in checkouts for f in xla_era_files(c.copy, c.include)]
+    files = [f for c in checkouts for f in c.files()]
     started = time.perf_counter()
-    first = apply(tool_root, files, scratch, scratch / "apply-1.json", unsafe)
+    first = _apply_each(checkouts, tool_root, scratch, "apply-1", unsafe)
     seconds = time.perf_counter() - started
-    second = apply(tool_root, files, scratch, scratch / "apply-2.json", unsafe)
+    second = _apply_each(checkouts, tool_root, scratch, "apply-2", unsafe)
     summary = first.get("summary", {})
     figures = MigrationFigures(
         files=len(files), changed=summary.get("changed", 0), failed=summary.get("failed", 0),
@@ -207,6 +221,25 @@ def migrate(checkouts: list[Checkout], tool_root: Path, scratch: Path,
         seconds=round(seconds, 1))
     compare_sources(checkouts, files, figures)
     return figures
+
+
+def _apply_each(checkouts: list[Checkout], tool_root: Path, scratch: Path, name: str,
+                unsafe: bool) -> Json:
+    """One apply per `from` setting (most repositories: one for all), merged into one
+    report."""
+    groups: dict[tuple[str, ...], list[Path]] = {}
+    for checkout in checkouts:
+        groups.setdefault(checkout.sources, []).extend(checkout.files())
+    merged: Json = {"summary": {}, "files": [], "findings": [], "errors": []}
+    for index, (sources, files) in enumerate(sorted(groups.items())):
+        report = apply(tool_root, files, scratch, scratch / f"{name}-{index}.json", unsafe,
+                       sources)
+        for key, value in report.get("summary", {}).items():
+            if isinstance(value, (int, float)):
+                merged["summary"][key] = merged["summary"].get(key, 0) + value
+        for key in ("files", "findings", "errors"):
+            merged[key].extend(report.get(key, []))
+    return merged
 
 
 def _relative(message: str, scratch: Path) -> str:

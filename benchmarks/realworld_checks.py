@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 XLA_TOKEN = re.compile(rb"torch_xla|torch_neuronx|xla_device")
+CUDA_TOKEN = re.compile(rb"torch\.cuda|\.cuda\(|[\"']cuda[\"':]|[\"']nccl[\"']")
 DEPENDENCY_NAME = re.compile(r"((requirements|constraints)[\w.-]*\.(txt|in)|pyproject\.toml|"
                              r"setup\.cfg|Pipfile|environment[\w.-]*\.ya?ml|Dockerfile[\w.-]*|"
                              r"[\w.-]+\.dockerfile|[\w.-]+\.(sh|bash|ya?ml))$")
@@ -29,6 +30,14 @@ def xla_era_files(root: Path, include: tuple[str, ...] = ()) -> list[Path]:
     or XLA, under root (or only under its `include` subfolders), in a stable order."""
     tops = [root / part for part in include] if include else [root]
     return sorted(path for top in tops for path in _walk(top) if _is_xla_era(path))
+
+
+def cuda_era_files(root: Path, include: tuple[str, ...] = ()) -> list[Path]:
+    """Python files and notebooks that use CUDA (`torch.cuda`, `.cuda(`, "cuda" devices,
+    NCCL), for repositories migrated with `--from cuda`, in a stable order."""
+    tops = [root / part for part in include] if include else [root]
+    return sorted(path for top in tops for path in _walk(top)
+                  if path.suffix in (".py", ".ipynb") and CUDA_TOKEN.search(path.read_bytes()))
 
 
 def _walk(top: Path) -> Iterator[Path]:

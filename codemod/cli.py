@@ -66,6 +66,10 @@ Force = Annotated[bool, typer.Option(
 ChangedSince = Annotated[Optional[str], typer.Option(
     "--changed-since", metavar="REV", help="Only files changed since this git revision "
                                            "(and new untracked files).", show_default=False)]
+From = Annotated[Optional[list[str]], typer.Option(
+    "--from", metavar="STACK", help="Also migrate code written for this stack: `cuda` turns "
+    "CUDA code (.cuda(), torch.cuda.*, nccl, autocast(\"cuda\"), ...) into neuron code "
+    "(repeatable or comma-separated; XLA code is always migrated).", show_default=False)]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
                                      "status; reports still go to --output.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
@@ -99,6 +103,13 @@ def _paths(given: list[str]) -> list[Path]:
     return [Path(path) for path in given]
 
 
+def _sources(values: list[str] | None) -> list[str] | None:
+    """`--from cuda --from xla` and `--from cuda,xla` alike."""
+    if values is None:
+        return None
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
 def _execute(request: Request) -> None:
     try:
         status = execute(request, _load_rules)
@@ -124,6 +135,7 @@ def apply(
     force: Force = False,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -139,7 +151,8 @@ def apply(
     _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
                       select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since,
-                      stdin=STDIN in paths, stdin_filename=stdin_filename))
+                      stdin=STDIN in paths, stdin_filename=stdin_filename,
+                      sources=_sources(sources)))
 
 
 @app.command(cls=Command)
@@ -155,6 +168,7 @@ def check(
     jobs: Jobs = None,
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -166,7 +180,7 @@ def check(
     _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename))
+                      stdin_filename=stdin_filename, sources=_sources(sources)))
 
 
 @app.command(cls=Command)
@@ -184,12 +198,15 @@ def scan(
     jobs: Jobs = None,
     force: Force = False,
     stdin_filename: StdinFilename = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
     """Find XLA-era torch-neuronx pins and installs in requirements, lockfiles, pyproject,
     setup files, Pipfiles, conda environments, Dockerfiles, shell scripts, YAML and the
-    install and shell lines of notebooks; never code (that is `check`).
+    install and shell lines of notebooks; never code (that is `check`). With `--from cuda`,
+    also the CUDA stack: `torch==X+cuNNN` pins, the CUDA wheel index, `nvidia-*` packages,
+    CUDA base images, CUDA_VISIBLE_DEVICES and GPU requests.
 
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
@@ -197,7 +214,31 @@ def scan(
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename))
+                      stdin_filename=stdin_filename, sources=_sources(sources)))
+
+
+@app.command(cls=Command)
+def audit(
+    paths: Paths,
+    fmt: Format = "text",
+    output: Output = None,
+    exclude: Exclude = None,
+    select: Select = None,
+    ignore: Ignore = None,
+    jobs: Jobs = None,
+    changed_since: ChangedSince = None,
+    quiet: Quiet = False,
+    verbose: Verbose = False,
+) -> None:
+    """Will this code run well on TorchNeuron? Runs the readiness rules (NM9xx) on every
+    Python file that uses PyTorch, XLA-era or not, and sums them up by limit: what blocks,
+    what may not run, what slows, what changes numerics, worst files first. Never writes.
+
+    Exit status: 0 when nothing blocks, 1 when something blocks, 2 on errors.
+    """
+    _execute(Request(_paths(paths), "audit", fmt, output, exclude, select, ignore, False, None,
+                      False, jobs, quiet, verbose, show_diff=False,
+                      changed_since=changed_since))
 
 
 app.command(cls=Command)(smoke)

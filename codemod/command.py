@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import catalogue
 
 from neuron_migrate.files import gitstate
-from neuron_migrate.config import Config, ConfigError, check_rule_code, load_config
+from neuron_migrate.config import Config, ConfigError, check_rule_code, check_sources, load_config
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Excludes
 from neuron_migrate.model import Options
@@ -67,6 +67,7 @@ class Request:
     changed_since: str | None = None
     stdin: bool = False  # `-` was given among the paths (its `Path` is `./-`'s too)
     stdin_filename: str | None = None
+    sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
 
 
 def names_as_bytes() -> None:
@@ -93,7 +94,13 @@ def options_of(request: Request, config: Config) -> Options:
         check_rule_code(code, known, where="--select/--ignore")
     select = request.select if request.select is not None else config.select
     ignore = request.ignore if request.ignore is not None else config.ignore
+    sources = request.sources if request.sources is not None else config.sources
+    try:
+        check_sources(sources, where="--from")
+    except ConfigError as error:
+        raise UsageProblem(str(error), param_hint="--from") from None
     return Options(
+        sources=frozenset({"xla", *sources}),
         unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
         compile=_first(request.compile_models, config.compile, True),
         annotate=_first(request.annotate, config.annotate, False),
@@ -135,7 +142,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
-    registry = DeferredRegistry(load_rules, catalogue.tokens(), options)
+    registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
     keep = request.show_diff or request.fmt == "markdown"
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
@@ -160,7 +167,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
                      keep_sources=keep, progress=advance,
                      python=not scan_only, fix_pins=request.mode != "scan",
                      strict=scan_only, per_file_ignores=_per_file(config),
-                     protected=protected, only=only)
+                     protected=protected, only=only, audit=request.mode == "audit")
     if not _report(result, registry, request):
         return 2
     if result.interrupted:
@@ -168,6 +175,10 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
             signal.Signals(result.interrupted).name
         print_error(f"interrupted ({name}): the files listed above are done, no other file "
                     "was touched")
+    if request.mode == "audit":
+        from neuron_migrate.report.readiness import audit_exit
+
+        return audit_exit(result, registry)
     return result.exit_code()
 
 
@@ -250,6 +261,10 @@ def _report(result: RunResult, registry: Registry, request: Request) -> bool:
                 _write_diff(text)
             elif style != "error":
                 screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
+    if request.mode == "audit":
+        for line in _readiness_lines(result, registry):
+            screen.print(line, "bold" if not line.startswith(" ") else "")
+        return True
     _print_summary(screen, result)
     return True
 
@@ -299,6 +314,10 @@ def _unwritable(output: Path) -> str | None:
 
 
 def _document(result: RunResult, registry: Registry, request: Request) -> str | None:
+    if request.mode == "audit" and request.fmt in ("json", "markdown"):
+        from neuron_migrate.report.readiness import audit_document
+
+        return audit_document(result, registry, request.fmt)
     if request.fmt == "json":
         return render_json(result, registry, request.mode)
     if request.fmt == "markdown":
@@ -313,9 +332,17 @@ def _document(result: RunResult, registry: Registry, request: Request) -> str | 
 def _plain_text(result: RunResult, registry: Registry, request: Request) -> str:
     lines = [text for text, _ in render_text(result, registry, request.show_diff,
                                              request.verbose)]
+    if request.mode == "audit":
+        return "\n".join([*lines, *_readiness_lines(result, registry)]) + "\n"
     rows, sentence = summary_rows(result)
     lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
     return "\n".join([*lines, sentence]) + "\n"
+
+
+def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
+    from neuron_migrate.report.readiness import ReadinessSummary, render_readiness_text
+
+    return render_readiness_text(ReadinessSummary.of(result, registry))
 
 
 def _print_summary(screen: _Screen, result: RunResult) -> None:

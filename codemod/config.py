@@ -34,11 +34,14 @@ class Config:
     unsafe_fixes: bool | None = None
     annotate: bool | None = None
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    sources: tuple[str, ...] = ()
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
 
 
 _LISTS = {"select", "ignore", "exclude"}
 _BOOLS = {"compile", "unsafe-fixes", "annotate"}
+SOURCES = ("xla", "cuda")
+"""What `from` may name: the stacks neuron-migrate migrates code from."""
 
 
 def find_pyproject(paths: Iterable[Path]) -> Path | None:
@@ -110,6 +113,8 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
                 for code in value:
                     check_rule_code(code, rule_ids, where=f"{where} {key}")
             values[key] = tuple(value)
+        elif key == "from":
+            values["sources"] = check_sources(value, f"{pyproject}: [tool.{TABLE}] from")
         elif key == "per-file-ignores":
             values["per_file_ignores"] = _per_file_ignores(f"{where} {key}", value, rule_ids)
         elif key in _BOOLS:
@@ -117,10 +122,21 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
                 raise ConfigError(f"{where} {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
-            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores"}))
+            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from"}))
             raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
                               f"(known: {known})")
     return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
+
+
+def check_sources(value: object, where: str) -> tuple[str, ...]:
+    """`from = ["xla", "cuda"]`, or `--from cuda`: the stacks to migrate from."""
+    if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    for source in value:
+        if source not in SOURCES:
+            raise ConfigError(f"{where}: unknown source {source!r} (known: "
+                              f"{', '.join(SOURCES)})")
+    return tuple(value)
 
 
 def _per_file_ignores(where: str, value: object,

@@ -25,7 +25,7 @@ STAR_IMPORT = "NM703"
 class Registry:
     def __init__(self, rules: Iterable[Rule], options: Options | None = None) -> None:
         self.options = options or Options()
-        self.all_rules = tuple(rules)
+        self.all_rules = tuple(r for r in rules if r.source in self.options.sources)
         self.rules = tuple(r for r in self.all_rules if self.options.enabled(r.id))
         self.by_id = {r.id: r for r in self.all_rules}
         self.by_call: dict[str, Rule] = {}
@@ -41,6 +41,10 @@ class Registry:
         self.any_call = self._with_hook("on_any_call")
         self.assign = self._with_hook("on_assign")
         self.string = self._with_hook("on_string")
+        self.attribute = self._with_hook("on_attribute")
+        self.watches = tuple(sorted({p for r in self.rules for p in r.watches}))
+        self.attributes = frozenset(a for r in self.rules for a in r.attributes)
+        self.entry = self._with_hook("on_entry")
         self._string_rules = self._with_hook("interesting_string")
         self._flow_rules = self._with_hook("flow_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)
@@ -57,6 +61,8 @@ class Registry:
         for rule in self.all_rules:
             tokens.update(rule.tokens)
         self.tokens = tuple(sorted(tokens))
+        # the NM9xx readiness rules, run over the stdlib ast of every file that is parsed
+        self.readiness = tuple(r for r in self.rules if hasattr(r, "limit"))
 
     def _with_hook(self, hook: str) -> tuple[Rule, ...]:
         from neuron_migrate.rule import overrides

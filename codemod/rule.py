@@ -69,6 +69,15 @@ clause (add, change, delete, drop, ...) in the past tense. Advice beside a chang
 another verb ("check ...", "update ...")."""
 
 
+@dataclass(frozen=True)
+class Insert:
+    """Insert statements before the statement an `on_entry` hook was called for."""
+
+    statements: tuple[cst.BaseStatement, ...]
+    message: str
+    kind: Kind | None = None
+
+
 class Site(Protocol):
     """What the engine knows about the place a hook is called for."""
 
@@ -176,6 +185,12 @@ class Rule:
     source: ClassVar[str] = "xla"
     """The stack the rule migrates from; rules of a source the run was not asked for are not
     loaded into its registry (`Options.sources`)."""
+    watches: ClassVar[tuple[str, ...]] = ()
+    """Qualified-name prefixes under `torch` (which the analysis does not follow by itself)
+    whose references make a statement worth a look."""
+    attributes: ClassVar[frozenset[str]] = frozenset()
+    """Attribute names (`x.cuda`, `t.is_cuda`) whose use on any object makes a statement worth
+    a look; `on_attribute` receives those that resolve to no import."""
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         return None
@@ -189,8 +204,17 @@ class Rule:
     def on_assign(self, node: cst.Assign, site: Site) -> Outcome | None:
         return None
 
+    def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
+        return None
+
     def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
                   ) -> Outcome | None:
+        return None
+
+    def on_entry(self, site: Site) -> Insert | Review | None:
+        """Called once for a file with something to migrate that is a script: at the
+        statement of its `if __name__ == "__main__":` block that starts its work
+        (`neuron_migrate.analysis.script_entry`), for set-up every worker needs first."""
         return None
 
     def interesting_string(self, value: str) -> bool:

@@ -82,6 +82,7 @@ class Job:
     per_file_ignores: PerFileIgnores | None = None
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
     code: bool = True  # Python code migrated too; `scan` reads dependencies only
+    audit: bool = False  # `audit`: the readiness rules only, on every file that uses torch
 
     @property
     def generate(self) -> bool:
@@ -157,10 +158,37 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     writes (`finish`), so an interrupted run stops its workers and nothing more is written."""
     job = job or _JOB
     assert job is not None
+    if job.audit:
+        return _audit(path, job)
     result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate, job.code)
     if not result.changed and not job.keep_sources and result.original is not None:
         result = dataclasses.replace(result, original=None, new_source=None)  # less to send
     return result
+
+
+def _audit(path: Path, job: Job) -> FileResult:
+    """`audit` of one file: the readiness rules, without the engine or LibCST's parse."""
+    from neuron_migrate.analysis.readiness import audit_source
+
+    name = str(path)
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            return FileResult(name, skipped=f"{name}: larger than {MAX_BYTES // 2**20} MiB, "
+                                            "not read")
+    except OSError:
+        pass  # reading it reports the problem
+    try:
+        data = read_bytes(path)
+    except WriteError as error:
+        return FileResult(name, error=str(error))
+    rules = job.registry_for(path).readiness
+    if path.suffix == ".ipynb":
+        from neuron_migrate.notebooks.audit import audit_notebook
+
+        result = audit_notebook(name, data, rules)
+    else:
+        result = audit_source(name, data, rules)
+    return result if job.keep_sources else dataclasses.replace(result, original=None)
 
 
 def finish(result: FileResult, job: Job) -> FileResult:
@@ -316,19 +344,21 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         fix_pins: bool = True, strict: bool = False,
         per_file_ignores: PerFileIgnores | None = None,
         protected: frozenset[Path] = frozenset(),
-        only: frozenset[Path] | None = None) -> RunResult:
+        only: frozenset[Path] | None = None, audit: bool = False) -> RunResult:
     """Migrate every file under `paths`. The result does not depend on `jobs`.
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     """
-    found = discover(paths, excludes, accepts(python))
+    found = discover(paths, excludes, (lambda path: path.suffix in (".py", ".ipynb"))
+                     if audit else accepts(python))
     if not python:  # named on the command line: taken whatever they are, by `apply`
         found.skipped += [f"{f}: not a file `scan` reads (use `check` for code)"
                           for f in found.files if not accepts(False)(f)]
         found.files = [f for f in found.files if accepts(False)(f)]
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
-    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected, python)
+    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected, python,
+              audit)
     results: list[FileResult] = []
     interrupts = _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(
@@ -419,6 +449,10 @@ def _needs_engine(path: Path, job: Job) -> bool:
     # a launch line (NM816) is read; a notebook names python in its metadata, not so
     launches = b"python " in data if path.suffix == ".ipynb" else \
         path.suffix != ".py" and b"python" in data
+    if job.audit:
+        from neuron_migrate.analysis.readiness import mentions_torch
+
+        return mentions_torch(data)
     cuda = "cuda" in job.registry.options.sources
     return job.registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
 

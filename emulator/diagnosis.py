@@ -119,8 +119,11 @@ _PATTERNS = (
        'torch.device("neuron").',
        (), r"support for xla devices|from the 'XLA' backend|device type.*\bxla\b"),
     _p("cuda-leftover",
-       "a leftover CUDA call (torch.cuda.*); use torch.neuron.* or torch.accelerator.*.",
-       (), r"not compiled with CUDA|no NVIDIA driver"),
+       "a leftover CUDA call (torch.cuda.*, a \"cuda\" device or the NCCL backend); use "
+       "torch.neuron.* and the \"neuron\" device and backend (`neuron-migrate apply --from "
+       "cuda` rewrites them).",
+       (), r"not compiled with CUDA|no NVIDIA driver|has no attribute '_cuda_|"
+           r"doesn't have NCCL built in|Invalid backend: 'nccl'"),
     _p("device-ordinal",
        "a device ordinal beyond the NeuronCores of this worker: use LOCAL_RANK for "
        "torch.neuron.set_device, not RANK.",

@@ -265,7 +265,10 @@ compile."""
             return True
         if isinstance(value, cst.Call) and site.qualname_of(value.func) == "torch.device":
             return bool(value.args) and string_value(value.args[0].value) == "neuron"
-        return string_value(value) in ("neuron", "xla")
+        placed = string_value(value)
+        if placed == "neuron" and "cuda" in site.options.sources:
+            return False  # maybe a CUDA placement NMC101/NMC102 renamed: CUDA code ran eagerly
+        return placed in ("neuron", "xla")
 
     @staticmethod
     def _model(func: cst.Attribute, site: Site) -> str | None:

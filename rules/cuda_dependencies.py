@@ -135,7 +135,7 @@ the TorchNeuron pip install (NMC801). Only with `--from cuda`."""
 
 class CudaVisibleDevices(CudaDependencyRule):
     id = ids.CUDA_VISIBLE
-    name = "cuda-visible-devices"
+    name = "cuda-visible-devices-env"
     kind = ids.CUDA_KINDS[id]
     severity = "warning"
     summary = "`CUDA_VISIBLE_DEVICES` is reviewed: the runtime reads `NEURON_RT_VISIBLE_CORES`"

@@ -222,7 +222,8 @@ def _new(flow: Flow) -> str:
 
 
 def _neuron(value: str) -> str:
-    return "neuron" + value[3:]
+    """"xla:1" or "cuda:1" -> "neuron:1"."""
+    return "neuron" + value[value.index(":"):] if ":" in value else "neuron"
 
 
 def _line(node: ast.AST) -> int:

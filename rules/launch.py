@@ -79,6 +79,13 @@ def launch_facts(text: str) -> LaunchFacts:
     return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
 
 
+def called_names(tree: ast.Module) -> frozenset[str]:
+    """The qualified names of everything the module calls, wherever it imported them."""
+    aliases = _aliases(tree)
+    return frozenset(name for node in ast.walk(tree) if isinstance(node, ast.Call)
+                     and (name := _qualname(node.func, aliases)) is not None)
+
+
 def _one_process(call: ast.Call, spawn: bool) -> bool:
     """`nprocs=1` / `debug_single_process=True`, spelled out: the launch ran in the caller."""
     name, index, value = ("nprocs", 2, 1) if spawn else ("debug_single_process", 3, True)

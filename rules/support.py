@@ -147,9 +147,35 @@ def append_arg(args: Sequence[cst.Arg], new: cst.Arg) -> list[cst.Arg]:
         return [new]
     last = args[-1]
     if isinstance(last.comma, cst.Comma):
+        after = last.comma.whitespace_after
+        before = args[-2].comma if len(args) > 1 else None
+        if isinstance(after, cst.ParenthesizedWhitespace) and isinstance(before, cst.Comma) \
+                and isinstance(before.whitespace_after, cst.ParenthesizedWhitespace):
+            # one argument a line: the new one goes on a line of its own, indented like the
+            # others, and a comment after the last argument stays on its line
+            between = after.with_changes(last_line=before.whitespace_after.last_line)
+            closing = after.with_changes(first_line=cst.TrailingWhitespace(), empty_lines=[])
+            return [*args[:-1], last.with_changes(comma=last.comma.with_changes(
+                whitespace_after=between)), new.with_changes(comma=cst.Comma(
+                    whitespace_after=closing))]
         return [*args, new.with_changes(comma=last.comma)]
     return [*args[:-1], last.with_changes(comma=cst.Comma(
         whitespace_after=cst.SimpleWhitespace(" "))), new]
+
+
+def relaid(original: Sequence[cst.Arg], args: list[cst.Arg]) -> list[cst.Arg]:
+    """`args`, kept, changed, added or dropped from `original`, separated as `original`
+    separated its arguments (a multi-line call stays one argument a line) and ending as it
+    ended (with or without a trailing comma)."""
+    if not args:
+        return args
+    space = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+    sep = next((a.comma for a in original[:-1] if isinstance(a.comma, cst.Comma)), space)
+    last = original[-1] if original else None
+    trailing = last.comma if last is not None else cst.MaybeSentinel.DEFAULT
+    middle = [a.with_changes(comma=sep) if not isinstance(a.comma, cst.Comma) or a is last
+              else a for a in args[:-1]]
+    return [*middle, args[-1].with_changes(comma=trailing)]
 
 
 def call(func: cst.BaseExpression, *args: cst.BaseExpression) -> cst.Call:

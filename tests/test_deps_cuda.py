@@ -230,3 +230,27 @@ def test_neighbouring_words_removed_at_once() -> None:
 def test_cuda_base_images(image: str, cuda: bool) -> None:
     found = {f.rule_id for f in _scan("Dockerfile", f"FROM {image}\n").findings}
     assert ("NMC804" in found) is cuda
+
+
+CUDA_PINS = "--extra-index-url https://download.pytorch.org/whl/cu121\ntorch==2.3.1+cu121\n"
+
+
+def test_scan_from_cuda_on_the_command_line(in_tmp) -> None:
+    from tests.conftest import cli
+
+    (in_tmp / "requirements.txt").write_text(CUDA_PINS)
+    assert cli("scan", ".").exit_code == 0  # the CUDA stack is left alone unless asked
+    assert cli("scan", "--from", "cuda", ".").exit_code == 1
+    assert (in_tmp / "requirements.txt").read_text() == CUDA_PINS
+    assert cli("scan", "--from", "cuda", "--fix", ".").exit_code == 0
+    assert "torch-neuronx==2.14.*" in (in_tmp / "requirements.txt").read_text()
+    assert cli("scan", "--from", "cuda", ".").exit_code == 0
+
+
+def test_scan_from_cuda_in_the_configuration(in_tmp) -> None:
+    from tests.conftest import cli
+
+    (in_tmp / "pyproject.toml").write_text('[tool.neuron-migrate]\nfrom = ["xla", "cuda"]\n')
+    (in_tmp / "requirements.txt").write_text(CUDA_PINS)
+    run = cli("scan", ".")
+    assert run.exit_code == 1 and "NMC801" in run.stdout and "NMC802" in run.stdout

@@ -272,6 +272,7 @@ def test_read_only_files_and_odd_names(in_tmp: Path) -> None:
     assert (in_tmp / "new\nline.py").read_text() == NEW
 
 
+@pytest.mark.torch
 def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> None:
     (in_tmp / "-c").write_text("open('ran-as-file', 'w').close()\n")
     cli("smoke", "--", "-c", "open('ran-as-code', 'w').close()")

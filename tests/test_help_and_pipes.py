@@ -21,7 +21,7 @@ OLD = b"import torch_xla.core.xla_model as xm\nd = xm.xla_device()\nxm.mark_step
 
 
 def test_every_command_is_covered() -> None:
-    assert COMMANDS == ["apply", "check", "explain", "rules", "scan", "smoke"]
+    assert COMMANDS == ["apply", "audit", "check", "explain", "rules", "scan", "smoke"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -45,7 +45,7 @@ def test_help_names_values_with_metavars_never_python_types(command: str) -> Non
 
 @pytest.mark.parametrize("command, usage", [
     ("check", "check [OPTIONS] PATH...\n"), ("apply", "apply [OPTIONS] PATH...\n"),
-    ("scan", "scan [OPTIONS] PATH...\n"), ("smoke", "smoke [OPTIONS] SCRIPT [SCRIPT_ARGS]...\n"),
+    ("scan", "scan [OPTIONS] PATH...\n"), ("audit", "audit [OPTIONS] PATH...\n"), ("smoke", "smoke [OPTIONS] SCRIPT [SCRIPT_ARGS]...\n"),
     ("explain", "explain [OPTIONS] RULE\n"), ("rules", "rules [OPTIONS]\n"),
 ])
 def test_the_usage_line_is_the_conventional_one(command: str, usage: str) -> None:
@@ -74,6 +74,7 @@ def _closed_stdout(*args: str, cwd: Path, source: bytes = b"") -> tuple[int, byt
     ["smoke", "--help"], ["check", "clean.py"], ["check", "old.py"],
     ["check", "--format", "json", "old.py"], ["apply", "--dry-run", "old.py"],
     ["scan", "requirements.txt"], ["check", "-vv", "clean.py"],  # typer's to parse
+    ["audit", "clean.py"],
     ["apply", "-q", "--stdin-filename", "x.py", "-"], ["check", "--stdin-filename", "x.py", "-"],
 ], ids=" ".join)
 def test_a_closed_pipe_ends_the_command_quietly(tmp_path: Path, args: list[str]) -> None:

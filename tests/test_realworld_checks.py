@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-from realworld_checks import (leftover_xla, notebook_source, undefined_names,  # noqa: E402
-                              xla_era_files)
+from realworld_checks import (cuda_era_files, leftover_xla, notebook_source,  # noqa: E402
+                              undefined_names, xla_era_files)
 from realworld_data import generate_data  # noqa: E402
 
 
@@ -33,6 +33,16 @@ def test_xla_era_files_takes_xla_sources_and_neuron_dependency_files(tmp_path: P
     found = [p.relative_to(tmp_path).as_posix() for p in xla_era_files(tmp_path)]
     assert found == ["docker/Dockerfile-train", "nb.ipynb", "requirements.txt", "train.py"]
     assert xla_era_files(tmp_path, ("docker",)) == [tmp_path / "docker/Dockerfile-train"]
+
+
+def test_cuda_era_files_takes_code_that_uses_cuda(tmp_path: Path) -> None:
+    files = {"ddp.py": "dist.init_process_group('nccl')\n", "gpu.py": "x = t.cuda()\n",
+             "dev.py": "d = torch.device(\"cuda:0\")\n", "plain.py": "import torch\n",
+             "words.py": "# runs on cuda or the CPU\n", "requirements.txt": "torch\n"}
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    found = [p.name for p in cuda_era_files(tmp_path)]
+    assert found == ["ddp.py", "dev.py", "gpu.py"]
 
 
 def test_undefined_names_counts_loads_and_exports_by_name() -> None:

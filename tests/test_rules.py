@@ -10,7 +10,7 @@ import pytest
 
 from neuron_migrate.deps.signals import KEPT, OTHER_XLA_KNOBS, XLA_VARIABLES, xla_variable_advice
 from neuron_migrate.engine.migrate import migrate_source
-from neuron_migrate.model import Kind
+from neuron_migrate.model import Kind, Options
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.environment import BF16, XLA_ONLY
@@ -18,6 +18,8 @@ from tests.conftest import PYTHON_FIXTURES
 
 RULES = all_rules()
 REGISTRY = Registry(RULES)
+CUDA_REGISTRY = Registry(RULES, Options(sources=frozenset({"xla", "cuda"})))
+"""The CUDA rules (`--from cuda`) are only in the registry of a run that asks for them."""
 
 # torch.neuron is registered by torch-neuronx (TorchNeuron), not by PyTorch itself; these are
 # the TorchNeuron APIs replacements may use, each documented by AWS (native-api.md section 4).
@@ -25,6 +27,16 @@ TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device
                                 "torch.neuron.manual_seed"})
 # manual_seed: the device module's standard RNG entry (native-api.md section 4, SRC
 # torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device.
+CUDA_COUNTERPARTS = frozenset(f"torch.neuron.{name}" for name in (
+    "is_available", "current_device", "set_device", "get_device_name", "get_device_properties",
+    "device", "is_bf16_supported", "manual_seed_all", "seed", "seed_all", "initial_seed",
+    "get_rng_state", "set_rng_state", "get_rng_state_all", "set_rng_state_all", "empty_cache",
+    "memory_allocated", "max_memory_allocated", "memory_reserved", "max_memory_reserved",
+    "memory_stats", "memory_summary", "reset_peak_memory_stats",
+    "reset_accumulated_memory_stats"))
+# What the CUDA rules (`--from cuda`) write in place of torch.cuda's device, RNG and memory
+# functions: torch.neuron's device module, which mirrors torch.cuda (native-api.md section 4:
+# SRC torch_neuronx/neuron.py; the memory statistics in D-mem). The emulator provides each.
 
 
 def test_ids_and_names_are_unique_and_well_formed() -> None:
@@ -48,7 +60,8 @@ def test_rule_documents_itself(rule) -> None:
                          ids=lambda r: r.id)
 def test_example_is_what_the_engine_does(rule) -> None:
     before = rule.example.before.encode()
-    result = migrate_source("example.py", before, REGISTRY)
+    registry = CUDA_REGISTRY if rule.source == "cuda" else REGISTRY
+    result = migrate_source("example.py", before, registry)
     assert result.error is None
     assert (result.new_source or before).decode() == rule.example.after
     assert rule.id in {f.rule_id for f in result.findings}
@@ -69,6 +82,9 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
         prefix = before.name.split("_", 1)[0]
         if prefix.startswith("NM"):
             assert prefix in {f.rule_id for f in result.findings}, before.name
+    for before in (FIXTURES / "cuda").glob("*.before.py"):  # tests/test_cuda.py runs them
+        seen |= {f.rule_id for f in migrate_source(before.name, before.read_bytes(),
+                                                   CUDA_REGISTRY).findings}
     assert {r.id for r in RULES} <= seen
 
 
@@ -83,7 +99,10 @@ def test_fixture_names_refer_to_real_rules() -> None:
 @pytest.mark.parametrize("api", sorted({a for r in RULES for a in r.emits}))
 def test_emitted_apis_exist(api: str) -> None:
     """Invariant 8: what we write into users' files exists in the targeted PyTorch."""
-    if api in TORCH_NEURONX_APIS:
+    if api in TORCH_NEURONX_APIS | CUDA_COUNTERPARTS:
+        from neuron_migrate.emulator import device_module
+
+        assert hasattr(device_module.build(), api.removeprefix("torch.neuron.")), api
         return
     parts = api.split(".")
     for split in range(len(parts), 0, -1):  # the longest importable module, then attributes
@@ -100,7 +119,9 @@ def test_emitted_apis_exist(api: str) -> None:
 
 def test_torch_neuronx_apis_are_only_the_documented_ones() -> None:
     emitted_neuron = {a for r in RULES for a in r.emits if a.startswith("torch.neuron.")}
-    assert emitted_neuron <= TORCH_NEURONX_APIS
+    assert emitted_neuron <= TORCH_NEURONX_APIS | CUDA_COUNTERPARTS
+    assert not {a for r in RULES if r.source != "cuda" for a in r.emits
+                if a.startswith("torch.neuron.")} & (CUDA_COUNTERPARTS - TORCH_NEURONX_APIS)
 
 
 def test_readme_lists_every_rule() -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.scopes import Binding, Scope, is_xla
+from neuron_migrate.analysis.script_entry import entry_statement
 
 if TYPE_CHECKING:
     from neuron_migrate.analysis.flow import Flows
@@ -46,6 +47,9 @@ class Analysis:
     # every name that can resolve, somewhere in the file, to an XLA or watched import; code
     # without them holds nothing the residual scan looks for
     import_names: frozenset[str] = frozenset()
+    # the statement of the `__main__` block where a worker's set-up goes, when some rule
+    # asks (`neuron_migrate.analysis.script_entry`)
+    entry: ast.stmt | None = None
 
     @property
     def needs_rewrite(self) -> bool:
@@ -58,12 +62,18 @@ def analyse(
     star_names: frozenset[str] = frozenset(),
     watched_roots: frozenset[str] = frozenset(),
     device_calls: frozenset[str] = frozenset(),
+    entry: bool = False,
 ) -> Analysis:
     """`watched_roots` are top-level packages besides torch_xla whose names some rule reports
-    (torch_neuronx, neuronx_distributed, ...)."""
+    (torch_neuronx, neuronx_distributed, ...); with `entry`, a file with something to migrate
+    gets its script entry found (and put on the path, so the rewriter reaches it)."""
     walker = _Walker(interesting_string, star_names, watched_roots, device_calls)
     walker.block(tree.body)
-    return walker.finish(tree)
+    analysis = walker.finish(tree)
+    if entry and analysis.needs_rewrite:
+        analysis.entry = entry_statement(tree, lambda s: id(s) in analysis.on_path)
+        walker._mark_path(analysis, analysis.entry)
+    return analysis
 
 
 class _Walker:

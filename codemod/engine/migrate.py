@@ -20,10 +20,12 @@ from neuron_migrate.analysis.locate import Locator
 from neuron_migrate.engine.mask import Masked, mask
 from neuron_migrate.model import FileResult, Finding, Kind, Options
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
+from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_torch
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.rewrite import ModuleRewriter
+from neuron_migrate.analysis.watch import flag_watched
 
 
 def migrate_source(path: str, data: bytes, registry: Registry,
@@ -51,8 +53,23 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
         return FileResult(path, original=data, error=_syntax_message(path, error))
     except ValueError as error:  # null bytes
         return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    ready = check_tree(path, data, tree, registry.readiness if mentions_torch(data) else (),
+                       suppressions, engine=True)
+    result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
+    if not ready.findings:
+        return result
+    findings = sorted((*result.findings, *ready.findings),
+                      key=lambda f: (f.line, f.column, f.rule_id))
+    return dataclasses.replace(result, findings=tuple(findings))
+
+
+def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
+                  options: Options, generate: bool, suppressions: Suppressions,
+                  ready: Readiness) -> FileResult:
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
-                       registry.watched_roots, registry.device_calls)
+                       registry.watched_roots, registry.device_calls, bool(registry.entry))
+    flag_watched(analysis, registry)
+    ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
     if not analysis.needs_rewrite:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")

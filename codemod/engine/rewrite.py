@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from neuron_migrate.analysis.analyse import Analysis, catches_import_error, imported_names
+from neuron_migrate.engine.entry_hooks import entry_hooks
 from neuron_migrate.engine.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
                              xla_heading)
 from neuron_migrate.model import Kind
@@ -24,6 +25,7 @@ from neuron_migrate.engine.pairing import StructureMismatch, check_pair, map_blo
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.suppress import span
 from neuron_migrate.engine.residual import ResidualScanner
+from neuron_migrate.analysis.script_entry import main_block
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.transform import UnitRewriter
 from neuron_migrate.engine.walk import transform, walk
@@ -55,6 +57,7 @@ class ModuleRewriter:
         self.registry = registry
         self.context = context
         self.results: dict[int, UnitResult] = {}
+        self.before: dict[int, tuple[cst.BaseStatement, ...]] = {}  # inserted above a unit
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set()
@@ -120,6 +123,8 @@ class ModuleRewriter:
                 continue
             if id(unit) in flagged:
                 self._rewrite_unit(node, unit, alone)
+            if unit is self.analysis.entry:
+                self._entry(node, unit, alone)
             if isinstance(node, cst.BaseCompoundStatement):
                 map_blocks(node, unit, self._visit_suite, self._visit_elif)
 
@@ -130,6 +135,18 @@ class ModuleRewriter:
     def _visit_elif(self, node: cst.If, unit: ast.If) -> cst.If:
         self._visit([node], [unit])
         return node
+
+    def _entry(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
+        """The rules' set-up at the script's entry (`neuron_migrate.analysis.script_entry`)."""
+        rewriter = UnitRewriter(node, self.analysis.scope_of[id(unit)], self.registry,
+                                self.analysis, unit, self.context,
+                                line_level=alone and isinstance(node, cst.BaseSmallStatement))
+        inserted, findings = entry_hooks(rewriter, self.registry.entry, node)
+        self.findings.extend((p, unit) for p in findings)
+        if inserted:
+            self.before[id(unit)] = inserted
+            block = main_block(self.analysis.tree)  # its one-line body becomes a block
+            self.touched.append((block.lineno if block else unit.lineno, unit.lineno))
 
     def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
         scope = self.analysis.scope_of[id(unit)]
@@ -233,6 +250,13 @@ class ModuleRewriter:
         dropped = False  # a statement was removed before any was kept
         for index, statement in enumerate(statements):
             first = dropped and not out and not top_level
+            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            ahead = [s for u in body[position:position + count] for s in self.before.get(id(u), ())]
+            if ahead:  # inserted statements take the line's leading comments and blank lines
+                out.append(_attach(carry, ahead[0].with_changes(
+                    leading_lines=statement.leading_lines), first=first))
+                out.extend(ahead[1:])
+                statement, carry, first = statement.with_changes(leading_lines=[]), [], False
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
                 units = body[position:position + count]
@@ -405,7 +429,7 @@ class ModuleRewriter:
         statements, statements inserted after one, comments moved above one), as an indented
         block with each of its statements on a line of its own; any other block as it is."""
         if not isinstance(suite, cst.SimpleStatementSuite) or not any(
-                (r := self.results.get(id(u))) is not None
+                id(u) in self.before or (r := self.results.get(id(u))) is not None
                 and (r.statements or r.after or r.comments) for u in body):
             return suite
         lines = [cst.SimpleStatementLine([small.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])

@@ -301,6 +301,13 @@ class UnitRewriter(_ScopedVisitor):
 
     def _reference(self, original: cst.CSTNode,
                    updated: cst.Name | cst.Attribute) -> cst.CSTNode:
+        if type(updated) is cst.Attribute and \
+                updated.attr.value in self.registry.attributes:  # type: ignore[union-attr]
+            resolution = self.resolve(updated)
+            if resolution is None:  # an attribute of some object (`t.is_cuda`)
+                role = self.roles.get(id(original), Role.EXPRESSION)
+                return self._hooks(self.registry.attribute, "on_attribute", original, updated,
+                                   role)
         if not self.registry.by_name:
             return updated
         resolution = self.resolve(updated)

@@ -24,6 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from neuron_migrate.smoke.cuda_diagnosis import cuda_origin
+from neuron_migrate.smoke.paths import relative
+
 HELPER_NAME = re.compile(r"^(_neuron_\w+|_Neuron\w+)$")
 _LIBRARY = ("site-packages", "dist-packages")
 _TRACED = re.compile(r'from user code:\s*\n\s*File "([^"]+)", line (\d+), in (\S+)\n\s*(.*)')
@@ -178,7 +181,7 @@ def origin(error: dict[str, Any]) -> dict[str, Any] | None:
         caller = frames[position - 1] if position else None
         return {"helper": helper, "rules": [r.id for r in rules],
                 "call_site": caller, "text": _helper_text(helper, rules, frame)}
-    return _dynamo_origin(error)
+    return _dynamo_origin(error) or cuda_origin(error)
 
 
 def _dynamo_origin(error: dict[str, Any]) -> dict[str, Any] | None:
@@ -236,14 +239,6 @@ def _top_level_helpers(file: str) -> tuple[tuple[str, int, int], ...]:
 def _definition_around(file: str, line: int) -> str | None:
     return next((name for name, first, last in _top_level_helpers(file) if first <= line <= last),
                 None)
-
-
-def relative(file: str) -> str:
-    """A path as the user would type it from here, when it is below here."""
-    try:
-        return str(Path(file).resolve().relative_to(Path.cwd()))
-    except ValueError:
-        return file
 
 
 # ------------------------------------------------------------------ data parallelism, judged

@@ -6,7 +6,7 @@ import json
 from dataclasses import asdict
 from typing import TYPE_CHECKING
 
-from neuron_migrate.smoke.diagnosis import relative
+from neuron_migrate.smoke.paths import relative
 
 if TYPE_CHECKING:
     from neuron_migrate.smoke.run import SmokeResult
@@ -79,6 +79,8 @@ def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
         call = found.get("call_site")
         at = (f"; called at {relative(call['file'])}:{call['line']}"
               if call and found.get("helper") else "")
-        lines.append((f"  {'written by neuron-migrate' if found.get('helper') else 'traced'}: "
+        label = found.get("label") or \
+            ('written by neuron-migrate' if found.get('helper') else 'traced')
+        lines.append((f"  {label}: "
                       f"{found['text']}{at}", "plain"))
     return lines

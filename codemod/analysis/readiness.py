@@ -1,0 +1,262 @@
+"""Readiness checks (NM9xx): what will not run, runs slowly, or computes differently on
+TorchNeuron, in any PyTorch file, XLA-era or not.
+
+They read the stdlib `ast` only (one walk per file, plus `neuron_migrate.analysis.readiness_facts`), so
+`audit` can afford them on every file that mentions torch. Rules are `ReadinessRule`s: the
+walk hands each the nodes of the types it asks for, with a `Where` that says what surrounds
+the node (compiled code? run on every training step?). A rule says what is wrong; only the
+compile rule that has a fix (NM920) also rewrites, through the LibCST engine, on the
+statements this walk flags for it.
+"""
+
+from __future__ import annotations
+
+import ast
+import enum
+import warnings
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from neuron_migrate.engine.failsafe import never_raise
+from neuron_migrate.model import FileResult, Finding, Kind
+from neuron_migrate.analysis.readiness_facts import Facts, facts_of, steps
+from neuron_migrate.rule import Rule
+from neuron_migrate.engine.suppress import Suppressions, read_suppressions, span
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_LOOPS = (ast.For, ast.AsyncFor, ast.While)
+
+
+class Limit(str, enum.Enum):
+    """Which documented TorchNeuron limit a finding meets; `audit` sums findings by it."""
+
+    BLOCKS = "blocks"
+    UNCONFIRMED = "unconfirmed"
+    SLOWS = "slows"
+    NUMERICS = "numerics"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+TITLES = {
+    Limit.BLOCKS: "blocks: will not run on TorchNeuron as written",
+    Limit.UNCONFIRMED: "may not run: not in TorchNeuron's supported features (verify on a "
+                       "Trainium instance)",
+    Limit.SLOWS: "slows: runs, but recompiles, breaks graphs or waits for the device",
+    Limit.NUMERICS: "changes numerics: runs with another precision",
+}
+
+
+@dataclass(frozen=True)
+class Where:
+    """What surrounds a node. Valid during the `check` call it is given to (it reads the
+    walk's live stack of ancestors)."""
+
+    facts: Facts
+    statement: ast.stmt
+    stack: list[ast.AST]
+    depth: int
+    function: ast.FunctionDef | ast.AsyncFunctionDef | None
+    compiled: bool
+    """Inside code torch.compile traces (a compiled function, a compiled module's forward)."""
+    per_step: bool
+    """Runs on every training step, unconditionally (a loop body that calls backward, or
+    a step function called from one, outside any `if`)."""
+
+    @property
+    def ancestors(self) -> tuple[ast.AST, ...]:
+        """From the statement's expressions down to the node's parent."""
+        return tuple(self.stack[:self.depth])
+
+    @property
+    def parent(self) -> ast.AST | None:
+        return self.stack[self.depth - 1] if self.depth else None
+
+    def qualname(self, expr: ast.AST) -> str | None:
+        return self.facts.qualname(expr)
+
+
+class ReadinessRule(Rule):
+    """A rule over the stdlib `ast`: `check` receives every node of the types in `nodes`."""
+
+    limit: ClassVar[Limit]
+    nodes: ClassVar[tuple[type[ast.AST], ...]] = (ast.Call,)
+    needs: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes one of which every file this rule can report on contains (an import or a
+    call spells it out): other files skip the rule, and a file no rule needs skips the
+    walk."""
+    also: ClassVar[tuple[bytes, ...]] = ()
+    """Bytes every one of which such a file contains too."""
+
+    def wanted(self, data: bytes) -> bool:
+        """Whether a file with these bytes may hold something this rule reports."""
+        return (not self.needs or any(token in data for token in self.needs)) and \
+            all(token in data for token in self.also)
+
+    def check(self, node: ast.AST, where: Where) -> str | None:
+        """The finding's message for this node, or None."""
+        raise NotImplementedError
+
+
+@dataclass
+class Readiness:
+    findings: list[Finding] = field(default_factory=list)
+    fixes: list[tuple[ast.stmt, tuple[ast.stmt, ...]]] = field(default_factory=list)
+    """Statements holding something a fix rule rewrites, each with the statements around it."""
+
+    def flag(self, flagged: set[int], on_path: set[int]) -> None:
+        """Hand the statements to fix to the engine (an `Analysis`' sets)."""
+        for statement, outer in self.fixes:
+            flagged.add(id(statement))
+            on_path.update(id(s) for s in (*outer, statement))
+
+
+def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[ReadinessRule],
+               suppressions: Suppressions, engine: bool) -> Readiness:
+    """The readiness findings of a file. With `engine`, a fix rule's hits are left to the
+    engine to apply and report (they are returned in `fixes`); without, they are reported
+    as fixes not applied."""
+    ready = Readiness()
+    rules = [r for r in rules if r.wanted(data)]
+    if not rules:
+        return ready
+    by_type: dict[type[ast.AST], list[ReadinessRule]] = {}
+    for rule in rules:
+        for kind in rule.nodes:
+            by_type.setdefault(kind, []).append(rule)
+    walk = _Walk(path, facts_of(tree), by_type, suppressions, engine, ready)
+    walk.block(tree.body, None, False, False, ())
+    ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    return ready
+
+
+class _Walk:
+    def __init__(self, path: str, facts: Facts,
+                 by_type: dict[type[ast.AST], list[ReadinessRule]],
+                 suppressions: Suppressions, engine: bool, ready: Readiness) -> None:
+        self.path = path
+        self.facts = facts
+        self.by_type = by_type
+        self.suppressions = suppressions
+        self.engine = engine
+        self.ready = ready
+        self.seen: set[tuple[str, int]] = set()
+
+    def block(self, body: Iterable[ast.stmt], function: ast.FunctionDef | None,
+              compiled: bool, per_step: bool, outer: tuple[ast.stmt, ...]) -> None:
+        for statement in body:
+            self.statement(statement, function, compiled, per_step, outer)
+
+    def statement(self, node: ast.stmt, function: ast.FunctionDef | None, compiled: bool,
+                  per_step: bool, outer: tuple[ast.stmt, ...]) -> None:
+        inner = (*outer, node)
+        if isinstance(node, _FUNCTIONS):
+            self.expressions(node, [*node.decorator_list, *node.args.defaults,
+                                    *(d for d in node.args.kw_defaults if d is not None)],
+                             function, compiled, per_step, outer)
+            self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
+                       id(node) in self.facts.step_functions, inner)
+            return
+        if isinstance(node, ast.ClassDef):
+            self.expressions(node, [*node.decorator_list, *node.bases], function, compiled,
+                             per_step, outer)
+            self.block(node.body, None, False, False, inner)
+            return
+        headers = [child for child in ast.iter_child_nodes(node)
+                   if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
+        self.expressions(node, headers, function, compiled, per_step, outer)
+        if isinstance(node, _LOOPS):
+            step = per_step or steps(node.body, self.facts)
+            self.block(node.body, function, compiled, step, inner)
+            self.block(node.orelse, function, compiled, per_step, inner)
+        elif isinstance(node, ast.If):
+            self.block(node.body, function, compiled, False, inner)
+            self.block(node.orelse, function, compiled, False, inner)
+        elif isinstance(node, ast.Try) or type(node).__name__ == "TryStar":
+            self.block(node.body, function, compiled, per_step, inner)  # type: ignore[attr-defined]
+            for handler in node.handlers:  # type: ignore[attr-defined]
+                self.block(handler.body, function, compiled, False, inner)
+            self.block(node.orelse, function, compiled, per_step, inner)  # type: ignore[attr-defined]
+            self.block(node.finalbody, function, compiled, per_step, inner)  # type: ignore[attr-defined]
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            self.block(node.body, function, compiled, per_step, inner)
+        elif isinstance(node, ast.Match):
+            for case in node.cases:
+                self.block(case.body, function, compiled, False, inner)
+
+    def expressions(self, statement: ast.stmt, roots: list[ast.AST],
+                    function: ast.FunctionDef | None, compiled: bool, per_step: bool,
+                    outer: tuple[ast.stmt, ...]) -> None:
+        stack: list[ast.AST] = []
+        by_type = self.by_type
+
+        def visit(node: ast.AST) -> None:
+            rules = by_type.get(type(node))
+            if rules:
+                where = Where(self.facts, statement, stack, len(stack), function, compiled,
+                              per_step)
+                for rule in rules:
+                    message = rule.check(node, where)
+                    if message is not None:
+                        self.hit(rule, node, statement, outer, message)
+            stack.append(node)
+            for name in node._fields:
+                value = getattr(node, name, None)
+                if type(value) is list:
+                    for item in value:
+                        if isinstance(item, ast.AST) and not isinstance(item, ast.stmt):
+                            visit(item)
+                elif isinstance(value, ast.AST):
+                    visit(value)
+            stack.pop()
+
+        for root in roots:
+            visit(root)
+
+    def hit(self, rule: ReadinessRule, node: ast.AST, statement: ast.stmt,
+            outer: tuple[ast.stmt, ...], message: str) -> None:
+        line = getattr(node, "lineno", statement.lineno)
+        if (rule.id, line) in self.seen:
+            return
+        self.seen.add((rule.id, line))
+        if rule.kind is not Kind.REVIEW and self.engine:
+            self.ready.fixes.append((statement, outer))
+            return
+        if self.suppressions.silences(rule.id, *span(statement)):
+            return
+        column = getattr(node, "col_offset", 0) + 1
+        self.ready.findings.append(Finding(self.path, line, column, rule.id, rule.kind,
+                                           message))
+
+
+def audit_source(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult:
+    """`audit` of one file: its readiness findings, whether or not it has anything XLA-era.
+    Never raises for bad input."""
+    return never_raise(path, data, lambda: _audit(path, data, rules))
+
+
+def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult:
+    if not mentions_torch(data):
+        return FileResult(path, original=data)
+    suppressions = read_suppressions(data)
+    if suppressions.whole_file:
+        return FileResult(path, original=data)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(data, filename=path)
+    except SyntaxError as error:
+        where = f"{path}:{error.lineno}" if error.lineno else path
+        return FileResult(path, original=data,
+                          error=f"{where}: cannot parse ({error.msg}); file skipped")
+    except ValueError as error:
+        return FileResult(path, original=data, error=f"{path}: cannot parse: {error}")
+    ready = check_tree(path, data, tree, rules, suppressions, engine=False)
+    return FileResult(path, findings=tuple(ready.findings), original=data)
+
+
+def mentions_torch(data: bytes) -> bool:
+    """Whether a file may use PyTorch: the only files `audit` reads."""
+    return b"torch" in data
