@@ -69,7 +69,8 @@ variants) in `--index-url`/`--extra-index-url` options of requirements files, co
 pip command lines and Dockerfile RUN lines with `https://download.pytorch.org/whl/cpu`, keeping
 the option as written, and adds `--extra-index-url https://pip.repos.neuron.amazonaws.com`
 after the first one (of each pip command) when no Neuron index is configured. A URL held in a
-variable or split over lines is reported.
+variable or split over lines is reported, as is a CUDA wheel URL outside an index option (a
+`-f .../cu118/torch_nightly.html` find-links page, a wheel's own URL, a CI variable).
 
 Why: TorchNeuron's torch 2.14.0 comes from the PyTorch CPU wheel index, and torch-neuronx,
 neuronx-cc and nki from the Neuron pip index; AWS's install configures both.

@@ -254,3 +254,13 @@ def test_scan_from_cuda_in_the_configuration(in_tmp) -> None:
     (in_tmp / "requirements.txt").write_text(CUDA_PINS)
     run = cli("scan", ".")
     assert run.exit_code == 1 and "NMC801" in run.stdout and "NMC802" in run.stdout
+
+
+def test_a_cuda_wheel_url_outside_an_index_option_is_reported_once_a_line() -> None:
+    text = ("jobs:\n  test:\n    env:\n      PIP_INSTALL_ARGS: '--pre -f "
+            "https://download.pytorch.org/whl/nightly/cu118/torch_nightly.html'\n"
+            "    steps:\n      - run: pip install torch --index-url "
+            "https://download.pytorch.org/whl/cu121\n")
+    found = [(f.line, f.rule_id) for f in _scan("ci.yml", text).findings]
+    assert sorted(found) == [(4, "NMC802"), (6, "NMC801"), (6, "NMC802")]
+    assert not _scan("ci.yml", text, XLA).findings

@@ -55,6 +55,8 @@ VARIABLES = frozenset({*VISIBLE, ARCH_LIST})
 """The variables these checks read, set anywhere."""
 CONDA_CUDA = re.compile(r"(?<![\w-])(?:pytorch-cuda|cudatoolkit|cuda-toolkit)(?![\w-])"
                         r"(?:[=<>]\S*)?")
+CUDA_WHEEL_URL = re.compile(r"https?://download\.pytorch\.org/whl/(?:nightly/|test/)?cu\d+"
+                            r"[^\s\"'`]*")
 RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per torchrun worker) "
                    "or `aws.amazon.com/neuron` (whole Neuron devices) from the Neuron device "
                    "plugin instead; a GPU is not a core, so recount: a trn2 device holds "
@@ -228,6 +230,7 @@ def scan_text(text: str, emitter: Emitter) -> None:
     GPU tools (`nvidia-smi`, `nvcc`)."""
     if not from_cuda(emitter.registry):
         return
+    _wheel_urls(text, emitter)
     for match in GPU_RESOURCE.finditer(text):
         emitter.report(ids.GPU_REQUEST, match.start(),
                        f"`nvidia.com/gpu` requests NVIDIA GPUs; {RESOURCE_ADVICE}")
@@ -261,3 +264,17 @@ def scan_text(text: str, emitter: Emitter) -> None:
                        f"`{NATIVE_TORCH}` `{NATIVE_NEURONX}` `{NATIVE_COMPILER}` `{NATIVE_NKI}` "
                        "from the Neuron and CPU wheel indexes")
 
+
+def _wheel_urls(text: str, emitter: Emitter) -> None:
+    """CUDA wheel URLs that no index option holds (`-f .../cu118/torch_nightly.html`, a wheel's
+    own URL, a variable a CI job passes to pip): reported once a line, beside NMC802's."""
+    done = {f.line for f in emitter.findings if f.rule_id == ids.CUDA_INDEX}
+    for match in CUDA_WHEEL_URL.finditer(text):
+        line, _ = emitter.position(match.start())
+        if line in done:
+            continue
+        done.add(line)
+        emitter.report(ids.CUDA_INDEX, match.start(),
+                       f"`{match.group()}` serves CUDA builds of PyTorch; TorchNeuron takes torch "
+                       f"2.14.0 from `{CPU_INDEX}` and torch-neuronx from `{NEURON_INDEX}`: "
+                       "install from those indexes instead")
