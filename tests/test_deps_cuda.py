@@ -264,3 +264,9 @@ def test_a_cuda_wheel_url_outside_an_index_option_is_reported_once_a_line() -> N
     found = [(f.line, f.rule_id) for f in _scan("ci.yml", text).findings]
     assert sorted(found) == [(4, "NMC802"), (6, "NMC801"), (6, "NMC802")]
     assert not _scan("ci.yml", text, XLA).findings
+
+
+def test_a_setup_py_name_is_not_a_requirement() -> None:
+    text = 'from setuptools import setup\nsetup(name="apex", install_requires=["triton"])\n'
+    found = [(f.rule_id, f.message.split("`")[1]) for f in _scan("setup.py", text).findings]
+    assert found == [("NMC803", "triton")]
