@@ -161,8 +161,10 @@ def process(path: Path, job: Job | None = None) -> FileResult:
     if job.audit:
         return _audit(path, job)
     result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate, job.code)
-    if not result.changed and not job.keep_sources and result.original is not None:
-        result = dataclasses.replace(result, original=None, new_source=None)  # less to send
+    if not job.keep_sources and (not result.changed or not job.write) and \
+            result.original is not None:  # less to send
+        result = dataclasses.replace(result, original=None, new_source=None,
+                                     modified=result.changed)
     return result
 
 
@@ -418,7 +420,7 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(job,))
     try:
         for phase in phases:
-            chunk = max(1, min(64, len(phase) // (workers * 8)))
+            chunk = max(1, min(16, len(phase) // (workers * 8)))
             yield from pool.map(process, phase, chunksize=chunk)
     except BaseException:  # Ctrl-C, or the caller stopped: workers only compute, stop them
         _stop(pool)

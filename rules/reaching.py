@@ -13,6 +13,7 @@ where some path breaks it.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
@@ -365,6 +366,13 @@ def _is_parameter(function: ast.AST, name: str) -> bool:
 
 def _declared_elsewhere(tree: ast.Module, target: str) -> bool:
     """`global x` / `nonlocal x` anywhere lets code this flow does not follow rebind `x`."""
-    root = target.split(".", 1)[0]
-    return any(isinstance(n, (ast.Global, ast.Nonlocal)) and root in n.names
-               for n in ast.walk(tree))
+    return target.split(".", 1)[0] in _declared(tree)
+
+
+@functools.lru_cache(maxsize=4)
+def _declared(tree: ast.Module) -> frozenset[str]:
+    """The names any `global` or `nonlocal` statement of the module declares: asked for
+    every call a rule follows, so the module is walked once (the cache holds the trees
+    themselves, so a key is never a tree that was freed)."""
+    return frozenset(name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal))
+                     for name in n.names)

@@ -104,14 +104,21 @@ def test_guard_refuses_an_export_that_lost_its_binding(in_tmp: Path, monkeypatch
     assert (in_tmp / "api.py").read_text() == source
 
 
-def test_report_only_check_never_generates_or_guards(in_tmp: Path, monkeypatch) -> None:
-    def fail(*args, **kwargs):
-        raise AssertionError("the name guard ran for a report-only check")
+def test_report_only_check_guards_only_files_that_change(in_tmp: Path, monkeypatch) -> None:
+    guarded: list[bytes] = []
+    real = neuron_migrate.engine.migrate.lost_names
 
-    monkeypatch.setattr(neuron_migrate.engine.migrate, "lost_names", fail)
+    def spy(original, new, path="<rewritten>"):
+        guarded.append(new)
+        return real(original, new, path)
+
+    monkeypatch.setattr(neuron_migrate.engine.migrate, "lost_names", spy)
     (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
-    run = cli("check", "train.py")
-    assert run.exit_code == 1 and "NM110" in run.stdout
+    (in_tmp / "review.py").write_text("import torch_xla.debug.metrics as met\n"
+                                      "print(met.counter_value('ExecuteTime'))\n")
+    run = cli("check", "train.py", "review.py", "-j", "1")
+    assert run.exit_code == 1 and "NM110" in run.stdout and "review.py" in run.stdout
+    assert len(guarded) == 1 and b"mark_step" not in guarded[0]
 
 
 def _migrate(source: str, unsafe: bool = False):

@@ -74,7 +74,8 @@ def split_words(line: LogicalLine) -> list[Word]:
             i += 1
         elif text[i] == "#":
             break
-        elif (op := next((s for s in SEPARATORS if text.startswith(s, i)), None)) is not None:
+        elif text[i] in _SEPARATOR_STARTS:
+            op = next(s for s in SEPARATORS if text.startswith(s, i))
             words.append(_word(line, i, i + len(op), op, separator=True))
             i += len(op)
         else:
@@ -84,15 +85,33 @@ def split_words(line: LogicalLine) -> list[Word]:
     return words
 
 
+_SEPARATOR_STARTS = frozenset(s[0] for s in SEPARATORS)
+# a run of characters that stand for themselves: neither space, quote, backslash nor the
+# start of a separator (every one of those stops the run, to be read one at a time)
+_PLAIN = re.compile("[^\\s'\"\\\\%s]+" % re.escape("".join(sorted(_SEPARATOR_STARTS))))
+_DOUBLE_QUOTED = re.compile(r'(?:[^"\\]+|\\[\s\S]?)*')
+
+
 def _scan_word(text: str, i: int) -> tuple[int, str]:
+    """Dockerfiles and scripts are mostly plain words: runs of plain characters are taken
+    at once (a character-by-character scan was most of a dependency file's reading)."""
     value: list[str] = []
-    while i < len(text) and not text[i].isspace() and \
-            not any(text.startswith(s, i) for s in SEPARATORS):
+    while i < len(text):
+        plain = _PLAIN.match(text, i)
+        if plain is not None:
+            value.append(plain.group())
+            i = plain.end()
+            continue
         char = text[i]
-        if char in "'\"":
-            close = i + 1
-            while close < len(text) and text[close] != char:
-                close += 2 if char == '"' and text[close] == "\\" else 1
+        if char.isspace() or char in _SEPARATOR_STARTS:
+            break
+        if char == "'":
+            close = text.find("'", i + 1)
+            close = len(text) if close < 0 else close
+            value.append(text[i + 1:close])
+            i = close + 1
+        elif char == '"':
+            close = _DOUBLE_QUOTED.match(text, i + 1).end()  # type: ignore[union-attr]
             value.append(text[i + 1:close])
             i = close + 1
         elif char == "\\" and i + 1 < len(text):

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Sequence
 
 from neuron_migrate.deps import ids
@@ -11,6 +12,8 @@ from neuron_migrate.deps.entries import Edit
 from neuron_migrate.deps.launch_paths import HostPaths
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import Registry
+
+_NEWLINE = re.compile("\n")
 
 
 def rule_enabled(registry: Registry, rule_id: str) -> bool:
@@ -45,7 +48,7 @@ class Emitter:
         self.fix = fix
         self.can_edit = can_edit
         self.line_numbers = line_numbers
-        self.starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.starts = [0] + [found.end() for found in _NEWLINE.finditer(text)]
         self.findings: list[Finding] = []
         self.edits: list[Edit] = []
 

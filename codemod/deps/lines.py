@@ -49,8 +49,10 @@ class LogicalLine:
     unterminated: bool = False
 
     def offset(self, position: int) -> int:
-        index = bisect.bisect_right([p[0] for p in self.pieces], position) - 1
-        logical, physical = self.pieces[index]
+        pieces = self.pieces
+        index = 0 if len(pieces) == 1 else \
+            bisect.bisect_right(pieces, position, key=lambda piece: piece[0]) - 1
+        logical, physical = pieces[index]
         return physical + position - logical
 
     def contiguous(self, start: int, end: int) -> bool:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from neuron_migrate.analysis.analyse import Analysis, analyse
+from neuron_migrate.engine.codegen import module_bytes
 from neuron_migrate.files.diff import carry_over, confined
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.engine.imports import ImportNote
@@ -32,8 +33,10 @@ def migrate_source(path: str, data: bytes, registry: Registry,
                    options: Options | None = None, generate: bool = True) -> FileResult:
     """Migrate one file's bytes. Never raises for bad input: problems become `error`.
 
-    Without `generate`, only the findings are worked out (what `check` reports): the new file
-    is not generated, verified or diffed, and `modified` says whether it would change."""
+    Without `generate` (what `check` reports), a file that would not change is not generated:
+    its findings are known from the plan. One that would change is generated and verified as
+    `apply` does, since verifying can change the report (an import the name guard keeps, a
+    rewrite that does not compile); only its diff is left out."""
     return never_raise(path, data, lambda: _migrate(path, data, registry,
                                                     options or registry.options, generate))
 
@@ -152,10 +155,10 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
         return None if masked is not None else (
             f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
     rewriter = ModuleRewriter(analysis, registry, context(), keep)
-    if not generate:
-        rewriter.plan(module)
+    rewriter.plan(module)
+    if not generate and not rewriter.applies:
         return None, rewriter, module.encoding
-    generated = rewriter.run(module).bytes
+    generated = module_bytes(rewriter.build(module))
     new = restore(generated)
     if new is None:
         return None
@@ -163,7 +166,7 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
         # Lines changed outside the rewritten statements: LibCST may not reproduce this file
         # byte for byte. Generating the untouched module tells (it costs a code generation,
         # so only here); if so, the edits are replayed onto the original lines.
-        reproduced = module.bytes
+        reproduced = module_bytes(module)
         if reproduced != source:
             replayed = carry_over(source, reproduced, generated)
             new = restore(replayed) if replayed is not None else None

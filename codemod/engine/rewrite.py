@@ -70,6 +70,17 @@ class ModuleRewriter:
 
     def run(self, module: cst.Module) -> cst.Module:
         self.plan(module)
+        return self.build(module)
+
+    @property
+    def applies(self) -> bool:
+        """After `plan`: whether anything would be applied, that is whether the file changes
+        (review items alone leave it as it is)."""
+        return any(isinstance(item, Pending) and item.applied for item, _ in self.findings) \
+            or any(note.applied for note in self.import_notes)
+
+    def build(self, module: cst.Module) -> cst.Module:
+        """The new module, once `plan` has run."""
         self.annotations = self._annotations() if self.context.options.annotate else {}
         self.header = {line.comment.value for line in module.header if line.comment}
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports

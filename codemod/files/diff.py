@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterable
 
 _LINES = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _BYTE_LINES = re.compile(rb"[^\n]*\n|[^\n]+\Z")
@@ -57,9 +58,26 @@ def confined(original: bytes, new: bytes, spans: list[tuple[int, int]]) -> bool:
     for first, last in spans:
         allowed.update(range(first - 1, last))
     old_lines = _BYTE_LINES.findall(original)
-    matcher = difflib.SequenceMatcher(None, old_lines, _BYTE_LINES.findall(new), autojunk=False)
-    return all(tag == "insert" or allowed.issuperset(range(i1, i2))
+    new_lines = _BYTE_LINES.findall(new)
+    # lines the two share at the start and the end are aligned as they are; the matcher,
+    # whose cost grows with the square of what it is given, aligns only the rest
+    head = _shared(zip(old_lines, new_lines))
+    room = min(len(old_lines), len(new_lines)) - head
+    tail = min(_shared(zip(reversed(old_lines), reversed(new_lines))), room)
+    matcher = difflib.SequenceMatcher(None, old_lines[head:len(old_lines) - tail],
+                                      new_lines[head:len(new_lines) - tail], autojunk=False)
+    return all(tag == "insert" or allowed.issuperset(range(head + i1, head + i2))
                for tag, i1, i2, _, _ in matcher.get_opcodes() if tag != "equal")
+
+
+def _shared(pairs: Iterable[tuple[bytes, bytes]]) -> int:
+    """How many pairs come before the first that differ."""
+    count = 0
+    for old, new in pairs:
+        if old != new:
+            break
+        count += 1
+    return count
 
 
 def file_diff(path: str, original: bytes, new: bytes, encoding: str) -> str:
