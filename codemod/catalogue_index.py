@@ -131,4 +131,11 @@ RULES = (
     ('NMC604', 'triton-kernel', 'review', 'Triton kernels are reviewed: write them in PyTorch, or as NKI kernels'),
     ('NMC605', 'cuda-extension', 'review', '`torch.utils.cpp_extension` CUDA sources are reviewed: port the kernels to NKI or PyTorch'),
     ('NMC606', 'hf-device-map', 'review', 'Hugging Face `device_map="auto"`/`"cuda"` is reviewed: TorchNeuron\'s is `device_map="neuron"`'),
+    ('NMC801', 'cuda-torch-build', 'fix', 'a CUDA build of torch (`torch==X+cuNNN`) becomes the TorchNeuron set'),
+    ('NMC802', 'cuda-wheel-index', 'fix', 'the PyTorch CUDA wheel index becomes the CPU wheel index beside the Neuron index'),
+    ('NMC803', 'nvidia-package', 'fix', '`nvidia-*` CUDA libraries are removed; other NVIDIA and GPU-only packages are reviewed'),
+    ('NMC804', 'cuda-base-image', 'review', 'CUDA and NGC base images move to a Neuron deep learning container'),
+    ('NMC805', 'cuda-visible-devices-env', 'review', '`CUDA_VISIBLE_DEVICES` is reviewed: the runtime reads `NEURON_RT_VISIBLE_CORES`'),
+    ('NMC806', 'gpu-resource-request', 'review', '`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` become Neuron requests'),
+    ('NMC807', 'gpu-tool', 'review', "`nvidia-smi`, `nvcc` and `TORCH_CUDA_ARCH_LIST` are reviewed with Neuron's tools"),
 )

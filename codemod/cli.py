@@ -213,6 +213,7 @@ def scan(
     target: Target = None,
     force: Force = False,
     stdin_filename: StdinFilename = None,
+    sources: From = None,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -220,7 +221,8 @@ def scan(
     setup files, Pipfiles, conda environments, Dockerfiles, shell scripts, YAML and the
     install and shell lines of notebooks, and Pythons older than the 3.12 TorchNeuron needs
     (base images, requires-python, .python-version, CI workflows); never code (that is
-    `check`).
+    `check`). With `--from cuda`, also the CUDA stack: `torch==X+cuNNN` pins, the CUDA wheel
+    index, `nvidia-*` packages, CUDA base images, CUDA_VISIBLE_DEVICES and GPU requests.
 
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
@@ -228,7 +230,8 @@ def scan(
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
-                      stdin_filename=stdin_filename, target=_target(target)))
+                      stdin_filename=stdin_filename, target=_target(target),
+                      sources=_sources(sources)))
 
 
 @app.command(cls=Command)

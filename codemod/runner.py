@@ -459,7 +459,8 @@ def _needs_engine(path: Path, job: Job) -> bool:
         from neuron_migrate.analysis.readiness import mentions_torch
 
         return mentions_torch(data)
-    return job.registry.prefilter(data) or deps.mentions_neuron(data) or launches
+    cuda = "cuda" in job.registry.options.sources
+    return job.registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
 
 
 def _write(result: FileResult) -> FileResult:

@@ -57,8 +57,10 @@ def test_crlf_and_bom_survive_a_fix(after: Path, monkeypatch: pytest.MonkeyPatch
     before = after.parent.parent / "before" / after.name
     monkeypatch.chdir(before.parent)  # where the scripts its launch lines start are
     convert = lambda data: BOM + data.replace(b"\n", b"\r\n")  # noqa: E731
-    unsafe = (after.parent.parent / "findings.txt").read_text().startswith("# unsafe-fixes")
-    result = scan_source(after.name, convert(before.read_bytes()), registry(unsafe_fixes=unsafe),
+    headers = (after.parent.parent / "findings.txt").read_text().splitlines()
+    sources = frozenset({"xla", "cuda"} if "# from cuda" in headers else {"xla"})
+    result = scan_source(after.name, convert(before.read_bytes()),
+                         registry(unsafe_fixes="# unsafe-fixes" in headers, sources=sources),
                          fix=True)
     assert result.new_source == convert(after.read_bytes())
 

@@ -33,6 +33,10 @@ REQUIREMENTS = re.compile(r"(requirements|constraints)[\w.-]*\.(txt|in|pip)$|"
                           r"[\w.-]*[-_.](requirements|constraints)\.(txt|in|pip)$")
 PREFILTER = (b"neuron", b"xla", b"pjrt", b"trn1", b"inf2", b"bucket_")
 PYTHON_RULES = (PYTHON_IMAGE, REQUIRES_PYTHON, PYTHON_PIN)
+CUDA_PREFILTER = (b"cuda", b"+cu", b"whl/cu", b"nvidia", b"--gpus", b"--gres", b"nvcc",
+                  b"pytorch/pytorch", b"flash", b"xformers", b"bitsandbytes", b"apex",
+                  b"triton", b"pynvml", b"cupy")
+"""With `--from cuda`: every NMC8xx finding needs one of these too."""
 LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
 """Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
@@ -87,11 +91,13 @@ def is_dependency_file(path: Path) -> bool:
     return kind_of(path) is not None
 
 
-def mentions_neuron(data: bytes) -> bool:
-    """Every NM8xx finding needs one of these words; a file without them is not parsed (a
-    large YAML data file costs a substring search, not a YAML parse)."""
+def mentions_neuron(data: bytes, cuda: bool = False) -> bool:
+    """Every NM8xx finding needs one of these words (and every NMC8xx one, with `cuda`, one
+    of CUDA's); a file without them is not parsed (a large YAML data file costs a substring
+    search, not a YAML parse)."""
     lowered = data.lower()
-    return any(token in lowered for token in PREFILTER)
+    tokens = PREFILTER + CUDA_PREFILTER if cuda else PREFILTER
+    return any(token in lowered for token in tokens)
 
 
 def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
@@ -122,7 +128,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     kind = kind_of(Path(path))
     if kind is None:
         return FileResult(path, original=data)
-    pins = mentions_neuron(data) or may_launch(path, kind, data, registry)
+    cuda = "cuda" in registry.options.sources
+    pins = mentions_neuron(data, cuda) or may_launch(path, kind, data, registry)
     python = may_choose_python(kind, data, registry)
     if not (pins or python):
         return FileResult(path, original=data)

@@ -8,11 +8,10 @@ to, and the edits that make the change when the reader could offer them.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 
-from neuron_migrate.deps import ids
-from neuron_migrate.deps.emit import Emitter
-from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest
+from neuron_migrate.deps import cuda, ids
+from neuron_migrate.deps.emit import Emitter, from_cuda
+from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest, Verdict
 from neuron_migrate.deps.versions import (
     CPU_INDEX, CURRENT_COMPILER, NATIVE_COMPILER, NATIVE_ERA_TORCH, NATIVE_NEURONX, NATIVE_NKI,
     NATIVE_TORCH, NATIVE_TORCH_VERSION, Lineage, admits, exact_version, is_cpu_index,
@@ -48,15 +47,6 @@ NEURON_PACKAGES = frozenset({NEURONX, "neuronx-cc", "libneuronxla", "torch-neuro
                              *REPLACED_BY})
 
 
-@dataclass(frozen=True)
-class Verdict:
-    rule_id: str
-    offset: int
-    message: str
-    edits: tuple[Edit | None, ...] = ()
-    suggestion: str | None = None
-
-
 class Group:
     """The requirements one check can see: its own and the shared ones, indexed by name
     (a generated requirements file can list thousands)."""
@@ -88,7 +78,10 @@ def verdicts(manifest: Manifest) -> Iterator[Verdict]:
 
 
 def emit(manifest: Manifest, emitter: Emitter, source_hint: str = "") -> None:
-    for verdict in verdicts(manifest):
+    found = list(verdicts(manifest))
+    if from_cuda(emitter.registry):
+        found += cuda.verdicts(manifest)
+    for verdict in found:
         if manifest.lock_command is not None:
             message = (f"{verdict.message} (generated file: change the pins in "
                        f"{source_hint or 'the project file'}, then run "

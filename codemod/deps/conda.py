@@ -39,12 +39,23 @@ def _pip_list(text: str, items: SequenceNode, manifest: Manifest) -> None:
             option, _, url = value.replace("=", " ", 1).partition(" ")
             if option in ("--extra-index-url", "--index-url", "-i") and span is not None:
                 manifest.indexes.append(Index(url.strip(), span[0],
-                                              add_after=_adder(text, span, "--extra-index-url ")))
+                                              add_after=_adder(text, span, "--extra-index-url "),
+                                              replace=_url_replacer(text, span, url.strip())))
             continue
         requirement = parse_requirement(value)
         if requirement is not None and span is not None:
             manifest.entries.append(entry_from(requirement, value, span[0],
                                                **_edits(text, span, value)))
+
+
+def _url_replacer(text: str, span: tuple[int, int], url: str):
+    """The URL written in place, when the item ends with it as the file has it."""
+    if not url or not text[span[0]:span[1]].endswith(url):
+        return None
+
+    def replace(new: str) -> Edit:
+        return Edit(span[1] - len(url), span[1], new)
+    return replace
 
 
 def _line(text: str, position: int) -> tuple[int, int]:

@@ -22,6 +22,12 @@ def rule_enabled(registry: Registry, rule_id: str) -> bool:
     return registry.options.enabled(rule_id)
 
 
+def from_cuda(registry: Registry) -> bool:
+    """Whether the run migrates CUDA code too (`--from cuda`): the NMC8xx checks run only then,
+    since many repositories keep their CUDA setup beside the Neuron one on purpose."""
+    return ids.CUDA in registry.options.sources
+
+
 class Emitter:
     """Collects the findings for one text; knows where each offset is.
 
@@ -53,12 +59,13 @@ class Emitter:
 
     def report(self, rule_id: str, offset: int, message: str,
                edits: Sequence[Edit | None] = (), suggestion: str | None = None) -> None:
-        if not rule_enabled(self.registry, rule_id):
+        if not rule_enabled(self.registry, rule_id) or \
+                (rule_id in ids.CUDA_KINDS and not from_cuda(self.registry)):
             return
         editable = self.can_edit if isinstance(self.can_edit, bool) else \
             rule_id in self.can_edit
         usable = editable and bool(edits) and all(e is not None for e in edits)
-        kind = ids.KINDS[rule_id] if usable else Kind.REVIEW
+        kind = ids.ALL_KINDS[rule_id] if usable else Kind.REVIEW
         applied = usable and self._accept(kind, [e for e in edits if e is not None])
         line, column = self.position(offset)
         if kind is Kind.UNSAFE_FIX and not applied and suggestion is None:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 
-from neuron_migrate.deps.versions import RELEVANT, name_of
+from neuron_migrate.deps.versions import RELEVANT, is_cuda_relevant, name_of
 
 
 @dataclass(frozen=True)
@@ -47,6 +47,9 @@ class Entry:
     rewrite: Rewrite | None = None
     remove: Edit | None = None
     insert: Insert | None = None
+    command: int | None = None
+    """For a pip command line: where its arguments start, so that its own index options
+    are told from another command's (None: the file's indexes all apply)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,22 @@ class Index:
     group: str = ""
     add_after: Insert | None = None
     """Given index URLs, the edit adding them as further extra indexes beside this one."""
+    replace: Rewrite | None = None
+    """Given a URL, the edit that writes it in place of this one's (None: not in one piece)."""
+    command: int | None = None
+    """As `Entry.command`: the pip command whose option this is (None: every command's)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A check's decision (`check.py`, `cuda.py`): a rule, where, what to change to, and the
+    edits that make the change when the reader could offer them."""
+
+    rule_id: str
+    offset: int
+    message: str
+    edits: tuple[Edit | None, ...] = ()
+    suggestion: str | None = None
 
 
 @dataclass
@@ -83,7 +102,8 @@ class Manifest:
 def is_relevant(text: str) -> bool:
     """Whether a requirement names a package the checks look at (read from the name alone,
     so the thousands of other lines in a generated file are never parsed)."""
-    return name_of(written_head(text)[0]) in RELEVANT
+    name = name_of(written_head(text)[0])
+    return name in RELEVANT or is_cuda_relevant(name)
 
 
 def parse_requirement(text: str) -> Requirement | None:

@@ -51,3 +51,25 @@ KINDS: dict[str, Kind] = {
     PYTHON_PIN: Kind.REVIEW,
 }
 """The kind of a finding whose edit can be made; a finding without an edit is `review`."""
+
+# `--from cuda` (issue 19): the CUDA stack's pins, indexes, images and GPU requests. They fire
+# only when the run migrates from CUDA (`Options.sources`).
+CUDA = "cuda"
+CUDA_TORCH = "NMC801"
+CUDA_INDEX = "NMC802"
+NVIDIA_PACKAGE = "NMC803"
+CUDA_IMAGE = "NMC804"
+CUDA_VISIBLE = "NMC805"
+GPU_REQUEST = "NMC806"
+GPU_TOOL = "NMC807"
+
+CUDA_KINDS: dict[str, Kind] = {
+    CUDA_TORCH: Kind.FIX,
+    CUDA_INDEX: Kind.FIX,
+    NVIDIA_PACKAGE: Kind.FIX,
+    CUDA_IMAGE: Kind.REVIEW,
+    CUDA_VISIBLE: Kind.REVIEW,
+    GPU_REQUEST: Kind.REVIEW,
+    GPU_TOOL: Kind.REVIEW,
+}
+ALL_KINDS: dict[str, Kind] = {**KINDS, **CUDA_KINDS}

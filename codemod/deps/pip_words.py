@@ -25,16 +25,18 @@ def read_pip_install(arguments: list[Word], text: str, variables: dict[str, Vari
     parsed = [(w, _requirement(w, variables)) for w in words]
     found = [(w, r) for w, r in parsed if r is not None]
     removable_only = all(name_of(r.name) in REMOVABLE for _, r in found)
+    command = arguments[0].start if arguments else None
     for word, requirement in found:
         value = expand(word.value, variables) or word.value
         manifest.entries.append(entry_from(
             requirement, value, word.start, group,
             rewrite=_rewriter(word, text, variables),
             remove=None if removable_only else remove_word(word, text),
-            insert=_inserter(word)))
+            insert=_inserter(word), command=command))
     for word, url in indexes:  # a computed URL (`$NEURON_INDEX`) is judged by its value
         manifest.indexes.append(Index(expand(url, variables) or url, word.start, group,
-                                      add_after=_index_adder(word)))
+                                      add_after=_index_adder(word),
+                                      replace=_url_replacer(word, url), command=command))
 
 
 def _requirement(word: Word, variables: dict[str, Variable]):
@@ -95,6 +97,20 @@ def _index_adder(word: Word):
     return add_after
 
 
+def _url_replacer(word: Word, url: str):
+    """The URL written in place, when the word ends with it as written (`--index-url=URL` or
+    the URL word itself, in one piece, perhaps quoted whole)."""
+    closing = len(word.quote) if word.quote and word.raw.endswith(word.quote) else 0
+    written = word.raw[:len(word.raw) - closing]
+    if "$" in url or not url or not word.contiguous or not written.endswith(url):
+        return None
+    end = word.end - closing
+
+    def replace(new: str) -> Edit:
+        return Edit(end - len(url), end, new)
+    return replace
+
+
 def remove_word(word: Word, text: str) -> Edit | None:
     """Delete a word and one run of the blanks around it, or its whole continuation line."""
     if not word.contiguous:
@@ -111,8 +127,9 @@ def remove_word(word: Word, text: str) -> Edit | None:
         if previous.endswith("\\"):
             cut = len(previous[:-1].rstrip(" \t"))
             return Edit(cut, line_start + len(line), "")
-    after = len(text[word.end:line_end]) - len(text[word.end:line_end].lstrip(" \t"))
-    if after and text[word.end + after:line_end].strip():
-        return Edit(word.start, word.end + after, "")
     before = len(text[line_start:word.start]) - len(text[line_start:word.start].rstrip(" \t"))
-    return Edit(word.start - before, word.end, "")
+    if before and text[line_start:word.start - before].strip():
+        # the blanks before it: two neighbours removed at once then never share one
+        return Edit(word.start - before, word.end, "")
+    after = len(text[word.end:line_end]) - len(text[word.end:line_end].lstrip(" \t"))
+    return Edit(word.start, word.end + after, "")

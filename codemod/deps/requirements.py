@@ -84,14 +84,26 @@ def _read_indexes(line: LogicalLine, words: list[tuple[int, str]], newline: str,
         option, _, value = word.partition("=")
         if option not in INDEX_OPTIONS:
             continue
+        at = start + len(option) + 1
         if not value and i + 1 < len(words):
-            value = words[i + 1][1]
+            at, value = words[i + 1]
 
         def add_after(urls: Sequence[str]) -> Edit:
             return Edit(line.last.content_end, line.last.content_end,
                         "".join(f"{newline}--extra-index-url {u}" for u in urls))
 
-        manifest.indexes.append(Index(value, line.offset(start), add_after=add_after))
+        manifest.indexes.append(Index(value, line.offset(start), add_after=add_after,
+                                      replace=_url_replacer(line, at, value)))
+
+
+def _url_replacer(line: LogicalLine, start: int, url: str):
+    if not url or not line.contiguous(start, start + len(url)):
+        return None
+    begin = line.offset(start)
+
+    def replace(new: str) -> Edit:
+        return Edit(begin, begin + len(url), new)
+    return replace
 
 
 def scan(text: str, emitter: Emitter, path: str = "") -> None:

@@ -28,9 +28,11 @@ def scan_setup_py(text: str, emitter: Emitter, path: str = "") -> None:
     except ValueError as error:  # null bytes, on some Python versions
         raise Unparsable(0, f"not valid Python ({error})") from None
     manifest = Manifest(not_edited=SETUP_PY)
+    own_name = {id(k.value) for k in ast.walk(tree) if isinstance(k, ast.keyword)
+                and k.arg == "name"}  # `setup(name="apex")` names the project, not a need
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) \
-                and "\n" not in node.value:
+                and "\n" not in node.value and id(node) not in own_name:
             requirement = parse_requirement(node.value)
             if requirement is not None:
                 offset = emitter.starts[node.lineno - 1] + len(

@@ -7,7 +7,7 @@ import re
 
 from packaging.version import InvalidVersion, Version
 
-from neuron_migrate.deps import ids
+from neuron_migrate.deps import cuda, ids
 from neuron_migrate.deps.emit import Emitter
 
 REMOVE = "remove it: TorchNeuron does not read it"
@@ -62,6 +62,7 @@ def xla_variable_advice(name: str) -> str | None:
 
 def check_variable(name: str, value: str, offset: int, emitter: Emitter) -> None:
     """An environment variable set in a container or script."""
+    cuda.check_variable(name, offset, emitter)
     advice = xla_variable_advice(name)
     if advice is not None:
         emitter.report(ids.XLA_ENV_VAR, offset, f"`{name}` is a PyTorch/XLA setting; {advice}")
@@ -105,13 +106,15 @@ def xla_venv_message(venv: str) -> str:
 
 
 def check_image(reference: str, offset: int, emitter: Emitter) -> None:
+    cuda.check_image(reference, offset, emitter)
     message = xla_image_message(reference)
     if message is not None:
         emitter.report(ids.XLA_IMAGE, offset, message)
 
 
 def scan_text_signals(text: str, emitter: Emitter) -> None:
-    """Instance types and DLAMI virtualenvs, wherever they appear in the file."""
+    """Instance types, DLAMI virtualenvs and GPU requests, wherever they appear in the file."""
+    cuda.scan_text(text, emitter)
     for match in INSTANCE.finditer(text):
         emitter.report(ids.OLD_INSTANCE, match.start(),
                        f"`{match.group()}` is an Inf2/Trn1 instance; TorchNeuron supports "

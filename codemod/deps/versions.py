@@ -8,6 +8,7 @@ no hand-written interpretation.
 from __future__ import annotations
 
 import enum
+import re
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
@@ -127,3 +128,54 @@ def is_neuron_index(url: str) -> bool:
 
 def is_cpu_index(url: str) -> bool:
     return "download.pytorch.org/whl/cpu" in url
+
+
+# `--from cuda` (native-api.md 5.2: the TorchNeuron install takes torch from the CPU index and
+# torch-neuronx from the Neuron index)
+NEURON_INDEX = f"https://{NEURON_INDEX_HOST}"
+CUDA_COMPANIONS = frozenset({"torchvision", "torchaudio"})
+"""Built per CUDA release beside torch (`torchvision==0.18.1+cu121`); their release for torch
+2.14.0 is not one this tool knows, so they are reviewed."""
+CUDA_RUNTIME_WHEEL = re.compile(
+    r"nvidia-(?:cublas|cuda-cupti|cuda-nvrtc|cuda-runtime|cuda-nvcc|cudnn|cufft|cufile|curand|"
+    r"cusolver|cusparse|cusparselt|nccl|nvjitlink|nvtx|nvshmem)-cu\d+")
+"""The CUDA libraries torch's CUDA wheels install (PEP 503 names): nothing but CUDA uses them."""
+CUDA_INDEX = re.compile(r"download\.pytorch\.org/whl/(?:nightly/|test/)?cu\d+")
+CUDA_LABEL = re.compile(r"\+cu\d+$")
+
+
+def is_cuda_index(url: str) -> bool:
+    """A PyTorch CUDA wheel index (`https://download.pytorch.org/whl/cu121`)."""
+    return CUDA_INDEX.search(url) is not None
+
+
+def cuda_label(spec: SpecifierSet | None) -> str | None:
+    """The `+cuNNN` local label a pin carries (`torch==2.3.1+cu121`), or None."""
+    for specifier in spec or ():
+        match = CUDA_LABEL.search(specifier.version)
+        if match is not None:
+            return match.group()[1:]
+    return None
+
+
+GPU_ONLY = {
+    "flash-attn": "build-time CUDA kernels; use `torch.nn.functional.scaled_dot_product_attention`"
+                  " (NMC602 in the code)",
+    "xformers": "CUDA attention kernels; use `torch.nn.functional.scaled_dot_product_attention` "
+                "(NMC602 in the code)",
+    "bitsandbytes": "CUDA-only 8-bit optimizers and quantization; use the plain torch.optim "
+                    "optimizer (NMC603 in the code)",
+    "apex": "NVIDIA Apex's fused CUDA kernels; plain PyTorch replaces them (NMC601 in the code)",
+    "triton": "GPU kernels; write them in PyTorch or as NKI kernels (NMC604 in the code)",
+    "cupy-cuda11x": "CUDA arrays; use torch tensors or NumPy",
+    "cupy-cuda12x": "CUDA arrays; use torch tensors or NumPy",
+    "pynvml": "NVML queries of NVIDIA GPUs; Neuron devices are watched with `neuron-monitor`, "
+              "`neuron-top` and `neuron-ls`",
+}
+"""GPU-only packages without an `nvidia-` name: what replaces each (the code rules NMC6xx
+review their uses)."""
+
+
+def is_cuda_relevant(name: str) -> bool:
+    """A requirement the `--from cuda` checks look at besides RELEVANT's."""
+    return name in CUDA_COMPANIONS or name in GPU_ONLY or name.startswith("nvidia-")

@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from yaml.nodes import Node, ScalarNode, SequenceNode
 
-from neuron_migrate.deps import ids
+from neuron_migrate.deps import cuda, ids
 from neuron_migrate.deps.commands import Word
 from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Edit
@@ -40,7 +40,8 @@ def _mapping(node: Node, emitter: Emitter) -> None:
     fields = {key.value: value for key, value in pairs(node)}
     _argv(fields, emitter)
     name, value = scalar(fields.get("name")), scalar(fields.get("value"))
-    if name is not None and value is not None and xla_variable_advice(name) is not None:
+    if name is not None and value is not None and \
+            (xla_variable_advice(name) is not None or name in cuda.VARIABLES):
         check_variable(name, value, fields["name"].start_mark.index, emitter)
     for key, child in pairs(node):
         text = scalar(child)
