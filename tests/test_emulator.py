@@ -147,6 +147,19 @@ PROBES = {
         result = [out.tolist(), COUNTERS.graphs_compiled - before,
                   sum(torch._dynamo.utils.counters["graph_break"].values()), stats]
     """,
+    "torch_compile_of_a_module_is_tracked": """
+        from neuron_migrate.emulator.counters import COUNTERS
+        class Tower(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 2)
+            def forward(self, x):
+                return self.fc(x).relu()
+        tower = torch.compile(Tower().to("neuron"), backend="neuron", dynamic=False)
+        for rows in (2, 3, 2, 3):
+            tower(torch.randn(rows, 4, device="neuron"))
+        result = [s.as_dict() for s in COUNTERS.compiled.values() if s.function == "Tower.forward"]
+    """,
     "float64_on_the_device_is_counted_and_warned_once": """
         import warnings
         from neuron_migrate.emulator.counters import COUNTERS
@@ -335,3 +348,8 @@ def test_sparse_and_nested_tensors_are_refused_on_the_device(probes: dict, probe
 
 def test_nested_tensors_on_the_cpu_are_left_alone(probes: dict) -> None:
     assert probes["nested_on_the_cpu_is_fine"]["result"] == [True, "cpu"]
+
+
+def test_torch_compile_of_a_module_is_tracked_under_its_class_name(probes: dict) -> None:
+    assert probes["torch_compile_of_a_module_is_tracked"]["result"] == [
+        {"function": "Tower.forward", "graphs": 2, "shapes": 2, "recompiles": 1, "calls": 4}]
