@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 import neuron_migrate.smoke.run
 from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text
+from neuron_migrate.smoke.diagnosis import relative
 from neuron_migrate.smoke.report import render_json, render_text
 from neuron_migrate.smoke.run import SmokeOptions, SmokeResult, run_smoke, smoke, summarise, Worker
 from neuron_migrate.smoke.run import worker_environment
@@ -88,6 +89,7 @@ def test_float64_on_the_device_is_a_counted_warning_naming_the_first_line(runs: 
     assert result.float64_tensors >= 1
     assert result.float64_location["line"] == _line_of("# float64 on the device")
     assert "float64 executes as float32 on TorchNeuron" in _text(result)
+    assert _text(result).startswith("smoke PASSED with 1 warning")
     assert json.loads(render_json(result))["float64_tensors"] == result.float64_tensors
 
 
@@ -163,6 +165,9 @@ def test_the_first_float64_frame_is_the_scripts() -> None:
               {"file": "/venv/lib/python3.11/site-packages/torch/x.py", "line": 1, "function": "f"}]
     result = _summary(_outcome(float64_tensors=4, float64_first=frames))
     assert result.float64_location["line"] == 7
+    assert result.warnings == ["4 float64 tensors made on the device (the first at "
+                               f"{relative(str(SCRIPT))}:7): float64 executes as float32 on "
+                               "TorchNeuron"]
     assert any(line.startswith("  warning: 4 float64 tensors made on the device (the first at ")
                for line, _ in render_text(result))
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.smoke.diagnosis import relative
 
@@ -54,8 +54,6 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
     lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
     lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
     lines.extend(_compiled_lines(result))
-    if result.float64_tensors:
-        lines.append((f"  warning: {_float64_line(result)}", "warning"))
     lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
                   f"{len(result.ops)}", "plain"))
     if result.ops:
@@ -86,10 +84,10 @@ def _compiled_lines(result: SmokeResult) -> list[tuple[str, str]]:
     return lines
 
 
-def _float64_line(result: SmokeResult) -> str:
-    where = result.float64_location
+def float64_warning(count: int, where: dict[str, Any] | None) -> str:
+    """The warning for float64 tensors made on the device (TorchNeuron runs them as float32)."""
     at = f" (the first at {relative(where['file'])}:{where['line']})" if where else ""
-    return (f"{_plural(result.float64_tensors, 'float64 tensor')} made on the device{at}: "
+    return (f"{_plural(count, 'float64 tensor')} made on the device{at}: "
             f"float64 executes as float32 on TorchNeuron")
 
 

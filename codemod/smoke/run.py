@@ -36,7 +36,7 @@ from rich.text import Text
 
 from neuron_migrate import emulator
 from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
-from neuron_migrate.smoke.report import render_json, render_text
+from neuron_migrate.smoke.report import float64_warning, render_json, render_text
 from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # the folder whose sitecustomize.py installs the emulator in each worker
@@ -265,6 +265,8 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
     result.float64_tensors = max((o.get("float64_tensors", 0) for o in outcomes), default=0)
     first = next((o["float64_first"] for o in outcomes if o.get("float64_first")), None)
     result.float64_location = pick_frame(first, str(options.script)) if first else None
+    if result.float64_tensors:
+        result.warnings.append(float64_warning(result.float64_tensors, result.float64_location))
     result.stopped_after_steps = next((o["stopped_after_steps"] for o in outcomes
                                        if o.get("stopped_after_steps")), None)
     install = [w for w in workers if w.returncode == INSTALL_FAILED and "could not install" in w.stderr_tail]
