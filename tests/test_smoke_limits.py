@@ -160,6 +160,15 @@ def test_one_shape_is_reported_without_advice_and_uncalled_functions_not_at_all(
     assert not any("inner" in line or "pad or bucket" in line for line in lines)
 
 
+def test_more_shapes_than_graphs_names_dynamos_recompile_limit() -> None:
+    # what Dynamo does with 12 shapes: 8 graphs (its recompile limit), the rest uncompiled
+    result = _summary(_outcome(compiled=[
+        {"function": "Net.forward", "graphs": 8, "shapes": 12, "recompiles": 7, "calls": 12}]))
+    line = next(line for line, _ in render_text(result) if "Net.forward" in line)
+    assert line.startswith("    Net.forward compiled 8 graphs for 12 input shapes: pad or bucket")
+    assert "recompile limit" in line and "run uncompiled" in line
+
+
 def test_the_first_float64_frame_is_the_scripts() -> None:
     frames = [{"file": str(SCRIPT), "line": 7, "function": "<module>"},
               {"file": "/venv/lib/python3.11/site-packages/torch/x.py", "line": 1, "function": "f"}]

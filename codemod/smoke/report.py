@@ -77,8 +77,13 @@ def _compiled_lines(result: SmokeResult) -> list[tuple[str, str]]:
         text = (f"    {entry['function']} compiled {_plural(entry['graphs'], 'graph')} for "
                 f"{_plural(entry['shapes'], 'input shape')}")
         if entry["shapes"] > 1:
-            lines.append((text + ": pad or bucket the inputs (TorchNeuron compiles a graph "
-                          "per input shape)", "warning"))
+            text += (": pad or bucket the inputs (TorchNeuron compiles a graph per input "
+                     "shape)")
+            if entry["shapes"] > entry["graphs"]:
+                text += ("; fewer graphs than shapes: past Dynamo's recompile limit "
+                         "(torch._dynamo.config.recompile_limit, 8 by default) new shapes "
+                         "run uncompiled")
+            lines.append((text, "warning"))
         else:
             lines.append((text, "plain"))
     return lines
