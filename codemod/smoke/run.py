@@ -359,7 +359,9 @@ def smoke(
         "--max-recompiles", min=0, metavar="N",
         help="Fail the run when a function compiled with backend=\"neuron\" compiles more "
         "than N graphs after its first call (TorchNeuron compiles a graph per input shape: "
-        "each new shape is a recompile of minutes on Trainium).")] = None,
+        "each new shape is a recompile of minutes on Trainium). Dynamo stops recompiling a "
+        "function at its recompile limit (8 graphs by default) and runs further shapes "
+        "uncompiled, which the report shows as fewer graphs than shapes.")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
                                      help="Report format: text or json.")] = "text",
     python: Annotated[Optional[str], typer.Option(
