@@ -7,13 +7,13 @@ and says nothing about whether neuronx-cc would compile them.
 
 from __future__ import annotations
 
+import types
 import warnings
 from typing import Any, Callable
 
 import torch
 
-from . import NAME
-from .counters import COUNTERS
+from . import NAME, recompiles
 
 
 class DynamicShapesRejected(RuntimeError):
@@ -34,7 +34,7 @@ def backend(gm: torch.fx.GraphModule, example_inputs: list[Any], **kwargs: Any) 
         raise DynamicShapesRejected(
             "the neuron torch.compile backend needs static shapes (compile with "
             "dynamic=False); got a symbolic shape")
-    COUNTERS.graphs_compiled += 1
+    recompiles.note_graph()
 
     def run_eagerly(graph: torch.fx.GraphModule, inputs: Any) -> Callable[..., Any]:
         return make_boxed_func(graph.forward)
@@ -95,12 +95,16 @@ def _rewrap_fakified_outputs(compiled: Callable[..., Any], neuron: list[bool],
 def patch_compile(before_first_use: Callable[[], None]) -> None:
     """Apply the documented rules for backend="neuron": dynamic=True is rejected, dynamic=None
     means static shapes with a recompile per new shape, other modes warn and are ignored.
-    ``nn.Module.compile`` calls ``torch.compile``, so it follows the same rules.
+    ``nn.Module.compile`` calls ``torch.compile``, so it follows the same rules. Each compiled
+    function is tracked (emulator/recompiles.py) to report its graphs per input shape.
     ``before_first_use`` registers the backend with Dynamo (imported lazily: it is slow)."""
     original = torch.compile
 
     def compile(model: Any = None, **kwargs: Any) -> Any:
-        if kwargs.get("backend") == NAME:
+        if model is None:  # @torch.compile(backend="neuron", ...) as a decorator
+            return lambda fn: compile(fn, **kwargs)
+        neuron = kwargs.get("backend") == NAME
+        if neuron:
             if kwargs.get("dynamic") is True:
                 raise DynamicShapesRejected(
                     "torch.compile(backend='neuron', dynamic=True) is rejected by TorchNeuron; "
@@ -111,7 +115,31 @@ def patch_compile(before_first_use: Callable[[], None]) -> None:
                 warnings.warn(f"neuron backend: mode={mode!r} has no effect; using 'default'",
                               stacklevel=2)
         before_first_use()
-        return original(model, **kwargs) if model is not None else original(**kwargs)
+        if not neuron:
+            return original(model, **kwargs)
+        name = recompiles.label(model)
+        compiled = original(_module_call_as_in_torch_2_14(model), **kwargs)
+        if isinstance(compiled, torch.nn.Module):
+            return recompiles.track_module(compiled, name)
+        return recompiles.track(compiled, name) if callable(compiled) else compiled
 
     compile.__wrapped__ = original  # type: ignore[attr-defined]
     torch.compile = compile
+
+
+def _module_call_as_in_torch_2_14(model: Any) -> Any:
+    """``Module.compile`` compiles the bound ``_call_impl``. Torch 2.13 starts Dynamo on that
+    frame, which is in torch.nn and skipped, and a module whose ``forward`` is torch.nn's own
+    (``nn.Sequential``, ``nn.Linear``) then compiles nothing: ``model.compile()`` silently runs
+    eagerly. Torch 2.14, which TorchNeuron ships with, wraps such a call in a frame Dynamo
+    traces (``OptimizedModule._should_wrap_module_call_impl``); do the same on 2.13."""
+    from torch._dynamo import eval_frame, external_utils, trace_rules
+
+    if hasattr(eval_frame.OptimizedModule, "_should_wrap_module_call_impl"):
+        return model  # torch does it itself
+    module = getattr(model, "__self__", None)
+    if (getattr(model, "__name__", "") == "_call_impl" and isinstance(module, torch.nn.Module)
+            and isinstance(module.forward, types.MethodType)
+            and trace_rules.check(module.forward)):
+        return external_utils.wrap_inline(model)
+    return model

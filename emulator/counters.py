@@ -21,6 +21,12 @@ class Counters:
     # since the last optimizer step, and whether a process group was ever seen
     largest_reduction: int = 0
     process_group_seen: bool = False
+    # TorchNeuron's limits (emulator/limits.py): float64 tensors made on the device, and the
+    # stack where the first one was made
+    float64_tensors: int = 0
+    float64_first: list[dict[str, Any]] | None = None
+    # per compiled function (emulator/recompiles.py), in the order they were compiled
+    compiled: dict[int, Any] = field(default_factory=dict)
 
     def ops(self) -> dict[str, int]:
         """Executions per op packet (``aten::addmm``), overloads folded together."""
@@ -33,7 +39,10 @@ class Counters:
     def snapshot(self) -> dict[str, Any]:
         return {"optimizer_steps": self.optimizer_steps,
                 "graphs_compiled": self.graphs_compiled,
-                "ops": self.ops()}
+                "ops": self.ops(),
+                "float64_tensors": self.float64_tensors,
+                "float64_first": self.float64_first,
+                "compiled": [stats.as_dict() for stats in self.compiled.values()]}
 
 
 COUNTERS = Counters()

@@ -94,6 +94,17 @@ _PATTERNS = (
        "torch.compile(..., dynamic=True) or a symbolic shape: the neuron backend compiles "
        "static shapes only. Use dynamic=False; a new input shape recompiles.",
        ("DynamicShapesRejected",), r"dynamic=True|static shapes"),
+    _p("too-many-recompiles",
+       "a compiled function recompiled more often than --max-recompiles allows: TorchNeuron "
+       "compiles static shapes only, so every new input shape compiles another graph (minutes "
+       "each on Trainium). Pad or bucket the inputs to a few fixed shapes (pad sequences to "
+       "fixed lengths, DataLoader(drop_last=True) for the last, smaller batch).",
+       ("TooManyRecompiles",), r"recompiled"),
+    _p("unsupported-on-neuron",
+       "a sparse or nested tensor reached the neuron device: TorchNeuron does not support "
+       "torch.sparse or torch.nested. Keep such tensors on the CPU, or use dense, padded "
+       "tensors (with a mask) on the device.",
+       ("UnsupportedOnNeuron",), r"not supported on the neuron device"),
     _p("xla-era-neuronx-api",
        "an XLA-era torch_neuronx API (such as torch_neuronx.trace or xla_impl) that native "
        "TorchNeuron does not have; use eager mode or torch.compile(backend=\"neuron\").",
@@ -155,7 +166,7 @@ def diagnose_text(text: str) -> tuple[str, str, Cause | None] | None:
         return None
     for line in lines[starts[-1] + 1:]:
         match = re.match(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Failed|Backend|Diverged|"
-                         r"Rejected|Interrupt|Warning)): ?(.*)$", line)
+                         r"Rejected|Recompiles|OnNeuron|Interrupt|Warning)): ?(.*)$", line)
         if match:
             name, message = match.groups()
             return name, message, diagnose(name, message)

@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from . import NAME, compile_backend, device_module, distributed, kernels, neuronx_stub
-from . import ordinals, patches, serialization
+from . import limits, ordinals, patches, serialization
 
 TESTED_MINORS = ("2.13", "2.14")
 
@@ -89,6 +89,8 @@ def install(*, quiet: bool = True) -> types.ModuleType:
     # Module.to("neuron") must swap the Parameter objects for NeuronTensors, not set `.data`
     swap_on_conversion(True)
     kernels.register(_libraries)
+    limits.register_refusals(_libraries)
+    limits.patch_nested()
 
     # Importing Dynamo costs ~1.7 s per process; the compile wrapper does it on first use.
     compile_backend.patch_compile(_register_with_dynamo)

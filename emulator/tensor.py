@@ -15,6 +15,7 @@ import torch
 
 from . import NAME, ordinals
 from .counters import COUNTERS
+from .limits import check_output
 from .parallelism import note_op
 from .serialization import SAVING
 
@@ -171,10 +172,21 @@ def _rewrap(out: Any, elems: dict[int, NeuronTensor], index: int) -> Any:
         original = elems.get(id(out))
         if original is not None:  # in-place / out= returned its input: keep the wrapper
             return original
-        return NeuronTensor(out, index) if out.device.type == "cpu" else out
+        if out.device.type != "cpu":
+            return out
+        if out.dtype is torch.float64 or out.layout is not torch.strided or out.is_nested:
+            _check_limits(out)
+        return NeuronTensor(out, index)
     if type(out) in (list, tuple):
         return type(out)(_rewrap(x, elems, index) for x in out)
     return out
+
+
+def _check_limits(out: torch.Tensor) -> None:
+    """TorchNeuron's documented limits (emulator/limits.py); not while Dynamo traces, whose
+    fake tensors would count every float64 op twice."""
+    if not _is_fake(out):
+        check_output(out)
 
 
 def run_on_cpu(func: Any, args: tuple, kwargs: dict) -> Any:

@@ -119,6 +119,77 @@ PROBES = {
         import torch_neuronx
         torch_neuronx.trace
     """,
+    "module_compile_of_a_torch_nn_model_compiles_per_shape": """
+        from neuron_migrate.emulator.counters import COUNTERS
+        model = torch.nn.Linear(4, 2).to("neuron")
+        model.compile(backend="neuron", dynamic=False)
+        before = COUNTERS.graphs_compiled
+        for rows in (3, 3, 5):
+            model(torch.randn(rows, 4, device="neuron"))
+        stats = [s.as_dict() for s in COUNTERS.compiled.values()
+                 if s.function == "Linear.forward"]
+        result = [COUNTERS.graphs_compiled - before, stats]
+    """,
+    "a_compiled_function_inside_a_compiled_function_is_inlined": """
+        import torch._dynamo.utils
+        from neuron_migrate.emulator.counters import COUNTERS
+        @torch.compile(backend="neuron", dynamic=False)
+        def inner(x):
+            return x + 1
+        def outer(x):
+            return inner(x) * 2
+        compiled = torch.compile(outer, backend="neuron", dynamic=False)
+        before = COUNTERS.graphs_compiled
+        torch._dynamo.utils.counters["graph_break"].clear()
+        out = compiled(torch.ones(2, device="neuron"))
+        stats = {s.function: s.graphs for s in COUNTERS.compiled.values()
+                 if s.function in ("inner", "outer")}
+        result = [out.tolist(), COUNTERS.graphs_compiled - before,
+                  sum(torch._dynamo.utils.counters["graph_break"].values()), stats]
+    """,
+    "torch_compile_of_a_module_is_tracked": """
+        from neuron_migrate.emulator.counters import COUNTERS
+        class Tower(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = torch.nn.Linear(4, 2)
+            def forward(self, x):
+                return self.fc(x).relu()
+        tower = torch.compile(Tower().to("neuron"), backend="neuron", dynamic=False)
+        for rows in (2, 3, 2, 3):
+            tower(torch.randn(rows, 4, device="neuron"))
+        result = [s.as_dict() for s in COUNTERS.compiled.values() if s.function == "Tower.forward"]
+    """,
+    "float64_on_the_device_is_counted_and_warned_once": """
+        import warnings
+        from neuron_migrate.emulator.counters import COUNTERS
+        before = COUNTERS.float64_tensors
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            a = torch.ones(3, device="neuron", dtype=torch.float64)
+            b = (a * 2).sum()
+            torch.ones(3, device="neuron").sum()  # float32: not counted
+            torch.ones(3, dtype=torch.float64).sum()  # on the CPU: not counted
+        notes = [str(w.message) for w in caught if "float64" in str(w.message)]
+        result = [COUNTERS.float64_tensors - before, len(notes), notes[:1], str(b.dtype)]
+    """,
+    "sparse_on_the_device_is_refused": """
+        torch.eye(3).to_sparse().to("neuron")
+    """,
+    "sparse_made_on_the_device_is_refused": """
+        torch.eye(3, device="neuron").to_sparse_csr()
+    """,
+    "nested_on_the_device_is_refused": """
+        torch.nested.nested_tensor([torch.ones(2), torch.ones(3)], device="neuron")
+    """,
+    "jagged_nested_moved_to_the_device_is_refused": """
+        torch.nested.nested_tensor([torch.ones(2, 4), torch.ones(3, 4)],
+                                   layout=torch.jagged).to("neuron")
+    """,
+    "nested_on_the_cpu_is_fine": """
+        t = torch.nested.nested_tensor([torch.ones(2), torch.ones(3)])
+        result = [t.is_nested, str(t.device)]
+    """,
     "process_group_backend": """
         import torch.distributed as dist
         dist.init_process_group("neuron", init_method="tcp://127.0.0.1:" + str(PORT),
@@ -153,7 +224,9 @@ print("PROBES " + json.dumps(out, default=str))
 def probes() -> dict[str, dict]:
     from neuron_migrate.smoke.run import free_port
 
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # the checkout's code: keep a PYTHONPATH that maps it (benchmarks/source_tree.py)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
     code = json.dumps({k: textwrap.dedent(v) for k, v in PROBES.items()})
     python = os.environ.get("SMOKE_PYTHON", sys.executable)
     done = subprocess.run([python, "-c", RUNNER, str(free_port())], input=code,
@@ -233,3 +306,50 @@ def test_a_missing_private_hook_is_named_at_install(probes: dict) -> None:
     message, found = probes["missing_hook_names_itself"]["result"]
     assert "torch.utils.no_such_hook" in message and "tested on torch 2.13, 2.14" in message
     assert found
+
+
+def test_module_compile_of_a_bare_torch_nn_model_compiles_a_graph_per_shape(probes: dict) -> None:
+    # torch 2.13 alone compiles nothing here (the frame is skipped); 2.14, TorchNeuron's, does
+    graphs, stats = probes["module_compile_of_a_torch_nn_model_compiles_per_shape"]["result"]
+    assert graphs == 2
+    assert stats == [{"function": "Linear.forward", "graphs": 2, "shapes": 2, "recompiles": 1,
+                      "calls": 3}]
+
+
+def test_a_tracked_compiled_function_is_inlined_by_an_outer_compile(probes: dict) -> None:
+    out, graphs, breaks, stats = probes[
+        "a_compiled_function_inside_a_compiled_function_is_inlined"]["result"]
+    assert out == [4.0, 4.0]
+    assert (graphs, breaks) == (1, 0)  # one graph: the tracking wrapper broke nothing
+    assert stats == {"inner": 0, "outer": 1}
+
+
+def test_float64_on_the_device_is_counted_and_warned_once(probes: dict) -> None:
+    counted, warned, notes, dtype = probes[
+        "float64_on_the_device_is_counted_and_warned_once"]["result"]
+    assert counted == 3  # the factory, the product, the sum
+    assert warned == 1 and "executes as float32 on TorchNeuron" in notes[0]
+    assert dtype == "torch.float64"  # counted, not converted: the script's numbers stand
+
+
+@pytest.mark.parametrize(("probe", "what"), [
+    ("sparse_on_the_device_is_refused", "sparse tensors"),
+    ("sparse_made_on_the_device_is_refused", "sparse tensors"),
+    ("nested_on_the_device_is_refused", "nested tensors"),
+    ("jagged_nested_moved_to_the_device_is_refused", "nested tensors"),
+])
+def test_sparse_and_nested_tensors_are_refused_on_the_device(probes: dict, probe: str,
+                                                             what: str) -> None:
+    assert probes[probe]["error"] == "UnsupportedOnNeuron"
+    message = probes[probe]["message"]
+    assert message.startswith(what) and "not supported on the neuron device" in message
+    assert "documented limit" in message
+
+
+def test_nested_tensors_on_the_cpu_are_left_alone(probes: dict) -> None:
+    assert probes["nested_on_the_cpu_is_fine"]["result"] == [True, "cpu"]
+
+
+def test_torch_compile_of_a_module_is_tracked_under_its_class_name(probes: dict) -> None:
+    assert probes["torch_compile_of_a_module_is_tracked"]["result"] == [
+        {"function": "Tower.forward", "graphs": 2, "shapes": 2, "recompiles": 1, "calls": 4}]

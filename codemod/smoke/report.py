@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.smoke.paths import relative
 
@@ -53,12 +53,47 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
         stop = f" (the script ended before the {result.steps_requested} asked)"
     lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
     lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
+    lines.extend(_compiled_lines(result))
     lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
                   f"{len(result.ops)}", "plain"))
     if result.ops:
-        lines.append(("    " + ", ".join(result.ops), "dim"))
+        lines.append(("    " + ", ".join(f"{name} {count}" for name, count in result.ops.items()),
+                      "dim"))
     lines.append((f"  {POSITIONING}", "dim"))
     return lines
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def _compiled_lines(result: SmokeResult) -> list[tuple[str, str]]:
+    """One line per compiled function: its graphs for its input shapes, with the advice when
+    shapes vary (TorchNeuron compiles a graph per input shape)."""
+    lines = []
+    for entry in result.compiled:
+        if not entry["calls"]:
+            continue
+        text = (f"    {entry['function']} compiled {_plural(entry['graphs'], 'graph')} for "
+                f"{_plural(entry['shapes'], 'input shape')}")
+        if entry["shapes"] > 1:
+            text += (": pad or bucket the inputs (TorchNeuron compiles a graph per input "
+                     "shape)")
+            if entry["shapes"] > entry["graphs"]:
+                text += ("; fewer graphs than shapes: past Dynamo's recompile limit "
+                         "(torch._dynamo.config.recompile_limit, 8 by default) new shapes "
+                         "run uncompiled")
+            lines.append((text, "warning"))
+        else:
+            lines.append((text, "plain"))
+    return lines
+
+
+def float64_warning(count: int, where: dict[str, Any] | None) -> str:
+    """The warning for float64 tensors made on the device (TorchNeuron runs them as float32)."""
+    at = f" (the first at {relative(where['file'])}:{where['line']})" if where else ""
+    return (f"{_plural(count, 'float64 tensor')} made on the device{at}: "
+            f"float64 executes as float32 on TorchNeuron")
 
 
 def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:

@@ -36,7 +36,7 @@ from rich.text import Text
 
 from neuron_migrate import emulator
 from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
-from neuron_migrate.smoke.report import render_json, render_text
+from neuron_migrate.smoke.report import float64_warning, render_json, render_text
 from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
 
 # the folder whose sitecustomize.py installs the emulator in each worker
@@ -56,6 +56,7 @@ class SmokeOptions:
     timeout: float = 300.0
     python: str = sys.executable
     logs: Path | None = None
+    max_recompiles: int | None = None
 
 
 @dataclass
@@ -91,6 +92,9 @@ class SmokeResult:
     optimizer_steps: int = 0
     graphs_compiled: int = 0
     ops: dict[str, int] = field(default_factory=dict)
+    compiled: list[dict[str, Any]] = field(default_factory=list)
+    float64_tensors: int = 0
+    float64_location: dict[str, Any] | None = None
     stopped_after_steps: int | None = None
     steps_requested: int | None = None
     seconds: float = 0.0
@@ -138,6 +142,8 @@ def worker_environment(options: SmokeOptions, rank: int, report: Path,
     env.pop("NEURON_EMU_REPORT_OWNER", None)
     if options.steps:
         env["NEURON_EMU_STEPS"] = str(options.steps)
+    if options.max_recompiles is not None:
+        env["NEURON_EMU_MAX_RECOMPILES"] = str(options.max_recompiles)
     if options.nproc is not None:
         world = str(options.nproc)
         env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=world,
@@ -255,6 +261,12 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
         for name, count in outcome["ops"].items():
             ops[name] = ops.get(name, 0) + count
     result.ops = dict(sorted(ops.items()))
+    result.compiled = _compiled(outcomes)
+    result.float64_tensors = max((o.get("float64_tensors", 0) for o in outcomes), default=0)
+    first = next((o["float64_first"] for o in outcomes if o.get("float64_first")), None)
+    result.float64_location = pick_frame(first, str(options.script)) if first else None
+    if result.float64_tensors:
+        result.warnings.append(float64_warning(result.float64_tensors, result.float64_location))
     result.stopped_after_steps = next((o["stopped_after_steps"] for o in outcomes
                                        if o.get("stopped_after_steps")), None)
     install = [w for w in workers if w.returncode == INSTALL_FAILED and "could not install" in w.stderr_tail]
@@ -273,6 +285,19 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
     if not failed and not timed_out:
         _judge_parallelism(result, outcomes, options.check_replicas)
     return result
+
+
+def _compiled(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each compiled function once, with the most any worker compiled for it (ranks compile
+    the same graphs; a rank that stopped early compiled fewer)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for outcome in outcomes:
+        for index, entry in enumerate(outcome.get("compiled", [])):
+            key = f"{entry['function']}#{index}"
+            known = merged.setdefault(key, dict(entry))
+            for count in ("graphs", "shapes", "recompiles", "calls"):
+                known[count] = max(known[count], entry[count])
+    return list(merged.values())
 
 
 def _kind(error: dict[str, Any]) -> tuple[str, str]:
@@ -330,6 +355,13 @@ def smoke(
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, metavar="S",
         help="Kill the run (every worker's process group) after S seconds.")] = 300.0,
+    max_recompiles: Annotated[Optional[int], typer.Option(
+        "--max-recompiles", min=0, metavar="N",
+        help="Fail the run when a function compiled with backend=\"neuron\" compiles more "
+        "than N graphs after its first call (TorchNeuron compiles a graph per input shape: "
+        "each new shape is a recompile of minutes on Trainium). Dynamo stops recompiling a "
+        "function at its recompile limit (8 graphs by default) and runs further shapes "
+        "uncompiled, which the report shows as fewer graphs than shapes.")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
                                      help="Report format: text or json.")] = "text",
     python: Annotated[Optional[str], typer.Option(
@@ -348,13 +380,16 @@ def smoke(
     likely migration cause and, when it was raised in code neuron-migrate wrote (a `_neuron_*`
     helper, a compiled training step), the rule that wrote it; a warning when data parallelism
     was lost (a worker stepped without a process group or without averaging its gradients);
-    the optimizer steps run, the graphs compiled and the distinct aten ops executed (to compare
-    with AWS's operator support table).
+    the optimizer steps run, the graphs each compiled function compiled for how many input
+    shapes, float64 tensors made on the device (float64 executes as float32 on TorchNeuron)
+    and the aten ops executed with their counts (to compare with AWS's operator support
+    table). Sparse and nested tensors on the device fail the run, as on TorchNeuron.
 
     Exit status: 0 when the script ran, 1 when it failed, 2 on usage errors or when the
     emulator cannot be installed in the interpreter.
     """
-    options = _options(script, script_args, nproc, steps, check_replicas, timeout, fmt, python, logs)
+    options = _options(script, script_args, nproc, steps, check_replicas, timeout, fmt, python, logs,
+                       max_recompiles)
     result = run_smoke(options)
     if fmt == "json":
         sys.stdout.write(render_json(result) + "\n")
@@ -369,7 +404,7 @@ def smoke(
 
 def _options(script: Path, script_args: list[str] | None, nproc: int | None, steps: int | None,
              check_replicas: bool, timeout: float, fmt: str, python: str | None,
-             logs: Path | None) -> SmokeOptions:
+             logs: Path | None, max_recompiles: int | None = None) -> SmokeOptions:
     """Validate what click cannot; every problem here is a usage error (exit 2)."""
     if fmt not in FORMATS:
         raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}",
@@ -384,4 +419,4 @@ def _options(script: Path, script_args: list[str] | None, nproc: int | None, ste
         raise typer.BadParameter(f"no such interpreter: {interpreter}", param_hint="--python")
     return SmokeOptions(script=script, script_args=tuple(script_args or ()), nproc=nproc,
                         steps=steps, check_replicas=check_replicas, timeout=timeout,
-                        python=interpreter, logs=logs)
+                        python=interpreter, logs=logs, max_recompiles=max_recompiles)
