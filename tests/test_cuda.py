@@ -181,6 +181,7 @@ def _migrate(name: str, directory: Path) -> Path:
     return script
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_migrated_single_process_cuda_script_trains_on_the_emulated_device(in_tmp: Path) -> None:
     _migrate("NMC101_mnist_example", in_tmp)
@@ -191,6 +192,7 @@ def test_migrated_single_process_cuda_script_trains_on_the_emulated_device(in_tm
     assert "Loss:" in log
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_migrated_torchrun_ddp_script_keeps_its_replicas_in_step(in_tmp: Path) -> None:
     _migrate("NMC401_ddp_torchrun", in_tmp)
@@ -200,6 +202,7 @@ def test_migrated_torchrun_ddp_script_keeps_its_replicas_in_step(in_tmp: Path) -
     assert "c10d::allreduce_" in run.stdout  # DDP averaged the gradients
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_unmigrated_cuda_script_fails_in_smoke_with_a_cuda_diagnosis(in_tmp: Path) -> None:
     shutil.copyfile(FIXTURES / "cuda" / "NMC401_ddp_torchrun.before.py", in_tmp / "train.py")

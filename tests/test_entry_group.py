@@ -52,6 +52,7 @@ def _rules(findings: list[dict]) -> set[str]:
     return {f["rule_id"] for f in findings}
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_a_torchrun_script_without_spawn_trains_as_one_job(in_tmp: Path) -> None:
     """Without the group the migrated helpers stop the job (WORLD_SIZE 2, no group); with
@@ -89,6 +90,7 @@ def test_a_module_without_a_main_block_is_left_to_its_caller(in_tmp: Path) -> No
     assert "NM221" not in _rules(findings) and GROUP not in text
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_the_launcher_that_imports_a_module_creates_the_group_in_its_main_block(
         in_tmp: Path) -> None:

@@ -122,6 +122,7 @@ def _smoke(script: Path) -> object:
                                   timeout=120, python=sys.executable))
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_migrated_spawn_script_averages_gradients_under_torchrun(in_tmp: Path) -> None:
     script, _ = _migrate(in_tmp, SPAWNED.replace("NPROCS", "None"))
@@ -130,6 +131,7 @@ def test_migrated_spawn_script_averages_gradients_under_torchrun(in_tmp: Path) -
     assert result.optimizer_steps == 3
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_without_the_group_the_helpers_refuse_to_train_alone(in_tmp: Path) -> None:
     script, _ = _migrate(in_tmp, SPAWNED.replace("NPROCS", "2"))
@@ -157,6 +159,7 @@ def test_a_notebook_launch_is_left_for_review(in_tmp: Path) -> None:
     assert "xmp.spawn(f, nprocs=8)" in (in_tmp / "train.ipynb").read_text()
 
 
+@pytest.mark.slow
 @pytest.mark.torch
 def test_ranks_under_torchrun_before_any_process_group(in_tmp: Path) -> None:
     """A worker torchrun started knows its rank and the world size from its environment

@@ -114,6 +114,7 @@ def test_the_cycle_check_reads_imports_as_python_runs_them(tmp_path: Path, sourc
     assert _runtime_imports("neuron_migrate.smoke.probe", path) == expected
 
 
+@pytest.mark.slow
 def test_the_sdist_carries_what_the_tests_need(tmp_path: Path) -> None:
     """A test run from the unpacked sdist needs the fixtures, the example and the test data."""
     import subprocess

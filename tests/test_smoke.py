@@ -118,6 +118,7 @@ def test_single_process_training_passes_and_stops_after_the_steps_asked(runs: Ru
     assert {"aten::addmm", "aten::relu", "aten::nll_loss_forward"} <= set(result.ops)
 
 
+@pytest.mark.slow
 def test_single_process_loss_decreases(runs: Runs) -> None:
     losses = [float(line.split()[-1]) for line in runs.stdout("train").splitlines()
               if line.startswith("step ")]
@@ -160,6 +161,7 @@ def test_replicas_that_average_but_never_agreed_fail_the_replica_check(runs: Run
     assert result.error["step"] == 1 and "after optimizer step 1" in _text(result)
 
 
+@pytest.mark.slow
 def test_training_without_a_process_group_fails_under_check_replicas(runs: Runs) -> None:
     """Every rank reads the same data, so the replicas agree: only the missing process group
     shows that each trained alone."""
@@ -173,6 +175,7 @@ def test_training_without_a_process_group_fails_under_check_replicas(runs: Runs)
     assert "without a process group" in text and 'init_process_group("neuron")' in text
 
 
+@pytest.mark.slow
 def test_training_without_a_process_group_is_a_warning_without_check_replicas(runs: Runs) -> None:
     result = runs["alone_warned"]
     assert result.passed and result.exit_code() == 0, _text(result)
@@ -184,6 +187,7 @@ def test_training_without_a_process_group_is_a_warning_without_check_replicas(ru
     assert json.loads(render_json(result))["warnings"] == result.warnings
 
 
+@pytest.mark.slow
 def test_legitimate_data_parallelism_passes(runs: Runs) -> None:
     """Hand-averaged gradients over accumulated micro-batches with a logged loss; DDP with
     ZeroRedundancyOptimizer (whose step steps an inner optimizer) under no_sync; evaluation."""
@@ -193,6 +197,7 @@ def test_legitimate_data_parallelism_passes(runs: Runs) -> None:
     assert "eval loss" in runs.stdout("legit")
 
 
+@pytest.mark.slow
 def test_a_compiled_training_step_is_named_with_the_line_dynamo_traced(runs: Runs) -> None:
     result = runs["compile_step"]
     error = result.error
@@ -216,6 +221,7 @@ def test_a_compiled_model_runs_a_zero_size_batch(runs: Runs) -> None:
     assert "batch of 0: output (0, 2)" in runs.stdout("zero_batch")
 
 
+@pytest.mark.slow
 def test_ddp_over_a_compiled_model_split_at_its_buckets_passes_the_replica_check(
         runs: Runs) -> None:
     result = runs["ddp_compiled"]
