@@ -111,9 +111,12 @@ def parse_requirement(text: str) -> Requirement | None:
     if not is_relevant(text):
         return None
     try:
-        return Requirement(text)
+        requirement = Requirement(text)
     except InvalidRequirement:
         return None
+    if any(not spec.version for spec in requirement.specifier):
+        return None  # `torch-xla===`: packaging before 26.4 accepts it, pip does not
+    return requirement
 
 
 def entry_from(requirement: Requirement, raw: str, offset: int, group: str = "",
