@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import ast
-import re
-
 import libcst as cst
 
 from neuron_migrate.model import Kind
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.device_flow import Verdict, judge
+from neuron_migrate.rules.device import DeviceStringRule, DeviceStrings
 from neuron_migrate.rules.support import (argument, call, has_star_args, keyword_arg, relaid, string,
                            string_value, with_string)
 
@@ -20,16 +17,12 @@ D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/t
 CUDA = "cuda"
 """The source every rule of the CUDA families belongs to (`--from cuda`)."""
 CUDA_TOKENS = (b"cuda",)
-_DEVICE_STRING = re.compile(r"cuda(?::(\d*))?")
-_PREFIX = re.compile(r"cuda:")  # the text in front of f"cuda:{i}"
+CUDA_STRINGS = DeviceStrings("cuda")
 
 
 def neuron_device_string(value: str) -> str | None:
     """"cuda" -> "neuron", "cuda:1" -> "neuron:1"; None for anything else."""
-    match = _DEVICE_STRING.fullmatch(value)
-    if match is None:
-        return None
-    return "neuron" if match.group(1) is None else f"neuron:{match.group(1)}"
+    return CUDA_STRINGS.neuron(value)
 
 
 class CudaMethod(Rule):
@@ -121,7 +114,7 @@ def _storage(receiver: cst.BaseExpression) -> bool:
     return "storage" in name
 
 
-class CudaDeviceString(Rule):
+class CudaDeviceString(DeviceStringRule):
     id = "NMC102"
     name = "cuda-device-string"
     kind = Kind.FIX
@@ -153,52 +146,7 @@ is and reported."""
     source = CUDA
     tokens = CUDA_TOKENS
 
-    def interesting_string(self, value: str) -> bool:
-        return _DEVICE_STRING.fullmatch(value) is not None
-
-    def flow_string(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, str) and \
-                _DEVICE_STRING.fullmatch(node.value) is not None
-        if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
-            return False
-        first = node.values[0]
-        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
-            _PREFIX.fullmatch(first.value) is not None
-
-    def leftover_string(self, value: str) -> str:
-        return (f"the string {value!r} is left as it is: neuron-migrate cannot tell whether it "
-                "names a device here; if it does, change it to "
-                f"{neuron_device_string(value) or 'neuron'!r}")
-
-    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
-                  ) -> Outcome | None:
-        new = _renamed(node)
-        flow = site.string_flow() if new is not None else None
-        if flow is None or new is None:
-            return None
-        verdict = flow.memo.get(self.id)
-        if not isinstance(verdict, Verdict):
-            verdict = flow.memo[self.id] = judge(flow, site)
-        if verdict.deferred:
-            return None  # autocast's device: NMC301 rewrites the call
-        if not verdict.rename:
-            return Review(f"the string {code(node)} is left as it is{verdict.text}",
-                          suggestion=code(new))
-        return Replace(new, f"`{code(node)}` → `{code(new)}`{verdict.text}")
-
-
-def _renamed(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    value = string_value(node)
-    if value is not None:
-        new = neuron_device_string(value)
-        return with_string(node, new) if new is not None else None  # type: ignore[arg-type]
-    if isinstance(node, cst.FormattedString) and node.parts and \
-            isinstance(node.parts[0], cst.FormattedStringText) and \
-            node.parts[0].value.startswith("cuda:") and len(node.parts) > 1:
-        first = node.parts[0].with_changes(value="neuron:" + node.parts[0].value[5:])
-        return node.with_changes(parts=[first, *node.parts[1:]])
-    return None
+    strings = CUDA_STRINGS
 
 
 _DEVICE_MODULE = ("is_available", "device_count", "current_device", "set_device",

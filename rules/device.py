@@ -17,16 +17,83 @@ from neuron_migrate.rules.support import (argument, call, has_star_args, string,
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"
 
-_DEVICE_STRING = re.compile(r"xla(?::(\d*))?")
-_PREFIX = re.compile(r"xla:\d*")  # the text in front of f"xla:{i}"
+class DeviceStrings:
+    """One stack's device strings ("xla", "xla:1"; "cuda", "cuda:1") and their neuron names."""
+
+    def __init__(self, stack: str) -> None:
+        self.stack = stack
+        self.device = re.compile(rf"{stack}(?::(\d*))?")
+        self.prefix = re.compile(rf"{stack}:\d*")  # the text in front of f"xla:{i}"
+
+    def neuron(self, value: str) -> str | None:
+        """"xla" -> "neuron", "xla:1" -> "neuron:1"; None for anything else."""
+        match = self.device.fullmatch(value)
+        if match is None:
+            return None
+        return "neuron" if match.group(1) is None else f"neuron:{match.group(1)}"
+
+    def renamed(self, node: cst.BaseExpression) -> cst.BaseExpression | None:
+        """The literal (or the f-string's leading `xla:`) with the neuron name."""
+        value = string_value(node)
+        if value is not None:
+            new = self.neuron(value)
+            return with_string(node, new) if new is not None else None  # type: ignore[arg-type]
+        head = f"{self.stack}:"
+        if isinstance(node, cst.FormattedString) and node.parts and \
+                isinstance(node.parts[0], cst.FormattedStringText) and \
+                node.parts[0].value.startswith(head) and len(node.parts) > 1:
+            first = node.parts[0].with_changes(value="neuron:" + node.parts[0].value[len(head):])
+            return node.with_changes(parts=[first, *node.parts[1:]])
+        return None
+
+
+XLA_STRINGS = DeviceStrings("xla")
 
 
 def neuron_device_string(value: str) -> str | None:
     """"xla" -> "neuron", "xla:1" -> "neuron:1"; None for anything else."""
-    match = _DEVICE_STRING.fullmatch(value)
-    if match is None:
-        return None
-    return "neuron" if match.group(1) is None else f"neuron:{match.group(1)}"
+    return XLA_STRINGS.neuron(value)
+
+
+class DeviceStringRule(Rule):
+    """A device string renamed everywhere its value flows, or nowhere (reported): NM102 for
+    XLA's, NMC102 for CUDA's, one mechanism over the strings of their stack."""
+
+    strings: DeviceStrings
+
+    def interesting_string(self, value: str) -> bool:
+        return self.strings.device.fullmatch(value) is not None
+
+    def flow_string(self, node: ast.expr) -> bool:
+        if isinstance(node, ast.Constant):
+            return isinstance(node.value, str) and \
+                self.strings.device.fullmatch(node.value) is not None
+        if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
+            return False
+        first = node.values[0]
+        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
+            self.strings.prefix.fullmatch(first.value) is not None
+
+    def leftover_string(self, value: str) -> str:
+        return (f"the string {value!r} is left as it is: neuron-migrate cannot tell whether it "
+                "names a device here; if it does, change it to "
+                f"{self.strings.neuron(value) or 'neuron'!r}")
+
+    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
+                  ) -> Outcome | None:
+        new = self.strings.renamed(node)
+        flow = site.string_flow() if new is not None else None
+        if flow is None or new is None:
+            return None
+        verdict = flow.memo.get(self.id)
+        if not isinstance(verdict, Verdict):
+            verdict = flow.memo[self.id] = judge(flow, site)
+        if verdict.deferred:
+            return None  # a call whose own rule renames it (init_process_group, autocast)
+        if not verdict.rename:
+            return Review(f"the string {code(node)} is left as it is{verdict.text}",
+                          suggestion=code(new))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`{verdict.text}")
 
 
 class XlaDevice(Rule):
@@ -76,7 +143,7 @@ index 0. `devkind=` has no equivalent and is reported for review."""
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
 
 
-class XlaDeviceString(Rule):
+class XlaDeviceString(DeviceStringRule):
     id = "NM102"
     name = "xla-device-string"
     kind = Kind.FIX
@@ -114,52 +181,7 @@ value that only serves as a label (a command-line choice that never selects a de
               "    return x\n",
     )
 
-    def interesting_string(self, value: str) -> bool:
-        return _DEVICE_STRING.fullmatch(value) is not None
-
-    def flow_string(self, node: ast.expr) -> bool:
-        if isinstance(node, ast.Constant):
-            return isinstance(node.value, str) and \
-                _DEVICE_STRING.fullmatch(node.value) is not None
-        if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
-            return False
-        first = node.values[0]
-        return isinstance(first, ast.Constant) and isinstance(first.value, str) and \
-            _PREFIX.fullmatch(first.value) is not None
-
-    def leftover_string(self, value: str) -> str:
-        return (f"the string {value!r} is left as it is: neuron-migrate cannot tell whether it "
-                "names a device here; if it does, change it to "
-                f"{neuron_device_string(value) or 'neuron'!r}")
-
-    def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
-                  ) -> Outcome | None:
-        new = _renamed(node)
-        flow = site.string_flow() if new is not None else None
-        if flow is None or new is None:
-            return None
-        verdict = flow.memo.get(self.id)
-        if not isinstance(verdict, Verdict):
-            verdict = flow.memo[self.id] = judge(flow, site)
-        if verdict.deferred:
-            return None  # a call whose own rule renames it (init_process_group, autocast)
-        if not verdict.rename:
-            return Review(f"the string {code(node)} is left as it is{verdict.text}",
-                          suggestion=code(new))
-        return Replace(new, f"`{code(node)}` → `{code(new)}`{verdict.text}")
-
-
-def _renamed(node: cst.BaseExpression) -> cst.BaseExpression | None:
-    value = string_value(node)
-    if value is not None:
-        new = neuron_device_string(value)
-        return with_string(node, new) if new is not None else None  # type: ignore[arg-type]
-    if isinstance(node, cst.FormattedString) and node.parts and \
-            isinstance(node.parts[0], cst.FormattedStringText) and \
-            node.parts[0].value.startswith("xla:") and len(node.parts) > 1:
-        first = node.parts[0].with_changes(value="neuron:" + node.parts[0].value[4:])
-        return node.with_changes(parts=[first, *node.parts[1:]])
-    return None
+    strings = XLA_STRINGS
 
 
 class XlaDeviceList(Rule):
