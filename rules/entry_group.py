@@ -4,8 +4,6 @@ ordinals without creating a process group gets one at its entry."""
 from __future__ import annotations
 
 import ast
-import functools
-import warnings
 from dataclasses import dataclass
 
 from neuron_migrate.model import Kind
@@ -33,14 +31,8 @@ class GroupFacts:
     creates: bool  # an `init_process_group` of its own, whatever its backend
 
 
-@functools.lru_cache(maxsize=16)
-def group_facts(text: str) -> GroupFacts:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return GroupFacts((), False, False)
+def group_facts(tree: ast.Module) -> GroupFacts:
+    """From the engine's own parse of the file (`site.module_tree`): no second parse."""
     called = called_names(tree)
     return GroupFacts(tuple(sorted(called & _WORLD)), bool(called & {SPAWN, *LAUNCH}),
                       bool(called & _INIT))
@@ -97,7 +89,7 @@ not dist.is_initialized()`."""
     def on_entry(self, site: Site) -> Insert | Review | None:
         if site.path.endswith(".ipynb"):
             return None  # a kernel is one process
-        facts = group_facts(site.text)
+        facts = group_facts(site.module_tree)
         if not facts.world_calls or facts.launches or facts.creates:
             return None
         group = create_group(site)
