@@ -136,6 +136,6 @@ RULES = (
     ('NMC803', 'nvidia-package', 'fix', '`nvidia-*` CUDA libraries are removed; other NVIDIA and GPU-only packages are reviewed'),
     ('NMC804', 'cuda-base-image', 'review', 'CUDA and NGC base images move to a Neuron deep learning container'),
     ('NMC805', 'cuda-visible-devices-env', 'review', '`CUDA_VISIBLE_DEVICES` is reviewed: the runtime reads `NEURON_RT_VISIBLE_CORES`'),
-    ('NMC806', 'gpu-resource-request', 'review', '`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` become Neuron requests'),
+    ('NMC806', 'gpu-resource-request', 'review', '`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` are reviewed: Neuron requests replace them'),
     ('NMC807', 'gpu-tool', 'review', "`nvidia-smi`, `nvcc` and `TORCH_CUDA_ARCH_LIST` are reviewed with Neuron's tools"),
 )

@@ -162,7 +162,8 @@ class GpuRequest(CudaDependencyRule):
     id = ids.GPU_REQUEST
     name = "gpu-resource-request"
     kind = ids.CUDA_KINDS[id]
-    summary = "`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` become Neuron requests"
+    summary = ("`nvidia.com/gpu`, compose NVIDIA devices and `--gpus` are reviewed: Neuron "
+               "requests replace them")
     explanation = """\
 What it does: reports Kubernetes `nvidia.com/gpu` resource requests and limits (and
 `nvidia.com/gpu.*` node labels, `runtimeClassName: nvidia`), Docker Compose `runtime: nvidia`
