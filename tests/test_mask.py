@@ -201,12 +201,57 @@ def test_one_line_headers_on_the_path_are_hidden() -> None:
 
 @pytest.mark.parametrize("header", [
     b"def train(model,\n          loader):\n",
-    b"def train(model, loader):  # the loop\n",
     b"def train(model, loader\n          ):\n",
     b"@decorated\ndef train(model, loader):\n",
+    b"@decorated(\n    1)\n# a note\nasync def train(model, loader) -> dict[\n        str, int]:\n",
 ])
-def test_headers_that_are_not_one_clean_line_stay(header: bytes) -> None:
+def test_headers_over_several_lines_are_hidden_whole(header: bytes,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    data = XLA + header + b"    xm.mark_step()\n    return model\n"
+    masked = _masked(data)
+    assert masked is not None and b"train" not in masked.data and b"decorated" not in masked.data
+    assert masked.restore(masked.data) == data
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert result.new_source == data.replace(XLA, b"").replace(b"    xm.mark_step()\n", b"")
+    assert result == _without_masking(monkeypatch, Path("t.py"), data)
+
+
+@pytest.mark.parametrize("header", [
+    b"def train(model, loader):  # the loop\n",
+    b"def train(model,  # the model\n          loader):  # and its data\n",
+    b"def train(model,\n          loader=\"#\"):\n",
+])
+def test_headers_whose_colon_cannot_be_told_stay(header: bytes) -> None:
     data = XLA + header + b"    xm.mark_step()\n    return model\n"
     masked = _masked(data)
     assert masked is None or b"train" in masked.data
 
+
+def test_runs_of_untouched_statements_become_one_placeholder(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    data = XLA + (b"LIMIT = 10\n\n\ndef helper(a,\n           b):\n    return a + b\n\n\n"
+                  b"# the loop\ndef train(model):\n    total = sum(\n        [1, 2]\n    )\n"
+                  b"    # keep\n    count = len(\n        model)\n    xm.mark_step()\n"
+                  b"    return (total,\n            count)\n")
+    masked = _masked(data)
+    assert masked is not None
+    text = masked.data.decode()
+    assert "LIMIT" not in text and "helper" not in text and "count" not in text
+    # LIMIT and helper are one run; the two statements above mark_step another; the return
+    # a third (train's header is shorter than its placeholder, so it stays)
+    assert [line.strip() for line in text.splitlines() if "__nm_kept_" in line] == [
+        "__nm_kept_0_2__", "__nm_kept_2_2__", "__nm_kept_3__"]
+    assert "# the loop" in text  # comments above a run stay outside it
+    assert masked.restore(masked.data) == data
+    result = migrate.migrate_source("t.py", data, REGISTRY)
+    assert result.new_source == data.replace(XLA, b"").replace(b"    xm.mark_step()\n", b"")
+    assert result == _without_masking(monkeypatch, Path("t.py"), data)
+
+
+def test_imports_and_the_docstring_at_the_top_stay() -> None:
+    data = (b'"""The docs."""\nimport os\nVALUE = os.environ.get(\n    "A")\nimport torch\n'
+            + XLA + b"def f():\n    xm.mark_step()\n")
+    masked = _masked(data)
+    assert masked is not None
+    text = masked.data.decode()
+    assert text.startswith('"""The docs."""\nimport os\n__nm_kept_0__\nimport torch\n')

@@ -1,12 +1,15 @@
 """Parse less: code no rule will touch is hidden from LibCST.
 
 LibCST's parse and code generation cost grows with the file, and much of an XLA-era file is
-code that no rule touches. Before the LibCST parse, each statement that is neither flagged nor
-on the path to a flagged one, and that has its lines to itself, becomes a one-line placeholder
-at its own indentation; so does the one-line header of a compound statement on that path
+code that no rule touches. Before the LibCST parse, each run of sibling statements that are
+neither flagged nor on the path to a flagged one, and that have their lines to themselves,
+becomes one placeholder line at their indentation, whose name says how many statements it
+stands for (`__nm_kept_4_12__`: the fifth placeholder, twelve statements; `__nm_kept_4__`:
+one); so does the header of
+a compound statement on that path, decorators and continuation lines included
 (`def train(model, loader, ...):` becomes `def __nm_kept_3__():`). After code generation the
-placeholders are swapped back for the original bytes. Top-level simple statements are never
-hidden, since import insertion reads the module's docstring and leading imports.
+placeholders are swapped back for the original bytes. A module's imports and its first
+statement are never hidden, since import insertion reads the docstring and leading imports.
 
 Anything unexpected (a placeholder re-indented, duplicated or lost, as when a `with` block is
 unwrapped) makes `restore` return None, and the caller parses the whole file instead.
@@ -69,6 +72,15 @@ def is_placeholder(node: cst.CSTNode) -> bool:
         node.value.value.startswith(_NAME)  # type: ignore[attr-defined]
 
 
+def hidden_units(statement: cst.CSTNode) -> int:
+    """How many `ast` statements a LibCST statement line hides: 0 unless it is a placeholder."""
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1 or \
+            not is_placeholder(statement.body[0]):
+        return 0
+    number, _, count = statement.body[0].value.value[len(_NAME):-2].partition("_")  # type: ignore[attr-defined]
+    return int(count or 1)
+
+
 def mask(data: bytes, tree: ast.Module, on_path: set[int],
          flagged: set[int]) -> Masked | None:
     """`data` with untouched code hidden; None when nothing is worth hiding or the file is one
@@ -77,25 +89,16 @@ def mask(data: bytes, tree: ast.Module, on_path: set[int],
             data.count(b"\r") != data.count(b"\r\n") or _foreign_encoding(data):
         return None
     lines = _LINES.findall(data)
-    spans: list[tuple[int, int, bytes]] = []  # first line, end line, placeholder form
-    for stmt, whole in _hidden(tree.body, on_path, flagged, top=True):
-        if whole:
-            first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
-            last = stmt.end_lineno or stmt.lineno
-            if _owns_lines(stmt, lines, first, last):
-                spans.append((first - 1, last, b"%s"))
-        else:
-            form = _header_form(stmt, lines)
-            if form is not None:
-                spans.append((stmt.lineno - 1, stmt.lineno, form))
+    spans = list(_spans(tree.body, on_path, flagged, lines, top=True))
     out: list[bytes] = []
     regions: dict[bytes, bytes] = {}
     position = 0
-    for number, (start, end, form) in enumerate(sorted(spans)):  # a try's handlers come last
+    for number, (start, end, form, count) in enumerate(sorted(spans)):  # try: handlers last
         first_line, last_line = lines[start], lines[end - 1]
         indent = first_line[:len(first_line) - len(first_line.lstrip(b" \t\f"))]
         ending = last_line[len(last_line.rstrip(b"\r\n")):]
-        placeholder = indent + form % b"%s%d__" % (_MARK, number) + ending
+        name = b"%s%d_%d__" % (_MARK, number, count) if count > 1 else b"%s%d__" % (_MARK, number)
+        placeholder = indent + form % name + ending
         original = b"".join(lines[start:end])
         if len(original) <= len(placeholder):
             continue  # `x = 1` costs less to parse than its placeholder
@@ -109,34 +112,72 @@ def mask(data: bytes, tree: ast.Module, on_path: set[int],
     return Masked(b"".join(out), regions)
 
 
-def _hidden(body: list[ast.stmt], on_path: set[int], flagged: set[int],
-            top: bool) -> Iterator[tuple[ast.stmt, bool]]:
-    """Statements to hide whole (True) and compound statements to hide the header of."""
-    for stmt in body:
+Span = tuple[int, int, bytes, int]  # first line (0-based), end line, placeholder form, statements
+
+
+def _spans(body: list[ast.stmt], on_path: set[int], flagged: set[int], lines: list[bytes],
+           top: bool) -> Iterator[Span]:
+    """The lines to hide: runs of untouched statements, and headers on the path."""
+    run: list[ast.stmt] = []
+    for index, stmt in enumerate(body):
         if id(stmt) in on_path:
+            yield from _run(run)
+            run = []
             if id(stmt) not in flagged and type(stmt) in _HEADERS:
-                yield stmt, False
+                header = _header_span(stmt, lines)
+                if header is not None:
+                    yield header
             for block in _blocks(stmt):
-                yield from _hidden(block, on_path, flagged, top=False)
-        elif not top or isinstance(stmt, _COMPOUND):
-            yield stmt, True
+                yield from _spans(block, on_path, flagged, lines, top=False)
+        elif _hideable(stmt, index, top) and _owns_lines(stmt, lines, _first(stmt),
+                                                          stmt.end_lineno or stmt.lineno):
+            run.append(stmt)
+        else:
+            yield from _run(run)
+            run = []
+    yield from _run(run)
 
 
-def _header_form(stmt: ast.stmt, lines: list[bytes]) -> bytes | None:
-    """The placeholder for a compound statement's header when the header is one line of its
-    own, nothing in it reaches another line, and it ends with its colon."""
+def _run(run: list[ast.stmt]) -> Iterator[Span]:
+    if run:
+        yield _first(run[0]) - 1, run[-1].end_lineno or run[-1].lineno, b"%s", len(run)
+
+
+def _hideable(stmt: ast.stmt, index: int, top: bool) -> bool:
+    """Anything off the path, except at the top of a module its first statement (maybe the
+    docstring) and its imports, which import insertion reads."""
+    return not top or isinstance(stmt, _COMPOUND) or \
+        (index > 0 and not isinstance(stmt, (ast.Import, ast.ImportFrom)))
+
+
+def _first(stmt: ast.stmt) -> int:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", ()))])
+
+
+def _header_span(stmt: ast.stmt, lines: list[bytes]) -> Span | None:
+    """The placeholder for a compound statement's header (its decorators and continuation
+    lines included) when the header has its lines to itself and its last line ends with its
+    colon, with no comment to tell a colon in a comment from the header's own."""
     body = getattr(stmt, "body")
-    if getattr(stmt, "decorator_list", None) or body[0].lineno <= stmt.lineno:
+    first = _first(stmt)
+    if first < stmt.lineno and not lines[first - 1].lstrip(b" \t\f").startswith(b"@"):
         return None
     head = lines[stmt.lineno - 1]
     keyword, form = _HEADERS[type(stmt)]
     text = head.lstrip(b" \t\f")
     if isinstance(stmt, ast.If) and text.startswith(b"elif"):
         keyword, form = b"elif", b"el" + form
-    if not text.startswith(keyword) or text[len(keyword):len(keyword) + 1] not in b" \t(" or \
-            not head.rstrip().endswith(b":"):
+    if not text.startswith(keyword) or text[len(keyword):len(keyword) + 1] not in b" \t(":
         return None
-    return form if _header_end(stmt) == stmt.lineno else None
+    # every part of the header ends by `_header_end`; after the last one come only closing
+    # brackets and the colon, so the first line from there on that ends with a colon ends it
+    for number in range(_header_end(stmt), body[0].lineno):
+        line = lines[number - 1].rstrip()
+        if b"#" in line:
+            return None
+        if line.endswith(b":"):
+            return first - 1, number, form, 1
+    return None
 
 
 def _header_end(stmt: ast.stmt) -> int:

@@ -13,7 +13,7 @@ from typing import TypeVar
 
 import libcst as cst
 
-from neuron_migrate.engine.mask import is_placeholder
+from neuron_migrate.engine.mask import hidden_units, is_placeholder
 
 _Node = TypeVar("_Node", bound=cst.CSTNode)
 SuiteFn = Callable[[cst.BaseSuite, list[ast.stmt]], cst.BaseSuite]
@@ -26,9 +26,14 @@ class StructureMismatch(Exception):
 
 def paired_units(statements: Sequence[cst.CSTNode], body: list[ast.stmt],
            suite: bool = False) -> Iterator[tuple[cst.CSTNode, ast.stmt, bool]]:
-    """(LibCST unit, ast statement, whether the unit is alone on its line, or can be)."""
+    """(LibCST unit, ast statement, whether the unit is alone on its line, or can be); the
+    statements a placeholder hides are skipped (none is on the path)."""
     position = 0
     for statement in statements:
+        hidden = hidden_units(statement)
+        if hidden:
+            position += hidden
+            continue
         line = isinstance(statement, cst.SimpleStatementLine)
         parts = statement.body if line else [statement]
         for part in parts:
@@ -39,6 +44,13 @@ def paired_units(statements: Sequence[cst.CSTNode], body: list[ast.stmt],
             position += 1
     if position != len(body):
         raise StructureMismatch("fewer LibCST statements than ast statements")
+
+
+def unit_count(statement: cst.CSTNode) -> int:
+    """How many `ast` statements a LibCST statement stands for."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return hidden_units(statement) or len(statement.body)
+    return 1
 
 
 _SAME = {"Del": "Delete"}

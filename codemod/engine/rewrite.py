@@ -21,7 +21,9 @@ from neuron_migrate.engine.imports import (ImportNote, add_helpers, add_imports,
 from neuron_migrate.model import Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.nameguard import exports
-from neuron_migrate.engine.pairing import StructureMismatch, check_pair, map_blocks, paired_units
+from neuron_migrate.engine.mask import hidden_units
+from neuron_migrate.engine.pairing import (StructureMismatch, check_pair, map_blocks, paired_units,
+                                          unit_count)
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.suppress import span
 from neuron_migrate.engine.residual import ResidualScanner
@@ -261,7 +263,13 @@ class ModuleRewriter:
         dropped = False  # a statement was removed before any was kept
         for index, statement in enumerate(statements):
             first = dropped and not out and not top_level
-            count = len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            hidden = hidden_units(statement)
+            if hidden:  # untouched statements, whatever comes before or after them
+                out.append(_attach(carry, statement, first=first))
+                carry = []
+                position += hidden
+                continue
+            count = unit_count(statement)
             ahead = [s for u in body[position:position + count] for s in self.before.get(id(u), ())]
             if ahead:  # inserted statements take the line's leading comments and blank lines
                 out.append(_attach(carry, ahead[0].with_changes(
@@ -362,8 +370,8 @@ class ModuleRewriter:
         for other in following:
             if other.leading_lines:
                 break  # a blank line or a comment ends the section
-            count = len(other.body) if isinstance(other, cst.SimpleStatementLine) else 1
-            if not self._gone(other, body[position:position + count]):
+            count = unit_count(other)
+            if hidden_units(other) or not self._gone(other, body[position:position + count]):
                 return lines
             position += count
         line = units[0].lineno - (len(lines) - heading)
