@@ -46,6 +46,7 @@ class Registry:
         self.attributes = frozenset(a for r in self.rules for a in r.attributes)
         self.entry = self._with_hook("on_entry")
         self._string_rules = self._with_hook("interesting_string")
+        self._string_cache: dict[str, Rule | None] = {}
         self._flow_rules = self._with_hook("flow_string")
         self.star_names = frozenset(self.by_call) | frozenset(self.by_name)
         roots = {q.split(".", 1)[0] for q in (*self.by_call, *self.by_name)}
@@ -97,10 +98,15 @@ class Registry:
                 return None
 
     def string_rule(self, value: str) -> Rule | None:
-        for rule in self._string_rules:
-            if rule.interesting_string(value):
-                return rule
-        return None
+        """Asked of every string constant of every parsed file; the same strings recur."""
+        try:
+            return self._string_cache[value]
+        except KeyError:
+            pass
+        found = next((r for r in self._string_rules if r.interesting_string(value)), None)
+        if len(self._string_cache) < 100_000:
+            self._string_cache[value] = found
+        return found
 
     def interesting_string(self, value: str) -> bool:
         return self.string_rule(value) is not None
@@ -133,6 +139,10 @@ class DeferredRegistry(Registry):
     def loaded(self) -> Registry:
         if self._loaded is None:
             self._loaded = Registry(self._load(), self.options)
+            # from now on attributes are found without `__getattr__`, which every lookup
+            # in a file's migration would otherwise go through
+            self.__dict__.update({k: v for k, v in self._loaded.__dict__.items()
+                                  if k not in ("options", "tokens")})
         return self._loaded
 
     def __getattr__(self, name: str) -> Any:

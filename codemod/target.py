@@ -49,8 +49,10 @@ def named_instances(data: bytes) -> tuple[tuple[int, str], ...]:
     if b"trn" not in data and b"inf2" not in data:
         return ()
     found = []
+    line, counted = 1, 0  # lines counted as the matches go: a notebook can hold thousands
     for match in INSTANCE.finditer(data):
-        line = data.count(b"\n", 0, match.start()) + 1
+        line += data.count(b"\n", counted, match.start())
+        counted = match.start()
         said = match.group() if match[2] is None else match[2] + b"=" + match[3]
         found.append((line, said.decode("ascii")))
     return tuple(found)

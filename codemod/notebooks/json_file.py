@@ -159,12 +159,20 @@ def file_lines(text: str) -> dict[int, list[int]]:
     source lines is written: one list element a line in Jupyter's form; a single string
     holds them all on the line where it starts."""
     lines: dict[int, list[int]] = {}
+    line, counted = 1, 0  # the sources come in file order: count each newline once
     for index, span in enumerate(_source_spans(text)):
         if span is None:
             continue
         starts = [start for start, _ in _elements(text, span[0])] \
             if text[span[0]] == "[" else [span[0]]
-        lines[index] = [text.count("\n", 0, start) + 1 for start in starts]
+        numbers = []
+        for start in starts:
+            if start < counted:
+                line, counted = 1, 0
+            line += text.count("\n", counted, start)
+            counted = start
+            numbers.append(line)
+        lines[index] = numbers
     return lines
 
 

@@ -215,9 +215,13 @@ def _imported_names(cells: Iterable[MaskedCell]) -> set[str]:
             tree = ast.parse(masked.text)
         except (SyntaxError, ValueError):
             continue
-        for node in ast.walk(tree):
+        statements = list(tree.body)
+        while statements:  # imports are statements: expressions need no visit
+            node = statements.pop()
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                statements.extend(getattr(node, field, ()))
     return names
 
 
