@@ -8,8 +8,9 @@ stands for (`__nm_kept_4_12__`: the fifth placeholder, twelve statements; `__nm_
 one); so does the header of
 a compound statement on that path, decorators and continuation lines included
 (`def train(model, loader, ...):` becomes `def __nm_kept_3__():`). After code generation the
-placeholders are swapped back for the original bytes. A module's imports and its first
-statement are never hidden, since import insertion reads the docstring and leading imports.
+placeholders are swapped back for the original bytes. At the top of a module, the first
+statement is never hidden and imports are hidden behind an `import __nm_kept_7_3__` line,
+since import insertion reads the docstring and where the leading imports end.
 
 Anything unexpected (a placeholder re-indented, duplicated or lost, as when a `with` block is
 unwrapped) makes `restore` return None, and the caller parses the whole file instead.
@@ -68,16 +69,29 @@ class Masked:
 
 def is_placeholder(node: cst.CSTNode) -> bool:
     """The LibCST statement a placeholder parses to, paired with the `ast` statement it hides."""
-    return type(node) is cst.Expr and type(node.value) is cst.Name and \
-        node.value.value.startswith(_NAME)  # type: ignore[attr-defined]
+    return _placeholder_name(node) is not None
+
+
+def _placeholder_name(node: cst.CSTNode) -> str | None:
+    """`__nm_kept_...`, or `import __nm_kept_...` for a run of a module's imports (import
+    insertion must still see the imports where they were)."""
+    if type(node) is cst.Expr:
+        name = node.value  # type: ignore[attr-defined]
+    elif type(node) is cst.Import and len(node.names) == 1:  # type: ignore[attr-defined]
+        name = node.names[0].name  # type: ignore[attr-defined]
+    else:
+        return None
+    return name.value if type(name) is cst.Name and name.value.startswith(_NAME) else None
 
 
 def hidden_units(statement: cst.CSTNode) -> int:
     """How many `ast` statements a LibCST statement line hides: 0 unless it is a placeholder."""
-    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1 or \
-            not is_placeholder(statement.body[0]):
+    if type(statement) is not cst.SimpleStatementLine or len(statement.body) != 1:
         return 0
-    number, _, count = statement.body[0].value.value[len(_NAME):-2].partition("_")  # type: ignore[attr-defined]
+    name = _placeholder_name(statement.body[0])
+    if name is None:
+        return 0
+    number, _, count = name[len(_NAME):-2].partition("_")
     return int(count or 1)
 
 
@@ -119,35 +133,43 @@ def _spans(body: list[ast.stmt], on_path: set[int], flagged: set[int], lines: li
            top: bool) -> Iterator[Span]:
     """The lines to hide: runs of untouched statements, and headers on the path."""
     run: list[ast.stmt] = []
+    form = b"%s"
     for index, stmt in enumerate(body):
+        kind = _hideable(stmt, index, top) if id(stmt) not in on_path else None
+        if kind is not None and _owns_lines(stmt, lines, _first(stmt),
+                                            stmt.end_lineno or stmt.lineno):
+            if kind != form:
+                yield from _run(run, form)
+                run, form = [], kind
+            run.append(stmt)
+            continue
+        yield from _run(run, form)
+        run = []
         if id(stmt) in on_path:
-            yield from _run(run)
-            run = []
             if id(stmt) not in flagged and type(stmt) in _HEADERS:
                 header = _header_span(stmt, lines)
                 if header is not None:
                     yield header
             for block in _blocks(stmt):
                 yield from _spans(block, on_path, flagged, lines, top=False)
-        elif _hideable(stmt, index, top) and _owns_lines(stmt, lines, _first(stmt),
-                                                          stmt.end_lineno or stmt.lineno):
-            run.append(stmt)
-        else:
-            yield from _run(run)
-            run = []
-    yield from _run(run)
+    yield from _run(run, form)
 
 
-def _run(run: list[ast.stmt]) -> Iterator[Span]:
+def _run(run: list[ast.stmt], form: bytes) -> Iterator[Span]:
     if run:
-        yield _first(run[0]) - 1, run[-1].end_lineno or run[-1].lineno, b"%s", len(run)
+        yield _first(run[0]) - 1, run[-1].end_lineno or run[-1].lineno, form, len(run)
 
 
-def _hideable(stmt: ast.stmt, index: int, top: bool) -> bool:
-    """Anything off the path, except at the top of a module its first statement (maybe the
-    docstring) and its imports, which import insertion reads."""
-    return not top or isinstance(stmt, _COMPOUND) or \
-        (index > 0 and not isinstance(stmt, (ast.Import, ast.ImportFrom)))
+def _hideable(stmt: ast.stmt, index: int, top: bool) -> bytes | None:
+    """The placeholder form for a statement off the path, if it can be hidden. At the top of
+    a module, import insertion reads the first statement (maybe the docstring) and where the
+    leading imports end: the first statement stays, and imports are hidden only among
+    imports, behind a placeholder that is an import itself (`from __future__` ones stay)."""
+    if not top or isinstance(stmt, _COMPOUND):
+        return b"%s"
+    if index == 0 or isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+        return None
+    return b"import %s" if isinstance(stmt, (ast.Import, ast.ImportFrom)) else b"%s"
 
 
 def _first(stmt: ast.stmt) -> int:
