@@ -20,7 +20,7 @@ from typing import ClassVar
 
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.model import FileResult, Finding, Kind, unparsable
-from neuron_migrate.analysis.readiness_facts import Facts, facts_of, steps
+from neuron_migrate.analysis.readiness_facts import Facts, facts_of
 from neuron_migrate.rule import Rule
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions, span
 
@@ -168,7 +168,7 @@ class _Walk:
                    if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
         self.expressions(node, headers, function, compiled, per_step, outer)
         if isinstance(node, _LOOPS):
-            step = per_step or steps(node.body, self.facts)
+            step = per_step or self.facts.loop_steps(node)
             self.block(node.body, function, compiled, step, inner)
             self.block(node.orelse, function, compiled, per_step, inner)
         elif isinstance(node, ast.If):
