@@ -6,7 +6,8 @@ from __future__ import annotations
 import ast
 
 from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where, lines_of
+from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import (
     D_MEMGL,
@@ -55,6 +56,13 @@ float32 (or bfloat16) on the device and compute the delicate part on the CPU in 
         "weights = torch.zeros(10, dtype=torch.float64, device=device)\n"
         "scores = model(batch.to(device)).double()\n")
 
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        """`.double()`, the factories and conversions that take a dtype, and any call with
+        `dtype=`."""
+        found = facts.calls_named(("double", *_FACTORIES_WITH_DTYPE))
+        return lines_of([*found, *(c for c in facts.calls
+                                   if any(k.arg == "dtype" for k in c.keywords))])
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
         if method(call, "double") and not call.args and on_device(call, where):
@@ -100,6 +108,9 @@ float32 run with the float64 one before moving to Trainium."""
         "import torch\n\ntorch.set_default_dtype(torch.float64)\n"
         "model = Net().to(\"neuron\")\n")
 
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("set_default_dtype", "set_default_tensor_type")))
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
         qualname = where.qualname(call.func)
@@ -140,6 +151,9 @@ What differs: nothing is rewritten. Convert before the move:
     example = Example.unchanged(
         "import numpy as np\nimport torch\n\nnoise = np.random.randn(16, 8)\n"
         "x = torch.from_numpy(noise).to(\"neuron\")\n")
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("from_numpy", "as_tensor", "tensor")))
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]

@@ -12,7 +12,9 @@ statements this walk flags for it.
 from __future__ import annotations
 
 import ast
+import bisect
 import enum
+import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -26,6 +28,9 @@ from neuron_migrate.engine.suppress import Suppressions, read_suppressions, span
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPOUND = (*_LOOPS, ast.If, ast.Try, *([ast.TryStar] if hasattr(ast, "TryStar") else []),
+             ast.With, ast.AsyncWith, ast.Match)
+"""Statements with statements inside (besides functions and classes)."""
 
 
 class Limit(str, enum.Enum):
@@ -78,11 +83,23 @@ class Where:
         return self.facts.qualname(expr)
 
 
+class Scope(enum.Enum):
+    """Where a rule's `check` can report anything at all (it returns None elsewhere)."""
+
+    ANYWHERE = "anywhere"
+    COMPILED = "compiled"
+    """Only where `where.compiled`."""
+    STEP = "step"
+    """Only where `where.per_step and not where.compiled`."""
+
+
 class ReadinessRule(Rule):
-    """A rule over the stdlib `ast`: `check` receives every node of the types in `nodes`."""
+    """A rule over the stdlib `ast`: `check` receives every node of the types in `nodes`
+    (the walk may leave out those `scope`, `applies` and `candidates` say it cannot report)."""
 
     limit: ClassVar[Limit]
     nodes: ClassVar[tuple[type[ast.AST], ...]] = (ast.Call,)
+    scope: ClassVar[Scope] = Scope.ANYWHERE
     needs: ClassVar[tuple[bytes, ...]] = ()
     """Bytes one of which every file this rule can report on contains (an import or a
     call spells it out): other files skip the rule, and a file no rule needs skips the
@@ -94,6 +111,16 @@ class ReadinessRule(Rule):
         """Whether a file with these bytes may hold something this rule reports."""
         return (not self.needs or any(token in data for token in self.needs)) and \
             all(token in data for token in self.also)
+
+    def applies(self, facts: Facts) -> bool:
+        """False if `check` reports nothing in a file with these facts."""
+        return True
+
+    def candidates(self, facts: Facts, data: bytes) -> Iterable[int] | None:
+        """Lines of the file such that any node `check` reports spans one of them (more lines
+        are fine: they are only walked for nothing), or None: any node of `nodes` anywhere.
+        The walk looks for this rule's nodes only in statements that span such a line."""
+        return None
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         """The finding's message for this node, or None."""
@@ -122,23 +149,120 @@ def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[Readine
     rules = [r for r in rules if r.wanted(data)]
     if not rules:
         return ready
-    by_type: dict[type[ast.AST], list[ReadinessRule]] = {}
-    for rule in rules:
-        for kind in rule.nodes:
-            by_type.setdefault(kind, []).append(rule)
-    walk = _Walk(path, facts_of(tree), by_type, suppressions, engine, ready)
-    walk.block(tree.body, None, False, False, ())
-    ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    facts = facts_of(tree)
+    plan = _Plan(facts, data, rules)
+    if plan.rules:
+        walk = _Walk(path, facts, plan, suppressions, engine, ready)
+        walk.block(tree.body, None, False, False, ())
+        ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
     return ready
 
 
+class _Plan:
+    """Which rules the walk hands the nodes of a statement to. A rule is left out of a
+    file whose facts rule it out (nothing compiled for a `Scope.COMPILED` rule, no training
+    step for a `Scope.STEP` one, `applies` false, no candidate line), and out of the
+    statements outside its scope or with none of its candidate lines; a statement no rule
+    is left for is not walked into. Each left-out `check` would have returned None, so
+    the findings are the same."""
+
+    def __init__(self, facts: Facts, data: bytes, rules: Sequence[ReadinessRule]) -> None:
+        self.rules: list[ReadinessRule] = []
+        self.anywhere = self.compiled = self.step = 0
+        self.targeted: list[tuple[int, Scope, list[int]]] = []
+        lines: set[int] = set()
+        for rule in rules:
+            if rule.scope is Scope.COMPILED and not facts.compiled or \
+                    rule.scope is Scope.STEP and not facts.may_step() or not rule.applies(facts):
+                continue
+            found = rule.candidates(facts, data)
+            if found is not None:
+                found = set(found)
+                if not found:
+                    continue
+            bit = 1 << len(self.rules)
+            self.rules.append(rule)
+            if found is not None:
+                self.targeted.append((bit, rule.scope, sorted(found)))
+                lines |= found
+            elif rule.scope is Scope.COMPILED:
+                self.compiled |= bit
+            elif rule.scope is Scope.STEP:
+                self.step |= bit
+            else:
+                self.anywhere |= bit
+        self.lines = sorted(lines)
+        self._by_type: dict[int, dict[type[ast.AST], list[ReadinessRule]]] = {}
+
+    def by_type(self, statement: ast.stmt, compiled: bool,
+                per_step: bool) -> dict[type[ast.AST], list[ReadinessRule]] | None:
+        """The rules for the nodes of this statement's expressions, by node type; None when
+        there are none."""
+        step = per_step and not compiled
+        mask = self.anywhere | (self.compiled if compiled else 0) | (self.step if step else 0)
+        if self.targeted:
+            first = statement.lineno
+            if type(statement) in _DEFINITIONS and statement.decorator_list:  # type: ignore[attr-defined]
+                first = min(first, *(d.lineno for d in statement.decorator_list))  # type: ignore[attr-defined]
+            last = statement.end_lineno or first
+            if _meets(self.lines, first, last):
+                within = {Scope.ANYWHERE: True, Scope.COMPILED: compiled, Scope.STEP: step}
+                for bit, scope, lines in self.targeted:
+                    if within[scope] and _meets(lines, first, last):
+                        mask |= bit
+        if not mask:
+            return None
+        found = self._by_type.get(mask)
+        if found is None:
+            found = self._by_type[mask] = {}
+            for index, rule in enumerate(self.rules):
+                if mask >> index & 1:
+                    for kind in rule.nodes:
+                        found.setdefault(kind, []).append(rule)
+        return found
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _meets(lines: list[int], first: int, last: int) -> bool:
+    """Whether the sorted `lines` hold one from `first` to `last`."""
+    index = bisect.bisect_left(lines, first)
+    return index < len(lines) and lines[index] <= last
+
+
+def text_lines(data: bytes, words: dict[str, bool]) -> set[int]:
+    """The lines of `data` (numbered as `ast` does) on which a word of `words` is spelled as
+    an identifier, or begins one where `words` says True. For `candidates` of ASCII files
+    only: elsewhere an identifier may be spelled with other characters."""
+    if not words:
+        return set()
+    pattern = b"|".join(re.escape(w.encode()) + (b"" if prefix else rb"(?![A-Za-z0-9_])")
+                        for w, prefix in sorted(words.items()))
+    starts: list[int] | None = None
+    found: set[int] = set()
+    for match in re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data):
+        if starts is None:
+            starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
+        found.add(bisect.bisect_right(starts, match.start()))
+    return found
+
+
+_NEWLINE = re.compile(rb"\r\n|\r|\n")
+"""What ends a line for Python's tokenizer."""
+
+
+def lines_of(nodes: Iterable[ast.AST]) -> set[int]:
+    """The first line of each node: a candidate line for `ReadinessRule.candidates`."""
+    return {node.lineno for node in nodes}  # type: ignore[attr-defined]
+
+
 class _Walk:
-    def __init__(self, path: str, facts: Facts,
-                 by_type: dict[type[ast.AST], list[ReadinessRule]],
+    def __init__(self, path: str, facts: Facts, plan: _Plan,
                  suppressions: Suppressions, engine: bool, ready: Readiness) -> None:
         self.path = path
         self.facts = facts
-        self.by_type = by_type
+        self.plan = plan
         self.suppressions = suppressions
         self.engine = engine
         self.ready = ready
@@ -151,22 +275,28 @@ class _Walk:
 
     def statement(self, node: ast.stmt, function: ast.FunctionDef | None, compiled: bool,
                   per_step: bool, outer: tuple[ast.stmt, ...]) -> None:
-        inner = (*outer, node)
+        by_type = self.plan.by_type(node, compiled, per_step)
         if isinstance(node, _FUNCTIONS):
-            self.expressions(node, [*node.decorator_list, *node.args.defaults,
-                                    *(d for d in node.args.kw_defaults if d is not None)],
-                             function, compiled, per_step, outer)
+            if by_type is not None:
+                self.expressions(node, [*node.decorator_list, *node.args.defaults,
+                                        *(d for d in node.args.kw_defaults if d is not None)],
+                                 by_type, function, compiled, per_step, outer)
             self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
-                       id(node) in self.facts.step_functions, inner)
+                       id(node) in self.facts.step_functions, (*outer, node))
             return
         if isinstance(node, ast.ClassDef):
-            self.expressions(node, [*node.decorator_list, *node.bases], function, compiled,
-                             per_step, outer)
-            self.block(node.body, None, False, False, inner)
+            if by_type is not None:
+                self.expressions(node, [*node.decorator_list, *node.bases], by_type, function,
+                                 compiled, per_step, outer)
+            self.block(node.body, None, False, False, (*outer, node))
             return
-        headers = [child for child in ast.iter_child_nodes(node)
-                   if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
-        self.expressions(node, headers, function, compiled, per_step, outer)
+        if by_type is not None:
+            headers = [child for child in ast.iter_child_nodes(node)
+                       if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
+            self.expressions(node, headers, by_type, function, compiled, per_step, outer)
+        if not isinstance(node, _COMPOUND):
+            return
+        inner = (*outer, node)
         if isinstance(node, _LOOPS):
             step = per_step or self.facts.loop_steps(node)
             self.block(node.body, function, compiled, step, inner)
@@ -187,10 +317,10 @@ class _Walk:
                 self.block(case.body, function, compiled, False, inner)
 
     def expressions(self, statement: ast.stmt, roots: list[ast.AST],
+                    by_type: dict[type[ast.AST], list[ReadinessRule]],
                     function: ast.FunctionDef | None, compiled: bool, per_step: bool,
                     outer: tuple[ast.stmt, ...]) -> None:
         stack: list[ast.AST] = []
-        by_type = self.by_type
 
         def visit(node: ast.AST) -> None:
             rules = by_type.get(type(node))

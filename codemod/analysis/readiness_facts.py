@@ -63,6 +63,12 @@ class Facts:
         named = self.scan.named
         return [call for name in wanted for call in named.get(name, ())]
 
+    def may_step(self) -> bool:
+        """Whether any code of the file runs per training step: a step function, or a loop
+        whose body calls backward (what `loop_steps` needs, without a step function)."""
+        return self.backward and (bool(self.step_functions) or any(
+            self.scan.bodies[id(loop)].trains for loop in self.scan.loops))
+
     def loop_steps(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
         """Whether a loop runs a training step each time round: its body calls backward, or a
         step function of this file, outside any inner loop."""

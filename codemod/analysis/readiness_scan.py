@@ -59,8 +59,6 @@ class Body:
 class Scan:
     calls: list[ast.Call] = field(default_factory=list)
     """Every call of the file (in no particular order)."""
-    statement_of: dict[int, ast.stmt] = field(default_factory=dict)
-    """id of a call -> the innermost statement holding it."""
     named: dict[str, list[ast.Call]] = field(default_factory=dict)
     """A call's callee name (`f` in `f(...)`, `m` in `x.m(...)`) -> the calls."""
     bodies: dict[int, Body] = field(default_factory=dict)
@@ -97,51 +95,50 @@ class _Scanner:
             if node.returns is not None:
                 headers.append(node.returns)
             headers.extend(getattr(node, "type_params", ()))
-            self.expressions(headers, node, None)
+            self.expressions(headers, None)
             self.block(node.body, self.body(node), depth + 1)
         elif isinstance(node, ast.ClassDef):
             self.expressions([*node.decorator_list, *node.bases, *node.keywords,
-                              *getattr(node, "type_params", ())], node, None)
+                              *getattr(node, "type_params", ())], None)
             self.block(node.body, None, depth + 1)
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
             self.found.loops.append(node)
             self.expressions([node.test] if isinstance(node, ast.While)
-                             else [node.target, node.iter], node, None)
+                             else [node.target, node.iter], None)
             self.block(node.body, self.body(node), depth + 1)
             self.block(node.orelse, None, depth + 1)
         elif isinstance(node, ast.If):
-            self.expressions([node.test], node, owner)
+            self.expressions([node.test], owner)
             self.block(node.body, owner, depth + 1)
             self.block(node.orelse, owner, depth + 1)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
-            self.expressions(node.items, node, owner)
+            self.expressions(node.items, owner)
             self.block(node.body, owner, depth + 1)
         elif isinstance(node, _TRY):
             self.block(node.body, owner, depth + 1)  # type: ignore[attr-defined]
             for handler in node.handlers:  # type: ignore[attr-defined]
                 if handler.type is not None:
-                    self.expressions([handler.type], node, owner)
+                    self.expressions([handler.type], owner)
                 self.block(handler.body, owner, depth + 2)
             self.block(node.orelse, owner, depth + 1)  # type: ignore[attr-defined]
             self.block(node.finalbody, owner, depth + 1)  # type: ignore[attr-defined]
         elif isinstance(node, ast.Match):
-            self.expressions([node.subject], node, owner)
+            self.expressions([node.subject], owner)
             for case in node.cases:
                 self.expressions([case.pattern] if case.guard is None
-                                 else [case.pattern, case.guard], node, owner)
+                                 else [case.pattern, case.guard], owner)
                 self.block(case.body, owner, depth + 2)
         else:  # a simple statement: all of it is expressions
-            self.expressions([node], node, owner)
+            self.expressions([node], owner)
 
     def body(self, node: ast.AST) -> Body:
         body = self.found.bodies[id(node)] = Body()
         return body
 
-    def expressions(self, roots: Iterable[ast.AST], statement: ast.stmt,
-                    owner: Body | None) -> None:
+    def expressions(self, roots: Iterable[ast.AST], owner: Body | None) -> None:
         """Every call under `roots`; those outside lambdas are `owner`'s too."""
         found = self.found
-        calls, statement_of, named = found.calls, found.statement_of, found.named
+        calls, named = found.calls, found.named
         children = _CHILDREN
         call_type, lambda_type = ast.Call, ast.Lambda
         attribute_type, name_type = ast.Attribute, ast.Name
@@ -153,7 +150,6 @@ class _Scanner:
             kind = type(node)
             if kind is call_type:
                 calls.append(node)  # type: ignore[arg-type]
-                statement_of[id(node)] = statement
                 func = node.func  # type: ignore[attr-defined]
                 func_type = type(func)
                 if func_type is attribute_type:
@@ -184,4 +180,4 @@ class _Scanner:
                 elif value is not None:
                     push(value)
         for function in lambdas:  # a nested scope: its calls are no body's
-            self.expressions([function.args, function.body], statement, None)
+            self.expressions([function.args, function.body], None)
