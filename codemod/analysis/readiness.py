@@ -107,10 +107,10 @@ class ReadinessRule(Rule):
     also: ClassVar[tuple[bytes, ...]] = ()
     """Bytes every one of which such a file contains too."""
 
-    def wanted(self, data: bytes) -> bool:
+    def wanted(self, data: bytes | Tokens) -> bool:
         """Whether a file with these bytes may hold something this rule reports."""
-        return (not self.needs or any(token in data for token in self.needs)) and \
-            all(token in data for token in self.also)
+        return all(token in data for token in self.also) and \
+            (not self.needs or any(token in data for token in self.needs))
 
     def applies(self, facts: Facts) -> bool:
         """False if `check` reports nothing in a file with these facts."""
@@ -125,6 +125,22 @@ class ReadinessRule(Rule):
     def check(self, node: ast.AST, where: Where) -> str | None:
         """The finding's message for this node, or None."""
         raise NotImplementedError
+
+
+class Tokens(dict):  # type: ignore[type-arg]
+    """`token in Tokens(data)` is `token in data`, searched once per token: the rules'
+    `needs` share many tokens."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self.data = data
+
+    def __missing__(self, token: bytes) -> bool:
+        self[token] = found = token in self.data
+        return found
+
+    def __contains__(self, token: object) -> bool:
+        return self[token]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -146,7 +162,8 @@ def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[Readine
     engine to apply and report (they are returned in `fixes`); without, they are reported
     as fixes not applied."""
     ready = Readiness()
-    rules = [r for r in rules if r.wanted(data)]
+    tokens = Tokens(data)
+    rules = [r for r in rules if r.wanted(tokens)]
     if not rules:
         return ready
     facts = facts_of(tree)
@@ -192,26 +209,37 @@ class _Plan:
             else:
                 self.anywhere |= bit
         self.lines = sorted(lines)
+        self.compiled_lines = sorted(f.lineno for group in facts.functions.values()
+                                     for f in group if id(f) in facts.compiled)
+        leaves = any(issubclass(kind, _LEAVES) for rule in self.rules for kind in rule.nodes)
+        self.fields = _ALL_FIELDS if leaves else _FIELDS
+        """The fields of a node the walk goes into (not operators and load/store contexts,
+        unless a rule asks for them)."""
         self._by_type: dict[int, dict[type[ast.AST], list[ReadinessRule]]] = {}
 
-    def by_type(self, statement: ast.stmt, compiled: bool,
-                per_step: bool) -> dict[type[ast.AST], list[ReadinessRule]] | None:
-        """The rules for the nodes of this statement's expressions, by node type; None when
-        there are none."""
+    def by_type(self, statement: ast.stmt, compiled: bool, per_step: bool
+                ) -> tuple[dict[type[ast.AST], list[ReadinessRule]] | None, bool]:
+        """The rules for the nodes of this statement's expressions, by node type (None when
+        there are none); and whether any statement inside it may have some. Without rules
+        for all statements, none inside it has any when it spans no candidate line and,
+        outside compiled code, holds no compiled function (which `Scope.COMPILED` rules
+        without candidates wait for)."""
         step = per_step and not compiled
         mask = self.anywhere | (self.compiled if compiled else 0) | (self.step if step else 0)
-        if self.targeted:
-            first = statement.lineno
-            if type(statement) in _DEFINITIONS and statement.decorator_list:  # type: ignore[attr-defined]
-                first = min(first, *(d.lineno for d in statement.decorator_list))  # type: ignore[attr-defined]
-            last = statement.end_lineno or first
-            if _meets(self.lines, first, last):
-                within = {Scope.ANYWHERE: True, Scope.COMPILED: compiled, Scope.STEP: step}
-                for bit, scope, lines in self.targeted:
-                    if within[scope] and _meets(lines, first, last):
-                        mask |= bit
+        first = statement.lineno
+        if type(statement) in _DEFINITIONS and statement.decorator_list:  # type: ignore[attr-defined]
+            first = min(first, *(d.lineno for d in statement.decorator_list))  # type: ignore[attr-defined]
+        last = statement.end_lineno or first
+        hit = _meets(self.lines, first, last)
+        if hit:
+            within = {Scope.ANYWHERE: True, Scope.COMPILED: compiled, Scope.STEP: step}
+            for bit, scope, lines in self.targeted:
+                if within[scope] and _meets(lines, first, last):
+                    mask |= bit
+        inside = hit or bool(self.anywhere or self.step) or bool(self.compiled) and (
+            compiled or _meets(self.compiled_lines, first, last))
         if not mask:
-            return None
+            return None, inside
         found = self._by_type.get(mask)
         if found is None:
             found = self._by_type[mask] = {}
@@ -219,10 +247,34 @@ class _Plan:
                 if mask >> index & 1:
                     for kind in rule.nodes:
                         found.setdefault(kind, []).append(rule)
-        return found
+        return found, inside
 
 
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_LEAVES = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+_IDENTIFIERS = frozenset({"id", "attr", "arg", "kind", "conversion", "is_async", "type_comment",
+                          "simple", "level", "module", "kwd_attrs"})
+"""Fields that never hold a node: names, flags, numbers."""
+
+
+class _Fields(dict):  # type: ignore[type-arg]
+    """Node type -> the fields that may hold nodes to walk (() for anything not a node)."""
+
+    def __init__(self, skipped: frozenset[str]) -> None:
+        super().__init__()
+        self.skipped = skipped
+
+    def __missing__(self, kind: type) -> tuple[str, ...]:
+        fields: tuple[str, ...] = ()
+        if isinstance(kind, type) and issubclass(kind, ast.AST) and kind is not ast.Constant \
+                and not issubclass(kind, ast.stmt):
+            fields = tuple(f for f in kind._fields if f not in self.skipped)
+        self[kind] = fields
+        return fields
+
+
+_ALL_FIELDS = _Fields(_IDENTIFIERS)
+_FIELDS = _Fields(_IDENTIFIERS | {"ctx", "op", "ops"})
 
 
 def _meets(lines: list[int], first: int, last: int) -> bool:
@@ -275,26 +327,28 @@ class _Walk:
 
     def statement(self, node: ast.stmt, function: ast.FunctionDef | None, compiled: bool,
                   per_step: bool, outer: tuple[ast.stmt, ...]) -> None:
-        by_type = self.plan.by_type(node, compiled, per_step)
+        by_type, inside = self.plan.by_type(node, compiled, per_step)
         if isinstance(node, _FUNCTIONS):
             if by_type is not None:
                 self.expressions(node, [*node.decorator_list, *node.args.defaults,
                                         *(d for d in node.args.kw_defaults if d is not None)],
                                  by_type, function, compiled, per_step, outer)
-            self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
-                       id(node) in self.facts.step_functions, (*outer, node))
+            if inside:
+                self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
+                           id(node) in self.facts.step_functions, (*outer, node))
             return
         if isinstance(node, ast.ClassDef):
             if by_type is not None:
                 self.expressions(node, [*node.decorator_list, *node.bases], by_type, function,
                                  compiled, per_step, outer)
-            self.block(node.body, None, False, False, (*outer, node))
+            if inside:
+                self.block(node.body, None, False, False, (*outer, node))
             return
         if by_type is not None:
             headers = [child for child in ast.iter_child_nodes(node)
                        if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
             self.expressions(node, headers, by_type, function, compiled, per_step, outer)
-        if not isinstance(node, _COMPOUND):
+        if not inside or not isinstance(node, _COMPOUND):
             return
         inner = (*outer, node)
         if isinstance(node, _LOOPS):
@@ -321,9 +375,11 @@ class _Walk:
                     function: ast.FunctionDef | None, compiled: bool, per_step: bool,
                     outer: tuple[ast.stmt, ...]) -> None:
         stack: list[ast.AST] = []
+        fields = self.plan.fields
 
         def visit(node: ast.AST) -> None:
-            rules = by_type.get(type(node))
+            kind = type(node)
+            rules = by_type.get(kind)
             if rules:
                 where = Where(self.facts, statement, stack, len(stack), function, compiled,
                               per_step)
@@ -331,14 +387,16 @@ class _Walk:
                     message = rule.check(node, where)
                     if message is not None:
                         self.hit(rule, node, statement, outer, message)
+            names = fields[kind]
+            if not names:
+                return  # a leaf, or no node at all (a None key in a dict display)
             stack.append(node)
-            for name in node._fields:
-                value = getattr(node, name, None)
+            for name in names:
+                value = getattr(node, name)
                 if type(value) is list:
                     for item in value:
-                        if isinstance(item, ast.AST) and not isinstance(item, ast.stmt):
-                            visit(item)
-                elif isinstance(value, ast.AST):
+                        visit(item)
+                elif value is not None:
                     visit(value)
             stack.pop()
 

@@ -17,7 +17,7 @@ depth in the tree, and `Scan.statements` sorts them the way `ast.walk` meets the
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 _NOT_NODES = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "name", "names", "kind",
@@ -39,11 +39,9 @@ class _Children(dict):  # type: ignore[type-arg]
         return fields
 
 
-_CHILDREN = _Children()
-_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-_RECORDED = (ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef,
-             ast.Assign, ast.AnnAssign)
-_TRY = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+CHILDREN = _Children()
+_RECORDED = frozenset({ast.Import, ast.ImportFrom, ast.ClassDef, ast.FunctionDef,
+                       ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign})
 
 
 @dataclass
@@ -75,71 +73,103 @@ class Scan:
 
 def scan(tree: ast.Module) -> Scan:
     found = Scan()
-    _Scanner(found).block(tree.body, None, 1)
+    scanner = _Scanner(found)
+    scanner.block(tree.body, scanner.loose, None, 1)
+    for roots, owner in scanner.groups:
+        scanner.expressions(roots, owner)
     return found
 
 
 class _Scanner:
+    """Statements first, by recursion (recording what `Scan.recorded` keeps); their
+    expressions are gathered by the body they belong to and walked at the end, a few
+    long walks rather than one per statement."""
+
     def __init__(self, found: Scan) -> None:
         self.found = found
+        self.loose: list[ast.AST] = []
+        """Expressions that are in no function's or loop's body (or not directly)."""
+        self.groups: list[tuple[list[ast.AST], Body | None]] = [(self.loose, None)]
 
-    def block(self, body: Iterable[ast.stmt], owner: Body | None, depth: int) -> None:
-        for statement in body:
-            self.statement(statement, owner, depth)
+    def block(self, body: Iterable[ast.stmt], roots: list[ast.AST], owner: Body | None,
+              depth: int) -> None:
+        recorded = self.found.recorded
+        for node in body:
+            kind = type(node)
+            if kind in _RECORDED:
+                recorded.append((depth, node))
+            compound = _COMPOUND.get(kind)
+            if compound is None:
+                roots.append(node)  # a simple statement: all of it is expressions
+            else:
+                compound(self, node, roots, owner, depth)
 
-    def statement(self, node: ast.stmt, owner: Body | None, depth: int) -> None:
-        if isinstance(node, _RECORDED):
-            self.found.recorded.append((depth, node))
-        if isinstance(node, _FUNCTIONS):
-            headers: list[ast.AST] = [*node.decorator_list, node.args]
-            if node.returns is not None:
-                headers.append(node.returns)
-            headers.extend(getattr(node, "type_params", ()))
-            self.expressions(headers, None)
-            self.block(node.body, self.body(node), depth + 1)
-        elif isinstance(node, ast.ClassDef):
-            self.expressions([*node.decorator_list, *node.bases, *node.keywords,
-                              *getattr(node, "type_params", ())], None)
-            self.block(node.body, None, depth + 1)
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            self.found.loops.append(node)
-            self.expressions([node.test] if isinstance(node, ast.While)
-                             else [node.target, node.iter], None)
-            self.block(node.body, self.body(node), depth + 1)
-            self.block(node.orelse, None, depth + 1)
-        elif isinstance(node, ast.If):
-            self.expressions([node.test], owner)
-            self.block(node.body, owner, depth + 1)
-            self.block(node.orelse, owner, depth + 1)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            self.expressions(node.items, owner)
-            self.block(node.body, owner, depth + 1)
-        elif isinstance(node, _TRY):
-            self.block(node.body, owner, depth + 1)  # type: ignore[attr-defined]
-            for handler in node.handlers:  # type: ignore[attr-defined]
-                if handler.type is not None:
-                    self.expressions([handler.type], owner)
-                self.block(handler.body, owner, depth + 2)
-            self.block(node.orelse, owner, depth + 1)  # type: ignore[attr-defined]
-            self.block(node.finalbody, owner, depth + 1)  # type: ignore[attr-defined]
-        elif isinstance(node, ast.Match):
-            self.expressions([node.subject], owner)
-            for case in node.cases:
-                self.expressions([case.pattern] if case.guard is None
-                                 else [case.pattern, case.guard], owner)
-                self.block(case.body, owner, depth + 2)
-        else:  # a simple statement: all of it is expressions
-            self.expressions([node], owner)
-
-    def body(self, node: ast.AST) -> Body:
+    def body(self, node: ast.AST) -> tuple[list[ast.AST], Body]:
         body = self.found.bodies[id(node)] = Body()
-        return body
+        roots: list[ast.AST] = []
+        self.groups.append((roots, body))
+        return roots, body
+
+    def function(self, node: ast.FunctionDef | ast.AsyncFunctionDef, roots: list[ast.AST],
+                 owner: Body | None, depth: int) -> None:
+        self.loose.extend(node.decorator_list)
+        self.loose.append(node.args)
+        if node.returns is not None:
+            self.loose.append(node.returns)
+        self.loose.extend(getattr(node, "type_params", ()))
+        self.block(node.body, *self.body(node), depth + 1)
+
+    def cls(self, node: ast.ClassDef, roots: list[ast.AST], owner: Body | None,
+            depth: int) -> None:
+        self.loose.extend((*node.decorator_list, *node.bases, *node.keywords,
+                           *getattr(node, "type_params", ())))
+        self.block(node.body, self.loose, None, depth + 1)
+
+    def loop(self, node: ast.For | ast.AsyncFor | ast.While, roots: list[ast.AST],
+             owner: Body | None, depth: int) -> None:
+        self.found.loops.append(node)
+        if isinstance(node, ast.While):
+            self.loose.append(node.test)
+        else:
+            self.loose.extend((node.target, node.iter))
+        self.block(node.body, *self.body(node), depth + 1)
+        self.block(node.orelse, self.loose, None, depth + 1)
+
+    def branch(self, node: ast.If, roots: list[ast.AST], owner: Body | None,
+               depth: int) -> None:
+        roots.append(node.test)
+        self.block(node.body, roots, owner, depth + 1)
+        self.block(node.orelse, roots, owner, depth + 1)
+
+    def with_(self, node: ast.With | ast.AsyncWith, roots: list[ast.AST], owner: Body | None,
+              depth: int) -> None:
+        roots.extend(node.items)
+        self.block(node.body, roots, owner, depth + 1)
+
+    def try_(self, node: ast.Try, roots: list[ast.AST], owner: Body | None,
+             depth: int) -> None:
+        self.block(node.body, roots, owner, depth + 1)
+        for handler in node.handlers:
+            if handler.type is not None:
+                roots.append(handler.type)
+            self.block(handler.body, roots, owner, depth + 2)
+        self.block(node.orelse, roots, owner, depth + 1)
+        self.block(node.finalbody, roots, owner, depth + 1)
+
+    def match(self, node: ast.Match, roots: list[ast.AST], owner: Body | None,
+              depth: int) -> None:
+        roots.append(node.subject)
+        for case in node.cases:
+            roots.append(case.pattern)
+            if case.guard is not None:
+                roots.append(case.guard)
+            self.block(case.body, roots, owner, depth + 2)
 
     def expressions(self, roots: Iterable[ast.AST], owner: Body | None) -> None:
         """Every call under `roots`; those outside lambdas are `owner`'s too."""
         found = self.found
         calls, named = found.calls, found.named
-        children = _CHILDREN
+        children = CHILDREN
         call_type, lambda_type = ast.Call, ast.Lambda
         attribute_type, name_type = ast.Attribute, ast.Name
         lambdas: list[ast.Lambda] = []
@@ -179,5 +209,17 @@ class _Scanner:
                     extend(value)
                 elif value is not None:
                     push(value)
-        for function in lambdas:  # a nested scope: its calls are no body's
-            self.expressions([function.args, function.body], None)
+        if lambdas:  # nested scopes: their calls are no body's
+            self.expressions([part for f in lambdas for part in (f.args, f.body)], None)
+
+
+_COMPOUND: dict[type, Callable[..., None]] = {
+    ast.FunctionDef: _Scanner.function, ast.AsyncFunctionDef: _Scanner.function,
+    ast.ClassDef: _Scanner.cls,
+    ast.For: _Scanner.loop, ast.AsyncFor: _Scanner.loop, ast.While: _Scanner.loop,
+    ast.If: _Scanner.branch, ast.With: _Scanner.with_, ast.AsyncWith: _Scanner.with_,
+    ast.Try: _Scanner.try_, ast.Match: _Scanner.match,
+}
+"""The statements that hold statements (any other is expressions only)."""
+if hasattr(ast, "TryStar"):
+    _COMPOUND[ast.TryStar] = _Scanner.try_
