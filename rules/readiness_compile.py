@@ -10,7 +10,8 @@ import libcst as cst
 
 from neuron_migrate.model import Kind
 from neuron_migrate.engine.quote import code as cst_code
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where, lines_of
+from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import lines_of
 from neuron_migrate.analysis.readiness_facts import Facts, is_module_compile
 from neuron_migrate.rule import Example, Outcome, Replace, Site
 from neuron_migrate.rules.readiness_support import D_CREF, code, keyword

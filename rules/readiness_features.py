@@ -13,7 +13,8 @@ import ast
 from typing import ClassVar
 
 from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where, lines_of, text_lines
+from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import lines_of, text_lines
 from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import D_APIREF, D_RN, code, keyword, method

@@ -8,7 +8,8 @@ import ast
 
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Scope, Where, lines_of
+from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import Scope, lines_of
 from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import D_BP, D_COPT, code, keyword, method

@@ -8,7 +8,8 @@ import ast
 import pytest
 
 from neuron_migrate.analysis import readiness
-from neuron_migrate.analysis.readiness import Scope, check_tree, text_lines
+from neuron_migrate.analysis.readiness import check_tree
+from neuron_migrate.analysis.readiness_plan import Scope, text_lines
 from neuron_migrate.analysis.readiness_facts import facts_of
 from neuron_migrate.engine.suppress import read_suppressions
 from neuron_migrate.registry import Registry

@@ -1,7 +1,7 @@
 """What the readiness rules need to know about a whole file before they look at one node:
 what its names import, what it compiles, and which code runs on every training step.
 
-All of it comes from the stdlib `ast` in two cheap walks. It is a per-file view: a model class
+All of it comes from the stdlib `ast` in one walk (`readiness_scan`). It is a per-file view: a model class
 compiled by another file is not known here to be compiled.
 """
 
