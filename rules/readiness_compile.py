@@ -11,7 +11,8 @@ import libcst as cst
 from neuron_migrate.model import Kind
 from neuron_migrate.engine.quote import code as cst_code
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_facts import is_module_compile
+from neuron_migrate.analysis.readiness_plan import lines_of
+from neuron_migrate.analysis.readiness_facts import Facts, is_module_compile
 from neuron_migrate.rule import Example, Outcome, Replace, Site
 from neuron_migrate.rules.readiness_support import D_CREF, code, keyword
 from neuron_migrate.rules.support import append_arg, bool_value, keyword_arg, string_value
@@ -34,7 +35,14 @@ def neuron_compile(call: ast.Call, where: Where) -> bool:
     return isinstance(backend, ast.Constant) and backend.value == "neuron"
 
 
-class CompileStaticShapes(ReadinessRule):
+class NeuronCompileRule(ReadinessRule):
+    """A rule over the neuron-backend compile calls (`neuron_compile`)."""
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("compile",)))  # torch.compile(...), x.compile(...)
+
+
+class CompileStaticShapes(NeuronCompileRule):
     id = "NM920"
     name = "neuron-compile-static"
     kind = Kind.FIX
@@ -112,7 +120,7 @@ inputs to a few fixed shapes (see NM930-NM936). A call with `**kwargs` is left a
         return string_value(backend.value) == "neuron"
 
 
-class CompileMode(ReadinessRule):
+class CompileMode(NeuronCompileRule):
     id = "NM921"
     name = "neuron-compile-mode"
     kind = Kind.REVIEW
@@ -147,7 +155,7 @@ say what actually runs."""
                 "modes run as the default with a warning")
 
 
-class CompileOptions(ReadinessRule):
+class CompileOptions(NeuronCompileRule):
     id = "NM922"
     name = "neuron-compile-options"
     kind = Kind.REVIEW

@@ -7,6 +7,8 @@ import ast
 
 from neuron_migrate.model import Kind
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import lines_of
+from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import (
     D_MEMGL,
@@ -55,14 +57,20 @@ float32 (or bfloat16) on the device and compute the delicate part on the CPU in 
         "weights = torch.zeros(10, dtype=torch.float64, device=device)\n"
         "scores = model(batch.to(device)).double()\n")
 
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        """The calls that make or convert to float64, whatever the device: `check` needs
+        the rest (on the device?) only for them."""
+        named = facts.calls_named(("double", *_FACTORIES_WITH_DTYPE))
+        typed = (c for c in facts.calls if any(k.arg == "dtype" for k in c.keywords))
+        return lines_of(call for call in (*named, *typed)
+                        if method(call, "double") and not call.args or
+                        _float64_dtype(call, facts) is not None)
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
         if method(call, "double") and not call.args and on_device(call, where):
             return f"`{code(call)}` makes a float64 tensor on the device; {_WHY}"
-        dtype = keyword(call, "dtype")
-        if dtype is None and method(call, *_FACTORIES_WITH_DTYPE):
-            dtype = next((a for a in call.args if _double(a, where)), None)
-        if dtype is None or not _double(dtype, where):
+        if _float64_dtype(call, where.facts) is None:
             return None
         placed = method(call, *_FACTORIES_WITH_DTYPE) or \
             is_device(keyword(call, "device"), where.facts) or \
@@ -72,8 +80,18 @@ float32 (or bfloat16) on the device and compute the delicate part on the CPU in 
         return None
 
 
-def _double(expr: ast.AST, where: Where) -> bool:
-    return is_float64(expr, where.facts) or where.qualname(expr) in _DOUBLE_TENSORS
+def _float64_dtype(call: ast.Call, facts: Facts) -> ast.expr | None:
+    """The float64 dtype a call is given: `dtype=`, or an argument of a conversion."""
+    dtype = keyword(call, "dtype")
+    if dtype is None and method(call, *_FACTORIES_WITH_DTYPE):
+        dtype = next((a for a in call.args if _double(a, facts)), None)
+    if dtype is None or not _double(dtype, facts):
+        return None
+    return dtype
+
+
+def _double(expr: ast.AST, facts: Facts) -> bool:
+    return is_float64(expr, facts) or facts.qualname(expr) in _DOUBLE_TENSORS
 
 
 class Float64Default(ReadinessRule):
@@ -99,6 +117,9 @@ float32 run with the float64 one before moving to Trainium."""
     example = Example.unchanged(
         "import torch\n\ntorch.set_default_dtype(torch.float64)\n"
         "model = Net().to(\"neuron\")\n")
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("set_default_dtype", "set_default_tensor_type")))
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
@@ -141,15 +162,14 @@ What differs: nothing is rewritten. Convert before the move:
         "import numpy as np\nimport torch\n\nnoise = np.random.randn(16, 8)\n"
         "x = torch.from_numpy(noise).to(\"neuron\")\n")
 
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        """The tensors made from numpy float64 arrays, wherever they go."""
+        return lines_of(call for call in facts.calls_named(("from_numpy", "as_tensor", "tensor"))
+                        if _from_numpy_float64(call, facts))
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
-        qualname = where.qualname(call.func)
-        if qualname not in ("torch.from_numpy", "torch.as_tensor", "torch.tensor") or \
-                not call.args or keyword(call, "dtype") is not None:
-            return None
-        if qualname != "torch.from_numpy" and len(call.args) > 1:
-            return None
-        if not numpy_float64(call.args[0], where.facts):
+        if not _from_numpy_float64(call, where.facts):
             return None
         moved = False
         for later in applied(call, where):
@@ -165,6 +185,18 @@ What differs: nothing is rewritten. Convert before the move:
             return None
         return (f"`{code(call)}` makes a float64 tensor from a numpy float64 array and moves "
                 f"it to the device; {_WHY}: add `.float()` before the move")
+
+
+def _from_numpy_float64(call: ast.Call, facts: Facts) -> bool:
+    """`torch.from_numpy(a)`, `torch.as_tensor(a)`, `torch.tensor(a)` without a dtype, of
+    a numpy float64 array."""
+    qualname = facts.qualname(call.func)
+    if qualname not in ("torch.from_numpy", "torch.as_tensor", "torch.tensor") or \
+            not call.args or keyword(call, "dtype") is not None:
+        return False
+    if qualname != "torch.from_numpy" and len(call.args) > 1:
+        return False
+    return numpy_float64(call.args[0], facts)
 
 
 def _device_arg(expr: ast.AST, where: Where) -> bool:

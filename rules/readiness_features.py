@@ -14,6 +14,8 @@ from typing import ClassVar
 
 from neuron_migrate.model import Kind
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import lines_of, text_lines
+from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import D_APIREF, D_RN, code, keyword, method
 
@@ -28,7 +30,32 @@ class NamespaceRule(ReadinessRule):
     namespaces: ClassVar[tuple[str, ...]] = ()
     excluded: ClassVar[tuple[str, ...]] = ()
     methods: ClassVar[tuple[str, ...]] = ()
+    callees: ClassVar[tuple[str, ...]] = ()
+    """The last names of what `call` reports calls to."""
     what: ClassVar[str] = ""
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int] | None:
+        """The lines that spell a name under `namespaces`: a name imported from one (its alias
+        is reported), or the attribute that enters one from an imported parent (`fft` in
+        `torch.fft.rfft`); and the calls of `methods` and `callees`. In a file that is not
+        ASCII an identifier may be spelled otherwise (Python normalises them): no filter."""
+        if not data.isascii():
+            return None
+        words: dict[str, bool] = {}
+        for alias, target in facts.aliases.items():
+            for namespace in self.namespaces:
+                if _under(target, (namespace,)):
+                    words[alias] = False
+                elif namespace.startswith(target + "."):
+                    rest = namespace[len(target) + 1:]
+                    word = rest.split(".", 1)[0]
+                    # `torch.sparse_` covers `torch.sparse_coo_tensor`: a prefix of the name
+                    prefix = word == rest and rest.endswith("_")
+                    words[word] = words.get(word, False) or prefix
+        found = text_lines(data, words)
+        if ast.Call in self.nodes:
+            found |= lines_of(facts.calls_named((*self.methods, *self.callees)))
+        return found
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         if isinstance(node, ast.Call):
@@ -73,6 +100,7 @@ class SparseTensors(NamespaceRule):
     needs = (b"sparse",)
     methods = ("to_sparse", "to_sparse_coo", "to_sparse_csr", "to_sparse_csc", "to_sparse_bsr",
                "to_sparse_bsc")
+    callees = ("Embedding", "EmbeddingBag", "embedding", "embedding_bag")
     what = ("sparse tensors are not supported by TorchNeuron; keep them on the CPU or use "
             "dense tensors (`.to_dense()`) on the device")
     summary = "sparse tensors (`torch.sparse`, `.to_sparse()`, `sparse=True` embeddings) are not supported on the neuron device"
@@ -93,8 +121,7 @@ embeddings, `.to_dense()`), or keep the sparse part of the computation on the CP
 
     def call(self, node: ast.Call, where: Where) -> str | None:
         qualname = where.qualname(node.func) or ""
-        if qualname.rsplit(".", 1)[-1] in ("Embedding", "EmbeddingBag", "embedding",
-                                           "embedding_bag") and qualname.startswith("torch.nn"):
+        if qualname.rsplit(".", 1)[-1] in self.callees and qualname.startswith("torch.nn"):
             sparse = keyword(node, "sparse")
             if isinstance(sparse, ast.Constant) and sparse.value is True:
                 return (f"`{code(node)}`: `sparse=True` makes sparse gradients; {self.what}")

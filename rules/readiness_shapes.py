@@ -9,6 +9,8 @@ import ast
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.model import Kind
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
+from neuron_migrate.analysis.readiness_plan import Scope, lines_of
+from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.readiness_support import D_BP, D_COPT, code, keyword, method
 
@@ -63,6 +65,8 @@ fixed k instead of `nonzero`, and a padded `unique` with a fixed size if one is 
         "import torch\n\n\nclass Net(torch.nn.Module):\n    def forward(self, x):\n"
         "        return x[x > 0].sum()\n\n\nmodel = Net().to(\"neuron\")\n"
         "model.compile(backend=\"neuron\", dynamic=False)\n")
+
+    scope = Scope.COMPILED
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         if not where.compiled:
@@ -139,6 +143,11 @@ N steps."""
         "def accuracy(logits, labels):\n    return (logits.argmax(-1) == labels).float().mean().item()\n\n\n"
         "print(accuracy(logits.to(\"neuron\"), labels))\n")
 
+    scope = Scope.COMPILED
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named((*_HOST_READS, "to")))  # host_read
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         if not where.compiled or not host_read(node, _HOST_READS):
             return None
@@ -172,6 +181,11 @@ read once per epoch, or read every N steps under an `if`."""
         "    loss = loss_fn(model(batch.to(\"neuron\")), labels.to(\"neuron\"))\n"
         "    loss.backward()\n    optimizer.step()\n    optimizer.zero_grad()\n"
         "    total += loss.item()\n")
+
+    scope = Scope.STEP
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named((*_STEP_READS, "to")))  # host_read
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         if where.compiled or not where.per_step or not host_read(node, _STEP_READS):
@@ -228,6 +242,12 @@ sample counts, pad the last batch to the full size and mask the padded rows."""
         "model = Net().to(\"neuron\")\nmodel.compile(backend=\"neuron\", dynamic=False)\n"
         "loader = DataLoader(dataset, batch_size=32, shuffle=True)\n")
 
+    def applies(self, facts: Facts) -> bool:
+        return facts.compiles
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("DataLoader",)))  # _data_loader
+
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]
         if not where.facts.compiles or not _data_loader(call, where):
@@ -276,6 +296,12 @@ What differs: nothing is rewritten. Pad to one of a few fixed lengths (bucketing
         "    return pad_sequence(batch, batch_first=True)\n\n\n"
         "model = Net().to(\"neuron\")\nmodel.compile(backend=\"neuron\", dynamic=False)\n"
         "loader = DataLoader(dataset, batch_size=8, collate_fn=collate, drop_last=True)\n")
+
+    def applies(self, facts: Facts) -> bool:
+        return facts.compiles
+
+    def candidates(self, facts: Facts, data: bytes) -> set[int]:
+        return lines_of(facts.calls_named(("DataLoader",)))  # _data_loader
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         call: ast.Call = node  # type: ignore[assignment]

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.readiness import Where
 from neuron_migrate.analysis.readiness_facts import Facts
+from neuron_migrate.analysis.readiness_scan import CHILDREN
 
 D_RN = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/components/torchneuron.html"
 D_APIREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/index.html"
@@ -155,20 +156,29 @@ def _moved(body: list[ast.stmt], facts: Facts, enter: bool) -> frozenset[str]:
     """`enter`: into nested functions and classes too."""
     names: set[str] = set()
     pending: list[ast.AST] = list(body)
+    children = CHILDREN  # the fields that may hold a statement or a call
     while pending:
         node = pending.pop()
-        if not enter and isinstance(node, _SCOPES):
-            continue
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            value = node.value
-            if device_move(value, facts) or any(device_move(r, facts) for r in receivers(value)):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        kind = type(node)
+        if kind is ast.Call:
+            if device_move(node, facts):
+                name = ast_dotted(node.func.value)  # type: ignore[attr-defined]
+                if name is not None:
+                    names.add(name)
+        elif kind is ast.Assign or kind is ast.AnnAssign:
+            value = node.value  # type: ignore[attr-defined]
+            if value is not None and (device_move(value, facts) or
+                                      any(device_move(r, facts) for r in receivers(value))):
+                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
                 names.update(n for n in map(ast_dotted, targets) if n is not None)
-        elif device_move(node, facts):
-            name = ast_dotted(node.func.value)  # type: ignore[attr-defined]
-            if name is not None:
-                names.add(name)
-        pending.extend(ast.iter_child_nodes(node))
+        elif not enter and kind in _SCOPES:
+            continue
+        for field in children[kind]:
+            value = getattr(node, field)
+            if type(value) is list:
+                pending.extend(value)
+            elif value is not None:
+                pending.append(value)
     return frozenset(names)
 
 

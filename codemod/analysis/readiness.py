@@ -1,8 +1,9 @@
 """Readiness checks (NM9xx): what will not run, runs slowly, or computes differently on
 TorchNeuron, in any PyTorch file, XLA-era or not.
 
-They read the stdlib `ast` only (one walk per file, plus `neuron_migrate.analysis.readiness_facts`), so
-`audit` can afford them on every file that mentions torch. Rules are `ReadinessRule`s: the
+They read the stdlib `ast` only (one walk per file for `neuron_migrate.analysis.readiness_facts`,
+then one into the statements `readiness_plan` says a rule may report in), so `audit` can
+afford them on every file that mentions torch. Rules are `ReadinessRule`s: the
 walk hands each the nodes of the types it asks for, with a `Where` that says what surrounds
 the node (compiled code? run on every training step?). A rule says what is wrong; only the
 compile rule that has a fix (NM920) also rewrites, through the LibCST engine, on the
@@ -20,12 +21,16 @@ from typing import ClassVar
 
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.model import FileResult, Finding, Kind, unparsable
-from neuron_migrate.analysis.readiness_facts import Facts, facts_of, steps
+from neuron_migrate.analysis.readiness_facts import Facts, facts_of
+from neuron_migrate.analysis.readiness_plan import Plan, Scope
 from neuron_migrate.rule import Rule
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions, span
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LOOPS = (ast.For, ast.AsyncFor, ast.While)
+_COMPOUND = (*_LOOPS, ast.If, ast.Try, *([ast.TryStar] if hasattr(ast, "TryStar") else []),
+             ast.With, ast.AsyncWith, ast.Match)
+"""Statements with statements inside (besides functions and classes)."""
 
 
 class Limit(str, enum.Enum):
@@ -79,10 +84,12 @@ class Where:
 
 
 class ReadinessRule(Rule):
-    """A rule over the stdlib `ast`: `check` receives every node of the types in `nodes`."""
+    """A rule over the stdlib `ast`: `check` receives every node of the types in `nodes`
+    (the walk may leave out those `scope`, `applies` and `candidates` say it cannot report)."""
 
     limit: ClassVar[Limit]
     nodes: ClassVar[tuple[type[ast.AST], ...]] = (ast.Call,)
+    scope: ClassVar[Scope] = Scope.ANYWHERE
     needs: ClassVar[tuple[bytes, ...]] = ()
     """Bytes one of which every file this rule can report on contains (an import or a
     call spells it out): other files skip the rule, and a file no rule needs skips the
@@ -90,14 +97,40 @@ class ReadinessRule(Rule):
     also: ClassVar[tuple[bytes, ...]] = ()
     """Bytes every one of which such a file contains too."""
 
-    def wanted(self, data: bytes) -> bool:
+    def wanted(self, data: bytes | Tokens) -> bool:
         """Whether a file with these bytes may hold something this rule reports."""
-        return (not self.needs or any(token in data for token in self.needs)) and \
-            all(token in data for token in self.also)
+        return all(token in data for token in self.also) and \
+            (not self.needs or any(token in data for token in self.needs))
+
+    def applies(self, facts: Facts) -> bool:
+        """False if `check` reports nothing in a file with these facts."""
+        return True
+
+    def candidates(self, facts: Facts, data: bytes) -> Iterable[int] | None:
+        """Lines of the file such that any node `check` reports spans one of them (more lines
+        are fine: they are only walked for nothing), or None: any node of `nodes` anywhere.
+        The walk looks for this rule's nodes only in statements that span such a line."""
+        return None
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         """The finding's message for this node, or None."""
         raise NotImplementedError
+
+
+class Tokens(dict):  # type: ignore[type-arg]
+    """`token in Tokens(data)` is `token in data`, searched once per token: the rules'
+    `needs` share many tokens."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__()
+        self.data = data
+
+    def __missing__(self, token: bytes) -> bool:
+        self[token] = found = token in self.data
+        return found
+
+    def __contains__(self, token: object) -> bool:
+        return self[token]  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -119,26 +152,25 @@ def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[Readine
     engine to apply and report (they are returned in `fixes`); without, they are reported
     as fixes not applied."""
     ready = Readiness()
-    rules = [r for r in rules if r.wanted(data)]
+    tokens = Tokens(data)
+    rules = [r for r in rules if r.wanted(tokens)]
     if not rules:
         return ready
-    by_type: dict[type[ast.AST], list[ReadinessRule]] = {}
-    for rule in rules:
-        for kind in rule.nodes:
-            by_type.setdefault(kind, []).append(rule)
-    walk = _Walk(path, facts_of(tree), by_type, suppressions, engine, ready)
-    walk.block(tree.body, None, False, False, ())
-    ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    facts = facts_of(tree)
+    plan = Plan(facts, data, rules)
+    if plan.rules:
+        walk = _Walk(path, facts, plan, suppressions, engine, ready)
+        walk.block(tree.body, None, False, False, ())
+        ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
     return ready
 
 
 class _Walk:
-    def __init__(self, path: str, facts: Facts,
-                 by_type: dict[type[ast.AST], list[ReadinessRule]],
+    def __init__(self, path: str, facts: Facts, plan: Plan,
                  suppressions: Suppressions, engine: bool, ready: Readiness) -> None:
         self.path = path
         self.facts = facts
-        self.by_type = by_type
+        self.plan = plan
         self.suppressions = suppressions
         self.engine = engine
         self.ready = ready
@@ -151,24 +183,32 @@ class _Walk:
 
     def statement(self, node: ast.stmt, function: ast.FunctionDef | None, compiled: bool,
                   per_step: bool, outer: tuple[ast.stmt, ...]) -> None:
-        inner = (*outer, node)
+        by_type, inside = self.plan.by_type(node, compiled, per_step)
         if isinstance(node, _FUNCTIONS):
-            self.expressions(node, [*node.decorator_list, *node.args.defaults,
-                                    *(d for d in node.args.kw_defaults if d is not None)],
-                             function, compiled, per_step, outer)
-            self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
-                       id(node) in self.facts.step_functions, inner)
+            if by_type is not None:
+                self.expressions(node, [*node.decorator_list, *node.args.defaults,
+                                        *(d for d in node.args.kw_defaults if d is not None)],
+                                 by_type, function, compiled, per_step, outer)
+            if inside:
+                self.block(node.body, node, compiled or id(node) in self.facts.compiled,  # type: ignore[arg-type]
+                           id(node) in self.facts.step_functions, (*outer, node))
             return
         if isinstance(node, ast.ClassDef):
-            self.expressions(node, [*node.decorator_list, *node.bases], function, compiled,
-                             per_step, outer)
-            self.block(node.body, None, False, False, inner)
+            if by_type is not None:
+                self.expressions(node, [*node.decorator_list, *node.bases], by_type, function,
+                                 compiled, per_step, outer)
+            if inside:
+                self.block(node.body, None, False, False, (*outer, node))
             return
-        headers = [child for child in ast.iter_child_nodes(node)
-                   if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
-        self.expressions(node, headers, function, compiled, per_step, outer)
+        if by_type is not None:
+            headers = [child for child in ast.iter_child_nodes(node)
+                       if not isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case))]
+            self.expressions(node, headers, by_type, function, compiled, per_step, outer)
+        if not inside or not isinstance(node, _COMPOUND):
+            return
+        inner = (*outer, node)
         if isinstance(node, _LOOPS):
-            step = per_step or steps(node.body, self.facts)
+            step = per_step or self.facts.loop_steps(node)
             self.block(node.body, function, compiled, step, inner)
             self.block(node.orelse, function, compiled, per_step, inner)
         elif isinstance(node, ast.If):
@@ -187,13 +227,15 @@ class _Walk:
                 self.block(case.body, function, compiled, False, inner)
 
     def expressions(self, statement: ast.stmt, roots: list[ast.AST],
+                    by_type: dict[type[ast.AST], list[ReadinessRule]],
                     function: ast.FunctionDef | None, compiled: bool, per_step: bool,
                     outer: tuple[ast.stmt, ...]) -> None:
         stack: list[ast.AST] = []
-        by_type = self.by_type
+        fields = self.plan.fields
 
         def visit(node: ast.AST) -> None:
-            rules = by_type.get(type(node))
+            kind = type(node)
+            rules = by_type.get(kind)
             if rules:
                 where = Where(self.facts, statement, stack, len(stack), function, compiled,
                               per_step)
@@ -201,14 +243,16 @@ class _Walk:
                     message = rule.check(node, where)
                     if message is not None:
                         self.hit(rule, node, statement, outer, message)
+            names = fields[kind]
+            if not names:
+                return  # a leaf, or no node at all (a None key in a dict display)
             stack.append(node)
-            for name in node._fields:
-                value = getattr(node, name, None)
+            for name in names:
+                value = getattr(node, name)
                 if type(value) is list:
                     for item in value:
-                        if isinstance(item, ast.AST) and not isinstance(item, ast.stmt):
-                            visit(item)
-                elif isinstance(value, ast.AST):
+                        visit(item)
+                elif value is not None:
                     visit(value)
             stack.pop()
 

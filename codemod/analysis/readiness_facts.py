@@ -1,16 +1,18 @@
 """What the readiness rules need to know about a whole file before they look at one node:
 what its names import, what it compiles, and which code runs on every training step.
 
-All of it comes from the stdlib `ast` in two cheap walks. It is a per-file view: a model class
+All of it comes from the stdlib `ast` in one walk (`readiness_scan`). It is a per-file view: a model class
 compiled by another file is not known here to be compiled.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.readiness_scan import Scan, scan
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPILE = frozenset({"torch.compile"})
@@ -47,6 +49,39 @@ class Facts:
     _names: dict[int, str | None] = field(default_factory=dict)
     tree: ast.Module = field(default_factory=lambda: ast.Module(body=[], type_ignores=[]))
     """What rules work out once per file from these facts."""
+    scan: Scan = field(default_factory=Scan)
+    """The walk these facts come from: every call, by callee name and by body."""
+
+    def calls_named(self, names: Iterable[str]) -> list[ast.Call]:
+        """Every call that may be to something named one of `names` (in no particular order):
+        `name(...)`, `x.name(...)`, or `alias(...)` where the file imports the name as
+        `alias`. Any call whose qualified name ends in one of `names`, or which is a method
+        call of one of them, is among these."""
+        wanted = set(names)
+        wanted.update(alias for alias, target in self.aliases.items()
+                      if target.rsplit(".", 1)[-1] in wanted)
+        named = self.scan.named
+        return [call for name in wanted for call in named.get(name, ())]
+
+    def may_step(self) -> bool:
+        """Whether any code of the file runs per training step: a step function, or a loop
+        whose body calls backward (what `loop_steps` needs, without a step function)."""
+        return self.backward and (bool(self.step_functions) or any(
+            self.scan.bodies[id(loop)].trains for loop in self.scan.loops))
+
+    def loop_steps(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """Whether a loop runs a training step each time round: its body calls backward, or a
+        step function of this file, outside any inner loop."""
+        if not self.backward:
+            return False
+        body = self.scan.bodies[id(loop)]
+        if body.trains:
+            return True
+        for call in body.calls:
+            for short in callees(call, self):
+                if any(id(f) in self.step_functions for f in self.functions.get(short, ())):
+                    return True
+        return False
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The qualified name a dotted expression refers to, through the file's imports."""
@@ -77,12 +112,11 @@ class Facts:
 
 def facts_of(tree: ast.Module) -> Facts:
     facts = Facts(tree=tree)
+    found = scan(tree)
     classes: dict[str, ast.ClassDef] = {}
     functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    calls: list[ast.Call] = []
     decorated: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
-    loops: list[ast.For | ast.AsyncFor | ast.While] = []
-    for node in ast.walk(tree):
+    for node in found.statements():
         if isinstance(node, ast.Import):
             facts.compiles |= any(a.name.split(".", 1)[0] == "torch_xla" for a in node.names)
             for alias in node.names:
@@ -91,35 +125,31 @@ def facts_of(tree: ast.Module) -> Facts:
                 else:
                     root = alias.name.split(".", 1)[0]
                     facts.aliases[root] = root
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-            facts.compiles |= node.module.split(".", 1)[0] == "torch_xla"
-            for alias in node.names:
-                if alias.name != "*":
-                    facts.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.ImportFrom):
+            if node.module and not node.level:
+                facts.compiles |= node.module.split(".", 1)[0] == "torch_xla"
+                for alias in node.names:
+                    if alias.name != "*":
+                        facts.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
         elif isinstance(node, ast.ClassDef):
             classes[node.name] = node
         elif isinstance(node, _FUNCTIONS):
             functions.setdefault(node.name, []).append(node)
             if node.decorator_list:
                 decorated.append(node)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        elif node.value is not None:  # type: ignore[attr-defined]
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[attr-defined]
             for target in targets:
                 name = ast_dotted(target)
                 if name is not None:
-                    facts.assigned.setdefault(name, []).append(node.value)
-        elif isinstance(node, ast.Call):
-            calls.append(node)
-            func = node.func
-            if type(func) is ast.Attribute and func.attr == "backward":
-                facts.backward = True
-        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
-            loops.append(node)
-    facts.calls = calls
+                    facts.assigned.setdefault(name, []).append(node.value)  # type: ignore[attr-defined]
+    facts.calls = found.calls
     facts.functions = functions
-    _compiled(facts, calls, decorated, classes, functions)
+    facts.backward = found.backward
+    facts.scan = found
+    _compiled(facts, decorated, classes, functions)
     if facts.backward:
-        _steps(facts, loops, functions)
+        _steps(facts, found, functions)
     return facts
 
 
@@ -142,13 +172,15 @@ def is_module_compile(call: ast.Call, facts: Facts) -> bool:
     return not any(k.arg in ("optimizer", "loss", "metrics") for k in call.keywords)
 
 
-def _compiled(facts: Facts, calls: list[ast.Call],
-              decorated: list[ast.FunctionDef | ast.AsyncFunctionDef],
+def _compiled(facts: Facts, decorated: list[ast.FunctionDef | ast.AsyncFunctionDef],
               classes: dict[str, ast.ClassDef],
               functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
     compiled_classes: set[str] = set()
     by_id = {id(f): f for group in functions.values() for f in group}
-    for call in calls:
+    # the calls below only act on torch.compile, torch_xla.compile, x.compile(...) and
+    # set_default_backend, so the calls named anything else can be left out (the result
+    # does not depend on the order of the calls: see _mark_target)
+    for call in facts.calls_named(("compile", "set_default_backend")):
         qualname = facts.qualname(call.func)
         if qualname in _SET_DEFAULT and call.args and \
                 isinstance(call.args[0], ast.Constant) and call.args[0].value == "neuron":
@@ -252,21 +284,6 @@ def trains(body: list[ast.stmt], loops: bool = True) -> bool:
     return False
 
 
-def steps(body: list[ast.stmt], facts: Facts) -> bool:
-    """Whether a loop with this body runs a training step each time round: it calls
-    backward, or a step function of this file, outside any inner loop."""
-    if not facts.backward:
-        return False
-    if trains(body, loops=False):
-        return True
-    for node in _shallow(body, loops=False):
-        if isinstance(node, ast.Call):
-            for short in callees(node, facts):
-                if any(id(f) in facts.step_functions for f in facts.functions.get(short, ())):
-                    return True
-    return False
-
-
 def callees(call: ast.Call, facts: Facts) -> set[str]:
     """The names of this file's functions a call may run: its own name, and the names of
     what was assigned to it (`self.compiled_step = self.step`)."""
@@ -296,18 +313,18 @@ def _shallow(body: list[ast.stmt], loops: bool = True):  # type: ignore[no-untyp
                 pending.append(child)
 
 
-def _steps(facts: Facts, loops: list[ast.For | ast.AsyncFor | ast.While],
+def _steps(facts: Facts, found: Scan,
            functions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]) -> None:
     """Functions that train (call backward) and are called from inside a loop: their body
     is a training step, run once per batch."""
+    bodies = found.bodies
     trainers = {name for name, group in functions.items()
-                if any(trains(f.body, loops=False) for f in group)}
+                if any(bodies[id(f)].trains for f in group)}
     if not trainers:
         return
-    for node in loops:
-        for inner in _shallow(node.body, loops=False):
-            if isinstance(inner, ast.Call):
-                for short in callees(inner, facts) & trainers:
-                    for function in functions[short]:
-                        if trains(function.body, loops=False):
-                            facts.step_functions.add(id(function))
+    for node in found.loops:
+        for inner in bodies[id(node)].calls:
+            for short in callees(inner, facts) & trainers:
+                for function in functions[short]:
+                    if bodies[id(function)].trains:
+                        facts.step_functions.add(id(function))
