@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
-from neuron_migrate.analysis.flow_values import DEFAULTS, OPTION, Values, option_dest
+from neuron_migrate.analysis.flow_index import children, index
+from neuron_migrate.analysis.flow_values import Values
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -94,46 +95,28 @@ class _Builder(Values):
         """Functions, classes and stored attribute names, so that uses before definitions
         (a call above its `def`) are followed too."""
         scope_of = self.analysis.scope_of
-        nodes = list(ast.walk(tree))
-        for node in nodes:
-            if isinstance(node, _FUNCTIONS):
-                own = scope_of.get(id(node.body[0])) if node.body else None
-                outer = scope_of.get(id(node))
-                function = Function(node, own)
-                self.by_node[id(node)] = function
-                bindings = outer.lookup(node.name) if outer is not None else None
-                if bindings is not None:
-                    self.functions.setdefault(id(bindings), []).append(function)
-                if outer is not None and outer.kind == "class":
-                    function.offset = 0 if _decorated(node, "staticmethod") else 1
-                    self.methods.setdefault(node.name, []).append(function)
-        for node in nodes:
-            if isinstance(node, ast.ClassDef):
-                for stmt in node.body:
-                    if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
-                        outer = scope_of.get(id(node))
-                        bindings = outer.lookup(node.name) if outer is not None else None
-                        if bindings is not None:
-                            init = self.by_node.get(id(stmt))
-                            if init is not None:
-                                self.classes.setdefault(id(bindings), []).append(init)
-                    for target in _stored_names(stmt):
-                        self.attributes.add(target)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                self.attributes.add(node.attr)
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and \
-                    isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                self.attributes.add(node.slice.value)  # `kwargs["device_type"] = ...`
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in OPTION:
-                    dest = option_dest(node)
-                    if dest is not None:
-                        self.attributes.add(dest)
-                elif node.func.attr in DEFAULTS:
-                    self.attributes.update(k.arg for k in node.keywords if k.arg)
-            elif isinstance(node, ast.Dict):
-                self.attributes.update(k.value for k in node.keys if isinstance(k, ast.Constant)
-                                       and isinstance(k.value, str))
+        found = self.index = index(tree)
+        self.attributes = found.attributes
+        for node in found.functions:
+            own = scope_of.get(id(node.body[0])) if node.body else None
+            outer = scope_of.get(id(node))
+            function = Function(node, own)
+            self.by_node[id(node)] = function
+            bindings = outer.lookup(node.name) if outer is not None else None
+            if bindings is not None:
+                self.functions.setdefault(id(bindings), []).append(function)
+            if outer is not None and outer.kind == "class":
+                function.offset = 0 if _decorated(node, "staticmethod") else 1
+                self.methods.setdefault(node.name, []).append(function)
+        for node in found.classes:
+            for stmt in node.body:
+                if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
+                    outer = scope_of.get(id(node))
+                    bindings = outer.lookup(node.name) if outer is not None else None
+                    if bindings is not None:
+                        init = self.by_node.get(id(stmt))
+                        if init is not None:
+                            self.classes.setdefault(id(bindings), []).append(init)
 
     def block(self, body: Iterable[ast.stmt]) -> None:
         for stmt in body:
@@ -146,7 +129,7 @@ class _Builder(Values):
         if handler is not None:
             handler(self, stmt)
         else:
-            for child in ast.iter_child_nodes(stmt):  # anything else: what it holds ends here
+            for child in children(stmt):  # anything else: what it holds ends here
                 if isinstance(child, ast.stmt):
                     self.statement(child)
                 elif isinstance(child, ast.expr):
@@ -245,7 +228,7 @@ class _Builder(Values):
         self.block(node.body)
 
     def _if(self, node: ast.If | ast.While) -> None:
-        self.test(node.test, [*node.body, *node.orelse])
+        self.test(node.test, node)
         self.block(node.body)
         self.block(node.orelse)
 
@@ -265,7 +248,7 @@ class _Builder(Values):
         self.discard(node.value)
 
     def _assert(self, node: ast.Assert) -> None:
-        self.test(node.test, [])
+        self.test(node.test, None)
         if node.msg is not None:
             self.discard(node.msg)
 
@@ -278,7 +261,7 @@ class _Builder(Values):
                 elif isinstance(pattern, (ast.MatchAs, ast.MatchStar)) and pattern.name:
                     self.store(ast.Name(pattern.name, ast.Store()), subject, pattern)
             if case.guard is not None:
-                self.test(case.guard, case.body)
+                self.test(case.guard, case)
             self.block(case.body)
 
     def _nothing(self, node: ast.stmt) -> None:
@@ -305,7 +288,7 @@ class _Builder(Values):
         self.union(key, value)
         if self.class_body and isinstance(target, ast.Name):  # a class attribute: `self.x`
             self.union(key, ("attribute", target.id))
-            self.record(("attribute", target.id)).names.add(target.id)
+            self.add_name(("attribute", target.id), target.id)
 
     def unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> bool:
         """`a, b = x, y` and `device, kind = resolve()` element by element."""
@@ -336,7 +319,7 @@ class _Builder(Values):
         whole = ("return", id(node))
         if function.whole_used:
             self.union(whole, *(("return", id(node), i) for i in function.tuple_returns))
-        self.record(whole).names.add(node.name)
+        self.add_name(whole, node.name)
         open_ = function.escapes or not function.called or \
             (node.name.startswith("__") and node.name != "__init__") or node.name == "forward"
         if not open_:
@@ -345,7 +328,7 @@ class _Builder(Values):
         for arg in [*args.posonlyargs, *args.args][function.offset:] + args.kwonlyargs:
             key = self.parameter(function, arg.arg)
             if key is not None:
-                self.record(key).sources.append(Source(
+                self.add_source(key, Source(
                     "parameter", f"parameter `{arg.arg}` of `{node.name}`, which is called "
                     "from outside this file", node.lineno, owner=node.name))
         self.scope = function.scope
@@ -360,14 +343,6 @@ class _Builder(Values):
 
 def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     return any(isinstance(d, ast.Name) and d.id == name for d in node.decorator_list)
-
-
-def _stored_names(stmt: ast.stmt) -> list[str]:
-    if isinstance(stmt, ast.Assign):
-        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return [stmt.target.id]
-    return []
 
 
 _STATEMENTS: dict[type, Callable[[_Builder, ast.stmt], None]] = {
