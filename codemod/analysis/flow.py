@@ -25,7 +25,8 @@ from collections.abc import Callable, Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
-from neuron_migrate.analysis.flow_index import children, index
+from neuron_migrate.analysis.flow_direct import direct_flow
+from neuron_migrate.analysis.flow_index import Index, children, definitions, index
 from neuron_migrate.analysis.flow_values import Values
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
@@ -33,13 +34,25 @@ _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class Flows:
-    """The flows of one file, and the literal a rewriter is looking at mapped to its flow."""
+    """The flows of one file, and the literal a rewriter is looking at mapped to its flow.
 
-    def __init__(self, of_literal: dict[int, Flow]) -> None:
-        self._of = of_literal
+    Built on demand: `at` first tries to tell the literal's flow from its statement
+    (`flow_direct`), and builds the file's flows only for a literal it cannot tell."""
+
+    def __init__(self, analysis: Analysis, literal: Callable[[ast.expr], bool],
+                 device_calls: frozenset[str]) -> None:
+        self._analysis, self._literal, self._device_calls = analysis, literal, device_calls
+        self._of: dict[int, Flow] | None = None
+        self._direct: dict[int, Flow] = {}  # the flows told without building, by literal
+        self._definitions: _Builder | None = None
         self._units: dict[int, dict[tuple[str, str | None], list[ast.expr]]] = {}
 
     def of(self, literal: ast.AST) -> Flow | None:
+        if self._of is None:
+            builder = _Builder(self._analysis, self._literal, self._device_calls)
+            builder.prepare(self._analysis.tree)
+            builder.block(self._analysis.tree.body)
+            self._of = builder.finish()
         return self._of.get(id(literal))
 
     def at(self, unit: ast.stmt, signature: tuple[str, str | None] | None,
@@ -50,7 +63,21 @@ class Flows:
         if index is None:
             index = self._units[id(unit)] = _strings(unit)
         found = index.get(signature, []) if signature is not None else []
-        return self.of(found[rank]) if rank < len(found) else None
+        if rank >= len(found):
+            return None
+        node = found[rank]
+        if not self._literal(node):
+            return None  # the builder follows only these: no flow holds any other string
+        flow = self._direct.get(id(node))
+        if flow is None and self._of is None:
+            if self._definitions is None:
+                self._definitions = _Builder(self._analysis, self._literal,
+                                             self._device_calls)
+                self._definitions.prepare_definitions(self._analysis.tree)
+            flow = direct_flow(self._analysis, self._literal, self._definitions, unit, node)
+            if flow is not None:
+                self._direct[id(node)] = flow
+        return flow if flow is not None else self.of(node)
 
 
 def _strings(unit: ast.stmt) -> dict[tuple[str, str | None], list[ast.expr]]:
@@ -80,11 +107,8 @@ def string_flows(analysis: Analysis, literal: Callable[[ast.expr], bool],
                  device_calls: frozenset[str]) -> Flows:
     """`literal` says which string constants and f-strings are the values followed;
     `device_calls` are the XLA device getters (a test whose branch calls one picks the
-    device by the value it compares)."""
-    builder = _Builder(analysis, literal, device_calls)
-    builder.prepare(analysis.tree)
-    builder.block(analysis.tree.body)
-    return builder.finish()
+    device by the value it compares). The flows are worked out when first asked for."""
+    return Flows(analysis, literal, device_calls)
 
 
 class _Builder(Values):
@@ -94,9 +118,16 @@ class _Builder(Values):
     def prepare(self, tree: ast.Module) -> None:
         """Functions, classes and stored attribute names, so that uses before definitions
         (a call above its `def`) are followed too."""
-        scope_of = self.analysis.scope_of
         found = self.index = index(tree)
         self.attributes = found.attributes
+        self._register(found)
+
+    def prepare_definitions(self, tree: ast.Module) -> None:
+        """Only the functions and classes: enough for `callees` (see `flow_direct`)."""
+        self._register(definitions(tree))
+
+    def _register(self, found: Index) -> None:
+        scope_of = self.analysis.scope_of
         for node in found.functions:
             own = scope_of.get(id(node.body[0])) if node.body else None
             outer = scope_of.get(id(node))
@@ -308,11 +339,11 @@ class _Builder(Values):
             self.store(element, self.union(*parts), value)
         return True
 
-    def finish(self) -> Flows:
+    def finish(self) -> dict[int, Flow]:
         for function in self.by_node.values():
             self._close(function)
         self._derive()
-        return Flows(self.flows())
+        return self.flows()
 
     def _close(self, function: Function) -> None:
         node = function.node

@@ -115,6 +115,7 @@ class Graph:
         self._literal_memo: dict[int, bool] = {}  # a call's position -> names the device?
         self._imported_memo: dict[tuple[int, str], bool] = {}  # (scope, name) -> an import?
         self._defined_memo: dict[tuple[int, str, bool], list[Function]] = {}
+        self._name_memo: dict[tuple[int, str], object] = {}  # (scope, name) -> key or None
         self._tails = frozenset(q.rsplit(".", 1)[-1] for q in device_calls)
 
     def find(self, key: Key) -> Key:

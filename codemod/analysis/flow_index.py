@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-__all__ = ["Index", "index", "OPTION", "DEFAULTS", "option_dest"]
+__all__ = ["Index", "index", "definitions", "OPTION", "DEFAULTS", "option_dest"]
 
 OPTION = frozenset({"add_argument"})
 DEFAULTS = frozenset({"set_defaults"})
@@ -70,8 +70,7 @@ _BRANCHED = {ast.If: "test", ast.While: "test", ast.IfExp: "test", ast.match_cas
 
 
 def index(tree: ast.Module) -> Index:
-    found = Index()
-    _definitions(tree, found)
+    found = definitions(tree)
     stack: list[ast.AST] = [tree]
     pop, push = stack.pop, stack.append
     calls, branches, attributes = found.calls, found.branches, found.attributes
@@ -117,10 +116,11 @@ def index(tree: ast.Module) -> Index:
     return found
 
 
-def _definitions(tree: ast.Module, found: Index) -> None:
+def definitions(tree: ast.Module, found: Index | None = None) -> Index:
     """Functions and classes in the order `ast.walk` (breadth first) meets them, the order
     the builder always used. They sit only in statement lists, so the walk goes through
     those alone."""
+    found = found if found is not None else Index()
     queue: list[ast.AST] = [tree]
     for node in queue:  # grows while read: breadth first
         kind = type(node)
@@ -131,6 +131,7 @@ def _definitions(tree: ast.Module, found: Index) -> None:
             found.functions.append(node)  # type: ignore[arg-type]
         for name in _BODIES.get(kind, ()):
             queue.extend(getattr(node, name))
+    return found
 
 
 _BODIES: dict[type, tuple[str, ...]] = {

@@ -16,6 +16,11 @@ _SAME_TEXT = frozenset({"lower", "strip", "lstrip", "rstrip", "casefold"})
 _COMPARED = frozenset({"startswith", "endswith", "__eq__"})
 _ASSERTED = frozenset({"assertEqual", "assertNotEqual", "assertIn", "assertNotIn",
                        "assertEquals"})  # unittest's comparisons
+SPECIAL_METHODS = _COMPARED | _ASSERTED | _SAME_TEXT | OPTION | DEFAULTS | {"format", "get"}
+"""Every method name `Values.method` may follow: other calls only end their arguments."""
+PARTIAL_CALLS = _ASSERTED | DEFAULTS
+"""Methods `Values.method` follows without walking all their arguments (an assertion's
+keywords, `set_defaults`' positional arguments)."""
 
 
 class Values(Graph):
@@ -30,12 +35,25 @@ class Values(Graph):
         return None
 
     def name_key(self, name: str) -> Key | None:
-        for owner, names in reversed(self.locals):
-            if name in names:
-                return ("local", owner, name)
-        bindings = self.scope.lookup(name) if self.scope is not None else None
-        if not bindings:
+        """The key of the binding `name` refers to here. Kept per scope and name (the second
+        time, the name and its source are recorded already), except for a name from a
+        `from ... import *`, whose bindings the scope makes anew at each lookup."""
+        if self.locals:
+            for owner, names in reversed(self.locals):
+                if name in names:
+                    return ("local", owner, name)
+        if self.scope is None:
             return None
+        memo = (id(self.scope), name)
+        known = self._name_memo.get(memo, self._name_memo)
+        if known is not self._name_memo:
+            return known  # type: ignore[return-value]
+        bindings = self.scope.lookup(name)
+        if not bindings:
+            self._name_memo[memo] = None
+            return None
+        if not any(binding.star for binding in bindings):
+            self._name_memo[memo] = ("name", id(bindings))
         key = ("name", id(bindings))
         if self.add_name(key, name):
             if any(binding.is_import for binding in bindings):
