@@ -9,12 +9,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from neuron_migrate.analysis.analyse import Analysis, analyse
 from neuron_migrate.analysis.flow import Flow, Flows, _strings, string_flows
 from neuron_migrate.model import Options
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
+
 from tests.conftest import PYTHON_FIXTURES, fixture_id
 
 REGISTRY = Registry(all_rules())

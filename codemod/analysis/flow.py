@@ -7,9 +7,10 @@ default stays "xla") silently takes the other branch. So the rule does not judge
 alone: it judges the literal's flow, the set of everything that value meets.
 
 This is a small flow-insensitive data flow over the stdlib `ast` (union-find), built once per
-file and only for files that hold a string a rule cares about. Names are keyed by their
-binding in the analysis's scopes, so a module constant read in a function, a parameter and its
-default, and the arguments of calls to a function defined in the file meet. Attributes stored
+file and only when a rule asks about a string whose flow its statement does not tell
+(`flow_direct`: a string that only ends in a call the file does not define). Names are keyed
+by their binding in the analysis's scopes, so a module constant read in a function, a
+parameter and its default, and the arguments of calls to a function defined in the file meet. Attributes stored
 anywhere in the file (`self.device = ...`, an argparse option's `args.device`, a dict item
 `{"device": ...}`) are keyed by their name alone: coarser than Python, never finer, so two
 values that can meet always do. Comparisons (`==`, `in`, `startswith`), returns and strings
@@ -24,9 +25,9 @@ import ast
 from collections.abc import Callable, Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
-from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
 from neuron_migrate.analysis.flow_direct import direct_flow
-from neuron_migrate.analysis.flow_index import Index, children, definitions, index
+from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
+from neuron_migrate.analysis.flow_index import Index, children, definitions, index_file
 from neuron_migrate.analysis.flow_values import Values
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
@@ -118,7 +119,7 @@ class _Builder(Values):
     def prepare(self, tree: ast.Module) -> None:
         """Functions, classes and stored attribute names, so that uses before definitions
         (a call above its `def`) are followed too."""
-        found = self.index = index(tree)
+        found = self.index = index_file(tree)
         self.attributes = found.attributes
         self._register(found)
 

@@ -54,7 +54,7 @@ class Record:
     ends), and most keys never meet a literal, so the containers are made when first needed
     and an end or a source stays a tuple until `Graph.flows` keeps it (see `Graph.end`)."""
 
-    __slots__ = ("literals", "names", "ends", "sources", "guards", "units")
+    __slots__ = ("ends", "guards", "literals", "names", "sources", "units")
 
     def __init__(self) -> None:
         self.literals: list[ast.expr] | None = None

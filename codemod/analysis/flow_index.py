@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-__all__ = ["Index", "index", "definitions", "OPTION", "DEFAULTS", "option_dest"]
+__all__ = ["DEFAULTS", "OPTION", "Index", "definitions", "index_file", "option_dest"]
 
 OPTION = frozenset({"add_argument"})
 DEFAULTS = frozenset({"set_defaults"})
@@ -69,7 +69,8 @@ _BRANCHED = {ast.If: "test", ast.While: "test", ast.IfExp: "test", ast.match_cas
 """The field after which a node's branches start, for the nodes whose test may be marked."""
 
 
-def index(tree: ast.Module) -> Index:
+def index_file(tree: ast.Module) -> Index:
+    """Everything `Index` holds, in one walk (and `definitions`' walk over statements)."""
     found = definitions(tree)
     stack: list[ast.AST] = [tree]
     pop, push = stack.pop, stack.append
@@ -150,7 +151,7 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
 class _Mark:
     """A stack entry that closes a node's test, or (`end`) its branches."""
 
-    __slots__ = ("node", "end")
+    __slots__ = ("end", "node")
 
     def __init__(self, node: ast.AST, end: bool) -> None:
         self.node, self.end = node, end
