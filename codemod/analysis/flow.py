@@ -7,9 +7,10 @@ default stays "xla") silently takes the other branch. So the rule does not judge
 alone: it judges the literal's flow, the set of everything that value meets.
 
 This is a small flow-insensitive data flow over the stdlib `ast` (union-find), built once per
-file and only for files that hold a string a rule cares about. Names are keyed by their
-binding in the analysis's scopes, so a module constant read in a function, a parameter and its
-default, and the arguments of calls to a function defined in the file meet. Attributes stored
+file and only when a rule asks about a string whose flow its statement does not tell
+(`flow_direct`: a string that only ends in a call the file does not define). Names are keyed
+by their binding in the analysis's scopes, so a module constant read in a function, a
+parameter and its default, and the arguments of calls to a function defined in the file meet. Attributes stored
 anywhere in the file (`self.device = ...`, an argparse option's `args.device`, a dict item
 `{"device": ...}`) are keyed by their name alone: coarser than Python, never finer, so two
 values that can meet always do. Comparisons (`==`, `in`, `startswith`), returns and strings
@@ -24,21 +25,35 @@ import ast
 from collections.abc import Callable, Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
+from neuron_migrate.analysis.flow_direct import direct_flow
 from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
-from neuron_migrate.analysis.flow_values import DEFAULTS, OPTION, Values, option_dest
+from neuron_migrate.analysis.flow_index import Index, children, definitions, index_file
+from neuron_migrate.analysis.flow_values import Values
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 class Flows:
-    """The flows of one file, and the literal a rewriter is looking at mapped to its flow."""
+    """The flows of one file, and the literal a rewriter is looking at mapped to its flow.
 
-    def __init__(self, of_literal: dict[int, Flow]) -> None:
-        self._of = of_literal
+    Built on demand: `at` first tries to tell the literal's flow from its statement
+    (`flow_direct`), and builds the file's flows only for a literal it cannot tell."""
+
+    def __init__(self, analysis: Analysis, literal: Callable[[ast.expr], bool],
+                 device_calls: frozenset[str]) -> None:
+        self._analysis, self._literal, self._device_calls = analysis, literal, device_calls
+        self._of: dict[int, Flow] | None = None
+        self._direct: dict[int, Flow] = {}  # the flows told without building, by literal
+        self._definitions: _Builder | None = None
         self._units: dict[int, dict[tuple[str, str | None], list[ast.expr]]] = {}
 
     def of(self, literal: ast.AST) -> Flow | None:
+        if self._of is None:
+            builder = _Builder(self._analysis, self._literal, self._device_calls)
+            builder.prepare(self._analysis.tree)
+            builder.block(self._analysis.tree.body)
+            self._of = builder.finish()
         return self._of.get(id(literal))
 
     def at(self, unit: ast.stmt, signature: tuple[str, str | None] | None,
@@ -49,7 +64,21 @@ class Flows:
         if index is None:
             index = self._units[id(unit)] = _strings(unit)
         found = index.get(signature, []) if signature is not None else []
-        return self.of(found[rank]) if rank < len(found) else None
+        if rank >= len(found):
+            return None
+        node = found[rank]
+        if not self._literal(node):
+            return None  # the builder follows only these: no flow holds any other string
+        flow = self._direct.get(id(node))
+        if flow is None and self._of is None:
+            if self._definitions is None:
+                self._definitions = _Builder(self._analysis, self._literal,
+                                             self._device_calls)
+                self._definitions.prepare_definitions(self._analysis.tree)
+            flow = direct_flow(self._analysis, self._literal, self._definitions, unit, node)
+            if flow is not None:
+                self._direct[id(node)] = flow
+        return flow if flow is not None else self.of(node)
 
 
 def _strings(unit: ast.stmt) -> dict[tuple[str, str | None], list[ast.expr]]:
@@ -79,11 +108,8 @@ def string_flows(analysis: Analysis, literal: Callable[[ast.expr], bool],
                  device_calls: frozenset[str]) -> Flows:
     """`literal` says which string constants and f-strings are the values followed;
     `device_calls` are the XLA device getters (a test whose branch calls one picks the
-    device by the value it compares)."""
-    builder = _Builder(analysis, literal, device_calls)
-    builder.prepare(analysis.tree)
-    builder.block(analysis.tree.body)
-    return builder.finish()
+    device by the value it compares). The flows are worked out when first asked for."""
+    return Flows(analysis, literal, device_calls)
 
 
 class _Builder(Values):
@@ -93,47 +119,36 @@ class _Builder(Values):
     def prepare(self, tree: ast.Module) -> None:
         """Functions, classes and stored attribute names, so that uses before definitions
         (a call above its `def`) are followed too."""
+        found = self.index = index_file(tree)
+        self.attributes = found.attributes
+        self._register(found)
+
+    def prepare_definitions(self, tree: ast.Module) -> None:
+        """Only the functions and classes: enough for `callees` (see `flow_direct`)."""
+        self._register(definitions(tree))
+
+    def _register(self, found: Index) -> None:
         scope_of = self.analysis.scope_of
-        nodes = list(ast.walk(tree))
-        for node in nodes:
-            if isinstance(node, _FUNCTIONS):
-                own = scope_of.get(id(node.body[0])) if node.body else None
-                outer = scope_of.get(id(node))
-                function = Function(node, own)
-                self.by_node[id(node)] = function
-                bindings = outer.lookup(node.name) if outer is not None else None
-                if bindings is not None:
-                    self.functions.setdefault(id(bindings), []).append(function)
-                if outer is not None and outer.kind == "class":
-                    function.offset = 0 if _decorated(node, "staticmethod") else 1
-                    self.methods.setdefault(node.name, []).append(function)
-        for node in nodes:
-            if isinstance(node, ast.ClassDef):
-                for stmt in node.body:
-                    if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
-                        outer = scope_of.get(id(node))
-                        bindings = outer.lookup(node.name) if outer is not None else None
-                        if bindings is not None:
-                            init = self.by_node.get(id(stmt))
-                            if init is not None:
-                                self.classes.setdefault(id(bindings), []).append(init)
-                    for target in _stored_names(stmt):
-                        self.attributes.add(target)
-            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store):
-                self.attributes.add(node.attr)
-            elif isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store) and \
-                    isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
-                self.attributes.add(node.slice.value)  # `kwargs["device_type"] = ...`
-            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-                if node.func.attr in OPTION:
-                    dest = option_dest(node)
-                    if dest is not None:
-                        self.attributes.add(dest)
-                elif node.func.attr in DEFAULTS:
-                    self.attributes.update(k.arg for k in node.keywords if k.arg)
-            elif isinstance(node, ast.Dict):
-                self.attributes.update(k.value for k in node.keys if isinstance(k, ast.Constant)
-                                       and isinstance(k.value, str))
+        for node in found.functions:
+            own = scope_of.get(id(node.body[0])) if node.body else None
+            outer = scope_of.get(id(node))
+            function = Function(node, own)
+            self.by_node[id(node)] = function
+            bindings = outer.lookup(node.name) if outer is not None else None
+            if bindings is not None:
+                self.functions.setdefault(id(bindings), []).append(function)
+            if outer is not None and outer.kind == "class":
+                function.offset = 0 if _decorated(node, "staticmethod") else 1
+                self.methods.setdefault(node.name, []).append(function)
+        for node in found.classes:
+            for stmt in node.body:
+                if isinstance(stmt, _FUNCTIONS) and stmt.name == "__init__":
+                    outer = scope_of.get(id(node))
+                    bindings = outer.lookup(node.name) if outer is not None else None
+                    if bindings is not None:
+                        init = self.by_node.get(id(stmt))
+                        if init is not None:
+                            self.classes.setdefault(id(bindings), []).append(init)
 
     def block(self, body: Iterable[ast.stmt]) -> None:
         for stmt in body:
@@ -146,7 +161,7 @@ class _Builder(Values):
         if handler is not None:
             handler(self, stmt)
         else:
-            for child in ast.iter_child_nodes(stmt):  # anything else: what it holds ends here
+            for child in children(stmt):  # anything else: what it holds ends here
                 if isinstance(child, ast.stmt):
                     self.statement(child)
                 elif isinstance(child, ast.expr):
@@ -245,7 +260,7 @@ class _Builder(Values):
         self.block(node.body)
 
     def _if(self, node: ast.If | ast.While) -> None:
-        self.test(node.test, [*node.body, *node.orelse])
+        self.test(node.test, node)
         self.block(node.body)
         self.block(node.orelse)
 
@@ -265,7 +280,7 @@ class _Builder(Values):
         self.discard(node.value)
 
     def _assert(self, node: ast.Assert) -> None:
-        self.test(node.test, [])
+        self.test(node.test, None)
         if node.msg is not None:
             self.discard(node.msg)
 
@@ -278,7 +293,7 @@ class _Builder(Values):
                 elif isinstance(pattern, (ast.MatchAs, ast.MatchStar)) and pattern.name:
                     self.store(ast.Name(pattern.name, ast.Store()), subject, pattern)
             if case.guard is not None:
-                self.test(case.guard, case.body)
+                self.test(case.guard, case)
             self.block(case.body)
 
     def _nothing(self, node: ast.stmt) -> None:
@@ -305,7 +320,7 @@ class _Builder(Values):
         self.union(key, value)
         if self.class_body and isinstance(target, ast.Name):  # a class attribute: `self.x`
             self.union(key, ("attribute", target.id))
-            self.record(("attribute", target.id)).names.add(target.id)
+            self.add_name(("attribute", target.id), target.id)
 
     def unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> bool:
         """`a, b = x, y` and `device, kind = resolve()` element by element."""
@@ -325,18 +340,18 @@ class _Builder(Values):
             self.store(element, self.union(*parts), value)
         return True
 
-    def finish(self) -> Flows:
+    def finish(self) -> dict[int, Flow]:
         for function in self.by_node.values():
             self._close(function)
         self._derive()
-        return Flows(self.flows())
+        return self.flows()
 
     def _close(self, function: Function) -> None:
         node = function.node
         whole = ("return", id(node))
         if function.whole_used:
             self.union(whole, *(("return", id(node), i) for i in function.tuple_returns))
-        self.record(whole).names.add(node.name)
+        self.add_name(whole, node.name)
         open_ = function.escapes or not function.called or \
             (node.name.startswith("__") and node.name != "__init__") or node.name == "forward"
         if not open_:
@@ -345,7 +360,7 @@ class _Builder(Values):
         for arg in [*args.posonlyargs, *args.args][function.offset:] + args.kwonlyargs:
             key = self.parameter(function, arg.arg)
             if key is not None:
-                self.record(key).sources.append(Source(
+                self.add_source(key, Source(
                     "parameter", f"parameter `{arg.arg}` of `{node.name}`, which is called "
                     "from outside this file", node.lineno, owner=node.name))
         self.scope = function.scope
@@ -360,14 +375,6 @@ class _Builder(Values):
 
 def _decorated(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     return any(isinstance(d, ast.Name) and d.id == name for d in node.decorator_list)
-
-
-def _stored_names(stmt: ast.stmt) -> list[str]:
-    if isinstance(stmt, ast.Assign):
-        return [t.id for t in stmt.targets if isinstance(t, ast.Name)]
-    if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-        return [stmt.target.id]
-    return []
 
 
 _STATEMENTS: dict[type, Callable[[_Builder, ast.stmt], None]] = {

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from neuron_migrate.analysis.analyse import Analysis, Use
+from neuron_migrate.analysis.flow_index import Index
 from neuron_migrate.analysis.scopes import Scope
 
 Key = tuple[object, ...]
@@ -48,14 +49,28 @@ class Flow:
         return sorted({n.lineno for n in self.literals})
 
 
-@dataclass
 class Record:
-    literals: list[ast.expr] = field(default_factory=list)
-    names: set[str] = field(default_factory=set)
-    ends: list[Use] = field(default_factory=list)
-    sources: list[Source] = field(default_factory=list)
-    guards: list[int] = field(default_factory=list)
-    units: dict[int, ast.stmt] = field(default_factory=dict)
+    """What one key records. Most keys record one thing (a fresh value's source, a place it
+    ends), and most keys never meet a literal, so the containers are made when first needed
+    and an end or a source stays a tuple until `Graph.flows` keeps it (see `Graph.end`)."""
+
+    __slots__ = ("ends", "guards", "literals", "names", "sources", "units")
+
+    def __init__(self) -> None:
+        self.literals: list[ast.expr] | None = None
+        self.names: set[str] | None = None
+        self.ends: list[_End] | None = None
+        self.sources: list[Source | _Opaque] | None = None
+        self.guards: list[int] | None = None
+        self.units: dict[int, ast.stmt] | None = None
+
+
+_End = tuple[ast.AST, "Scope | None", "ast.AST | None", "ast.AST | None"]
+"""A `Use`'s fields, made a `Use` only in a flow that holds a literal."""
+_Opaque = tuple[str, str, int, ast.AST, "Scope | None"]
+"""A `Source`'s fields from `Graph.opaque`, whose label (the expression's text) is only
+written for a flow that holds a literal: unparsing every call of a file cost more than the
+rest of the flow."""
 
 
 @dataclass
@@ -88,25 +103,37 @@ class Graph:
         self.by_node: dict[int, Function] = {}
         self.attributes: set[str] = set()  # attribute names stored somewhere in the file
         self.derived: list[tuple[Key, list[Key]]] = []
+        self.literal_keys: list[Key] = []  # the keys `literal_key` made, in order
         self.scope: Scope | None = None
         self.function: list[Function | None] = [None]
         self.class_body = False
         self.locals: list[tuple[int, set[str]]] = []
         self.guard: int | None = None
         self.unit: ast.stmt | None = None  # the statement being walked
+        self.index = Index()  # what the file holds (`flow_index`), found before the walk
+        self._device_memo: dict[tuple[int, int], bool] = {}  # (scope, call) -> picks?
+        self._literal_memo: dict[int, bool] = {}  # a call's position -> names the device?
+        self._imported_memo: dict[tuple[int, str], bool] = {}  # (scope, name) -> an import?
+        self._defined_memo: dict[tuple[int, str, bool], list[Function]] = {}
+        self._name_memo: dict[tuple[int, str], object] = {}  # (scope, name) -> key or None
+        self._tails = frozenset(q.rsplit(".", 1)[-1] for q in device_calls)
 
     def find(self, key: Key) -> Key:
-        root = key
-        while (up := self.parent.get(root, root)) != root:
+        parent = self.parent  # a root has no entry: most keys are roots
+        root = parent.get(key)
+        if root is None:
+            return key
+        while (up := parent.get(root)) is not None:
             root = up
-        while key != root:
-            self.parent[key], key = root, self.parent.get(key, key)
+        while key != root:  # path compression
+            parent[key], key = root, parent[key]
         return root
 
     def union(self, *keys: Key) -> Key:
-        roots = [self.find(k) for k in keys]
-        first = roots[0]
-        for other in roots[1:]:
+        find = self.find
+        first = find(keys[0])
+        for key in keys[1:]:
+            other = find(key)
             if other != first:
                 self.parent[other] = first
         return first
@@ -117,25 +144,61 @@ class Graph:
             record = self.records[key] = Record()
         return record
 
+    def add_name(self, key: Key, name: str) -> bool:
+        """Records that `key` is (also) called `name`; False if it was already."""
+        record = self.record(key)
+        if record.names is None:
+            record.names = {name}
+        elif name in record.names:
+            return False
+        else:
+            record.names.add(name)
+        return True
+
+    def add_source(self, key: Key, source: Source | _Opaque) -> None:
+        record = self.record(key)
+        if record.sources is None:
+            record.sources = [source]
+        else:
+            record.sources.append(source)
+
+    def add_guard(self, key: Key, line: int) -> None:
+        record = self.record(key)
+        if record.guards is None:
+            record.guards = [line]
+        else:
+            record.guards.append(line)
+
     def new(self) -> Key:
         self.fresh += 1
         return ("value", self.fresh)
 
     def opaque(self, node: ast.AST, kind: str = "expr", label: str = "") -> Key:
         key = self.new()
-        self.record(key).sources.append(Source(kind, label or _text(node),
-                                               getattr(node, "lineno", 0), node, self.scope))
+        self.records[key] = record = Record()
+        record.sources = [(kind, label, getattr(node, "lineno", 0), node, self.scope)]
         return key
 
     def end(self, key: Key, node: ast.AST, parent: ast.AST | None,
             grandparent: ast.AST | None = None) -> None:
-        self.record(key).ends.append(Use(node, self.scope, parent, grandparent))  # type: ignore[arg-type]
+        record = self.record(key)
+        if record.ends is None:
+            record.ends = [(node, self.scope, parent, grandparent)]
+        else:
+            record.ends.append((node, self.scope, parent, grandparent))
 
     def literal_key(self, node: ast.expr) -> Key:
         key = ("literal", id(node))
-        self.record(key).literals.append(node)
+        record = self.record(key)
+        if record.literals is None:
+            record.literals = [node]
+            self.literal_keys.append(key)
+        else:
+            record.literals.append(node)
         if self.unit is not None:
-            self.record(key).units[id(node)] = self.unit
+            if record.units is None:
+                record.units = {}
+            record.units[id(node)] = self.unit
         return key
 
     def parameter(self, function: Function, name: str) -> Key | None:
@@ -143,7 +206,7 @@ class Graph:
         if not bindings:
             return None
         key = ("name", id(bindings))
-        self.record(key).names.add(name)
+        self.add_name(key, name)
         return key
 
     def _derive(self) -> None:
@@ -152,7 +215,7 @@ class Graph:
         changed = True
         while changed:
             changed = False
-            holding = {self.find(k) for k, r in self.records.items() if r.literals}
+            holding = {self.find(k) for k in self.literal_keys}
             for key, parts in self.derived:
                 for part in parts:
                     root = self.find(part)
@@ -161,22 +224,39 @@ class Graph:
                         changed = True
                         holding.add(self.find(key))
 
-
     def flows(self) -> dict[int, Flow]:
-        """Each literal's flow, by the literal's id."""
+        """Each literal's flow, by the literal's id. Only sets that hold a literal become
+        flows: what the other sets record is never asked for."""
+        find = self.find
+        holding = {find(k) for k in self.literal_keys}
         flows: dict[Key, Flow] = {}
         for key, record in self.records.items():
-            root = self.find(key)
+            root = find(key)
+            if root not in holding:
+                continue
             flow = flows.get(root)
             if flow is None:
                 flow = flows[root] = Flow()
-            flow.literals.extend(record.literals)
-            flow.names |= record.names
-            flow.ends.extend(record.ends)
-            flow.sources.extend(record.sources)
-            flow.guards.extend(record.guards)
-            flow.units.update(record.units)
+            if record.literals:
+                flow.literals.extend(record.literals)
+            if record.names:
+                flow.names |= record.names
+            if record.ends:
+                flow.ends.extend(Use(*end) for end in record.ends)  # type: ignore[arg-type]
+            if record.sources:
+                flow.sources.extend(_source(s) for s in record.sources)
+            if record.guards:
+                flow.guards.extend(record.guards)
+            if record.units:
+                flow.units.update(record.units)
         return {id(literal): flow for flow in flows.values() for literal in flow.literals}
+
+
+def _source(source: Source | _Opaque) -> Source:
+    if isinstance(source, Source):
+        return source
+    kind, label, line, node, scope = source
+    return Source(kind, label or _text(node), line, node, scope)
 
 
 def _text(node: ast.AST) -> str:

@@ -8,6 +8,7 @@ import ast
 from collections.abc import Callable
 
 from neuron_migrate.analysis.flow_graph import Function, Graph, Key, Source, starred
+from neuron_migrate.analysis.flow_index import DEFAULTS, OPTION, children, option_dest
 from neuron_migrate.analysis.locate import ast_dotted
 
 _SCOPES = (ast.Lambda, ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)
@@ -15,8 +16,11 @@ _SAME_TEXT = frozenset({"lower", "strip", "lstrip", "rstrip", "casefold"})
 _COMPARED = frozenset({"startswith", "endswith", "__eq__"})
 _ASSERTED = frozenset({"assertEqual", "assertNotEqual", "assertIn", "assertNotIn",
                        "assertEquals"})  # unittest's comparisons
-OPTION = frozenset({"add_argument"})
-DEFAULTS = frozenset({"set_defaults"})
+SPECIAL_METHODS = _COMPARED | _ASSERTED | _SAME_TEXT | OPTION | DEFAULTS | {"format", "get"}
+"""Every method name `Values.method` may follow: other calls only end their arguments."""
+PARTIAL_CALLS = _ASSERTED | DEFAULTS
+"""Methods `Values.method` follows without walking all their arguments (an assertion's
+keywords, `set_defaults`' positional arguments)."""
 
 
 class Values(Graph):
@@ -26,26 +30,37 @@ class Values(Graph):
             return self.name_key(target.id)
         if isinstance(target, ast.Attribute) and target.attr in self.attributes:
             key = ("attribute", target.attr)
-            self.record(key).names.add(target.attr)
+            self.add_name(key, target.attr)
             return key
         return None
 
     def name_key(self, name: str) -> Key | None:
-        for owner, names in reversed(self.locals):
-            if name in names:
-                return ("local", owner, name)
-        bindings = self.scope.lookup(name) if self.scope is not None else None
-        if not bindings:
+        """The key of the binding `name` refers to here. Kept per scope and name (the second
+        time, the name and its source are recorded already), except for a name from a
+        `from ... import *`, whose bindings the scope makes anew at each lookup."""
+        if self.locals:
+            for owner, names in reversed(self.locals):
+                if name in names:
+                    return ("local", owner, name)
+        if self.scope is None:
             return None
+        memo = (id(self.scope), name)
+        known = self._name_memo.get(memo, self._name_memo)
+        if known is not self._name_memo:
+            return known  # type: ignore[return-value]
+        bindings = self.scope.lookup(name)
+        if not bindings:
+            self._name_memo[memo] = None
+            return None
+        if not any(binding.star for binding in bindings):
+            self._name_memo[memo] = ("name", id(bindings))
         key = ("name", id(bindings))
-        record = self.record(key)
-        if name not in record.names:
-            record.names.add(name)
+        if self.add_name(key, name):
             if any(binding.is_import for binding in bindings):
-                record.sources.append(Source("name", f"`{name}`, imported", 0))
+                self.add_source(key, Source("name", f"`{name}`, imported", 0))
             elif self.scope.module.bindings.get(name) is bindings and not name.startswith("_"):
-                record.sources.append(Source("module", f"the module-level `{name}`, which "
-                                             "other modules can import", 0))
+                self.add_source(key, Source("module", f"the module-level `{name}`, which "
+                                            "other modules can import", 0))
         return key
 
     def item_key(self, node: ast.Subscript) -> Key | None:
@@ -60,30 +75,53 @@ class Values(Graph):
         """An expression whose value goes nowhere (a statement, a decorator, help text)."""
         self.value(node)
 
-    def test(self, node: ast.expr, guarded: list[ast.stmt] | list[ast.expr]) -> None:
+    def test(self, node: ast.expr, branched: ast.AST | None) -> None:
+        """A test (of `branched`, an `if`, `while`, conditional expression or `case`; None
+        for an `assert`): a comparison in it is marked when a branch picks the device."""
         outer = self.guard
-        self.guard = node.lineno if any(self.picks_device(n) for n in guarded) else None
+        self.guard = node.lineno if branched is not None and self.picks_device(branched) \
+            else None
         self.end(self.value(node), node, _TEST)
         self.guard = outer
 
-    def picks_device(self, node: ast.AST) -> bool:
-        """Whether code calls the XLA device getter or names the XLA device in a call."""
-        for inner in ast.walk(node):
-            if isinstance(inner, ast.Call):
-                if self.scope is not None and \
-                        self.scope.qualname(ast_dotted(inner.func)) in self.device_calls:
-                    return True
-                if any(isinstance(a, (ast.Constant, ast.JoinedStr)) and self.literal(a)
-                       for a in (*inner.args, *(k.value for k in inner.keywords))):
-                    return True
+    def picks_device(self, branched: ast.AST) -> bool:
+        """Whether a call in the branches calls the XLA device getter or names the XLA device
+        (the getter's name is resolved in the test's scope). The calls come from the index's
+        depth-first run, and each call's answers are kept: nested tests ask about the same
+        calls again."""
+        start, stop = self.index.branches[id(branched)]
+        calls = self.index.calls
+        for position in range(start, stop):
+            if self._names_device(calls[position]) or self._names_literal(position):
+                return True
         return False
+
+    def _names_device(self, call: ast.Call) -> bool:
+        func = call.func
+        if self.scope is None or type(func) is ast.Attribute and func.attr not in self._tails:
+            return False  # `a.b.f` resolves to a name ending in `.f`: no getter's name
+        key = (id(self.scope), id(call))
+        found = self._device_memo.get(key)
+        if found is None:
+            found = self._device_memo[key] = \
+                self.scope.qualname(ast_dotted(call.func)) in self.device_calls
+        return found
+
+    def _names_literal(self, position: int) -> bool:
+        found = self._literal_memo.get(position)
+        if found is None:
+            call = self.index.calls[position]
+            found = self._literal_memo[position] = any(
+                isinstance(a, (ast.Constant, ast.JoinedStr)) and self.literal(a)
+                for a in (*call.args, *(k.value for k in call.keywords)))
+        return found
 
     def value(self, node: ast.expr) -> Key:
         """The key of the flow `node`'s value belongs to; what it holds is followed too."""
         handler = _EXPRESSIONS.get(type(node))
         if handler is not None:
             return handler(self, node)
-        for child in ast.iter_child_nodes(node):  # anything else: its parts end in it
+        for child in children(node):  # anything else: its parts end in it
             if isinstance(child, ast.expr):
                 self.end(self.value(child), child, node)
         return self.opaque(node)
@@ -116,7 +154,7 @@ class Values(Graph):
         if node.attr in self.attributes and not self.imported(node.value):
             self.discard(node.value)
             key = ("attribute", node.attr)
-            self.record(key).names.add(node.attr)
+            self.add_name(key, node.attr)
             return key
         self.end(self.value(node.value), node.value, node)
         return self.opaque(node)
@@ -138,14 +176,14 @@ class Values(Graph):
                 keys.append(self.value(comparator))
         key = self.union(*keys)
         if self.guard is not None:
-            self.record(key).guards.append(self.guard)
+            self.add_guard(key, self.guard)
         return self.new()
 
     def _boolop(self, node: ast.BoolOp) -> Key:
         return self.union(*(self.value(v) for v in node.values))
 
     def _ifexp(self, node: ast.IfExp) -> Key:
-        self.test(node.test, [node.body, node.orelse])
+        self.test(node.test, node)
         return self.union(self.value(node.body), self.value(node.orelse))
 
     def _binop(self, node: ast.BinOp) -> Key:
@@ -180,7 +218,7 @@ class Values(Graph):
                 continue
             self.end(self.value(key), key, node)
             if isinstance(key, ast.Constant) and isinstance(key.value, str):
-                self.record(("attribute", key.value)).names.add(key.value)
+                self.add_name(("attribute", key.value), key.value)
                 self.union(("attribute", key.value), self.value(item))
             else:
                 self.end(self.value(item), item, node)
@@ -195,7 +233,7 @@ class Values(Graph):
             for generator in node.generators:  # type: ignore[attr-defined]
                 names |= {n.id for n in ast.walk(generator.target) if isinstance(n, ast.Name)}
         self.locals.append((id(node), names))
-        for child in ast.iter_child_nodes(node):
+        for child in children(node):
             if isinstance(child, ast.expr):
                 self.end(self.value(child), child, node)
             elif isinstance(child, ast.comprehension):
@@ -213,9 +251,13 @@ class Values(Graph):
         while isinstance(node, ast.Attribute):
             node = node.value
         if not isinstance(node, ast.Name) or self.scope is None or \
-                any(node.id in names for _, names in self.locals):
+                self.locals and any(node.id in names for _, names in self.locals):
             return False
-        return self.scope.resolve(node.id, []) is not None
+        key = (id(self.scope), node.id)  # the same few roots, asked again and again
+        found = self._imported_memo.get(key)
+        if found is None:
+            found = self._imported_memo[key] = self.scope.resolve(node.id, []) is not None
+        return found
 
     def call(self, node: ast.Call, whole: bool = True) -> Key:
         func = node.func
@@ -261,7 +303,7 @@ class Values(Graph):
             compared = args[0].elts if isinstance(args[0], ast.Tuple) else [args[0]]
             key = self.union(self.value(func.value), *(self.value(a) for a in compared))
             if self.guard is not None:
-                self.record(key).guards.append(self.guard)
+                self.add_guard(key, self.guard)
             return self.new()
         if name in _ASSERTED and len(args) >= 2 and not starred(args):
             first, second = args[0], args[1]
@@ -301,10 +343,10 @@ class Values(Graph):
         the choices are values of `args.device`, and so is whatever the command line says."""
         key = ("attribute", dest)
         flags = [a.value for a in node.args if isinstance(a, ast.Constant)]
-        record = self.record(key)
-        record.names.add(dest)
-        record.sources.append(Source("option", f"the command-line option `{flags[0] if flags else dest}`",
-                                     node.lineno, node, self.scope))
+        self.add_name(key, dest)
+        self.add_source(key, Source("option", "the command-line option "
+                                    f"`{flags[0] if flags else dest}`", node.lineno, node,
+                                    self.scope))
         self.discard(node.func.value)  # type: ignore[attr-defined]
         for arg in node.args:
             self.discard(arg)
@@ -334,9 +376,20 @@ class Values(Graph):
         return None
 
     def defined(self, name: str, calls: bool = False) -> list[Function]:
-        if any(name in names for _, names in self.locals) or self.scope is None:
+        """The functions (with `calls`, and classes: their `__init__`) of the file `name`
+        refers to here. The answer is kept per scope: the scopes and the functions are
+        complete before the walk, and callers only read the list."""
+        if self.locals and any(name in names for _, names in self.locals) or \
+                self.scope is None:
             return []
-        bindings = self.scope.lookup(name)
+        key = (id(self.scope), name, calls)
+        found = self._defined_memo.get(key)
+        if found is None:
+            found = self._defined_memo[key] = self._defined(name, calls)
+        return found
+
+    def _defined(self, name: str, calls: bool) -> list[Function]:
+        bindings = self.scope.lookup(name)  # type: ignore[union-attr]
         if not bindings:
             return []
         found = self.functions.get(id(bindings), [])
@@ -376,21 +429,6 @@ def _on_self(func: ast.Attribute) -> bool:
         return value.id in ("self", "cls")
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and \
         value.func.id == "super"
-
-
-def option_dest(node: ast.Call) -> str | None:
-    """The attribute argparse stores an option in: `dest=`, else the first long flag, else
-    the first flag or the positional name."""
-    for keyword in node.keywords:
-        if keyword.arg == "dest":
-            value = keyword.value
-            return value.value if isinstance(value, ast.Constant) and \
-                isinstance(value.value, str) else None
-    flags = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
-    if not flags or len(flags) != len(node.args):
-        return None
-    chosen = next((f for f in flags if f.startswith("--")), flags[0])
-    return chosen.lstrip("-").replace("-", "_") or None
 
 
 _EXPRESSIONS: dict[type, Callable[[Values, ast.expr], Key]] = {
