@@ -36,8 +36,8 @@ class Values(Graph):
 
     def name_key(self, name: str) -> Key | None:
         """The key of the binding `name` refers to here. Kept per scope and name (the second
-        time, the name and its source are recorded already), except for a name from a
-        `from ... import *`, whose bindings the scope makes anew at each lookup."""
+        time, the name and its source are recorded already); a name from a `from ... import *`
+        has one bindings list per module too (`Scope._star`), so its uses meet."""
         if self.locals:
             for owner, names in reversed(self.locals):
                 if name in names:
@@ -52,9 +52,8 @@ class Values(Graph):
         if not bindings:
             self._name_memo[memo] = None
             return None
-        if not any(binding.star for binding in bindings):
-            self._name_memo[memo] = ("name", id(bindings))
         key = ("name", id(bindings))
+        self._name_memo[memo] = key
         if self.add_name(key, name):
             if any(binding.is_import for binding in bindings):
                 self.add_source(key, Source("name", f"`{name}`, imported", 0))

@@ -77,7 +77,7 @@ class Scope:
     """A module, class, function, lambda or comprehension scope."""
 
     __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names",
-                 "resolved", "module_names", "_by_qualname")
+                 "resolved", "module_names", "_by_qualname", "_star_bindings")
 
     def __init__(self, kind: str, parent: Scope | None,
                  star_names: frozenset[str] = frozenset()) -> None:
@@ -94,6 +94,9 @@ class Scope:
         self.resolved: dict[tuple[str, ...], Resolution | None] = {}
         self.module_names: dict[str, str | None] = {}
         self._by_qualname: dict[str, list[str]] | None = None
+        # name -> (how many star imports there were, the bindings then): one list per name,
+        # so that whoever keys a name by its bindings (the flows do) sees the same key
+        self._star_bindings: dict[str, tuple[int, list[Binding] | None]] = {}
 
     @property
     def module(self) -> Scope:
@@ -135,11 +138,17 @@ class Scope:
 
     def _star(self, name: str) -> list[Binding] | None:
         module = self.module
+        known = module._star_bindings.get(name)
+        if known is not None and known[0] == len(module.stars):
+            return known[1]
+        found = None
         for star in module.stars:
             if f"{star.module}.{name}" in module.star_names:
-                return [Binding(name, qualname=f"{star.module}.{name}", star=True,
-                                statement=star.statement)]
-        return None
+                found = [Binding(name, qualname=f"{star.module}.{name}", star=True,
+                                 statement=star.statement)]
+                break
+        module._star_bindings[name] = (len(module.stars), found)
+        return found
 
     def resolve(self, root: str, attrs: list[str]) -> Resolution | None:
         bindings = self.lookup(root)
