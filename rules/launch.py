@@ -6,6 +6,7 @@ import ast
 import functools
 import shlex
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import libcst as cst
@@ -49,41 +50,86 @@ class LaunchFacts:
         return spelled in self.entries and spelled not in self.elsewhere
 
 
-@functools.lru_cache(maxsize=16)
-def launch_facts(text: str) -> LaunchFacts:
-    """Parsed once per file: NM220 and NM201 both ask, and the answer spans the file."""
+def launch_facts(source: str | ast.Module) -> LaunchFacts:
+    """NM220 and NM201 both ask, and the answer spans the file: from the engine's parse of
+    the file (`site.module_tree`), worked out once; a text is parsed first."""
+    if isinstance(source, ast.Module):
+        return _tree_launch_facts(source)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            tree = ast.parse(text)
+            tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return LaunchFacts(False, False)
-    aliases = _aliases(tree)
-    own = any(not _xla_group(node) for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and _qualname(node.func, aliases) in _INIT)
+    return _tree_launch_facts(tree)
+
+
+@functools.lru_cache(maxsize=4)
+def _tree_launch_facts(tree: ast.Module) -> LaunchFacts:
+    calls = _file_calls(tree)
+    own = any(not _xla_group(node) for name, node, _ in calls if name in _INIT)
     reached = _reached_from_main(tree)
     entries: set[str] = set()
     elsewhere: set[str] = set()
     several = False  # an entry launch starts more than one process
-    for statement in tree.body:
+    for name, node, top in calls:
+        if name not in _LAUNCHES:
+            continue
+        statement = tree.body[top]
         entry = not isinstance(statement, _DEFINITIONS) or statement.name in reached
-        for node in ast.walk(statement):
-            name = _qualname(node.func, aliases) if isinstance(node, ast.Call) else None
-            if name not in _LAUNCHES:
-                continue
-            fn = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg == "fn"), None)
-            if fn is not None:
-                (entries if entry else elsewhere).add(ast.unparse(fn))
-                several |= entry and not _one_process(node, name == SPAWN)
+        fn = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "fn"), None)
+        if fn is not None:
+            (entries if entry else elsewhere).add(ast.unparse(fn))
+            several |= entry and not _one_process(node, name == SPAWN)
     return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
 
 
 def called_names(tree: ast.Module) -> frozenset[str]:
     """The qualified names of everything the module calls, wherever it imported them."""
-    aliases = _aliases(tree)
-    return frozenset(name for node in ast.walk(tree) if isinstance(node, ast.Call)
-                     and (name := _qualname(node.func, aliases)) is not None)
+    return frozenset(name for name, _, _ in _file_calls(tree) if name is not None)
+
+
+Call = tuple[str | None, ast.Call, int]
+"""A call's qualified name (`_qualname`), the call, and the index of the top-level statement
+that holds it."""
+
+# what `ast.iter_child_nodes` would yield nothing of interest from: expression contexts and
+# operators are leaves, never a call or an import
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+@functools.lru_cache(maxsize=4)
+def _file_calls(tree: ast.Module) -> tuple[Call, ...]:
+    """Every call in the file, with what it calls: one walk, shared by `launch_facts` and
+    `called_names` (both asked for every file with a launch or an entry). The walk goes
+    level by level, as `ast.walk` does, so that a name imported twice means what `_aliases`
+    made of it over `ast.walk` (the later import wins)."""
+    imports: list[ast.Import | ast.ImportFrom] = []
+    found: list[tuple[ast.Call, int]] = []
+    level: list[tuple[ast.AST, int]] = [(s, i) for i, s in enumerate(tree.body)]
+    while level:
+        below: list[tuple[ast.AST, int]] = []
+        for node, top in level:
+            kind = type(node)
+            if kind is ast.Call:
+                found.append((node, top))  # type: ignore[arg-type]
+            elif kind is ast.Import or kind is ast.ImportFrom:
+                imports.append(node)  # type: ignore[arg-type]
+            fields = _CHILD_FIELDS.get(kind)
+            if fields is None:
+                fields = _CHILD_FIELDS[kind] = tuple(
+                    f for f in node._fields if f not in _LEAF_FIELDS)
+            for field in fields:
+                value = getattr(node, field, None)
+                if isinstance(value, list):
+                    below.extend((item, top) for item in value if isinstance(item, ast.AST))
+                elif isinstance(value, ast.AST):
+                    below.append((value, top))
+        level = below
+    aliases = _import_aliases(imports)
+    return tuple((_qualname(node.func, aliases), node, top) for node, top in found)
 
 
 def _one_process(call: ast.Call, spawn: bool) -> bool:
@@ -95,11 +141,11 @@ def _one_process(call: ast.Call, spawn: bool) -> bool:
         and type(given.value) is type(value)
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def _import_aliases(imports: Iterable[ast.Import | ast.ImportFrom]) -> dict[str, str]:
     """What each imported name stands for, wherever it was imported (enough to tell
     torch.distributed's and torch_xla's calls from the user's own functions)."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.split(".", 1)[0]
@@ -235,7 +281,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                           "training code to a script, call the entry function as "
                           "fn(int(os.environ.get('RANK', 0)), *args) and launch it with "
                           "`torchrun --nproc-per-node=N script.py`")
-        if not launch_facts(site.text).is_entry(code(fn.value)):
+        if not launch_facts(site.module_tree).is_entry(code(fn.value)):
             return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
                           "`__main__` block or a function it calls), so its caller may go on "
                           "after the workers finish; under torchrun the whole program runs in "
@@ -258,7 +304,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                                     "no process group")
         command = f"torchrun --nproc-per-node={count} {shlex.quote(site.path)}"
         how = f"the launch command changes to `{command}` ({note})"
-        if launch_facts(site.text).own_group:
+        if launch_facts(site.module_tree).own_group:
             how += ("; the script creates its own process group: make sure it does so on "
                     "every path, before anything is put on the device")
         else:
