@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import ast
-import functools
 import shlex
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -25,6 +25,7 @@ _LAUNCHES = frozenset({SPAWN, *LAUNCH})
 _INIT = frozenset({"torch.distributed.init_process_group",
                    "torch.distributed.distributed_c10d.init_process_group"})
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,23 +51,27 @@ class LaunchFacts:
         return spelled in self.entries and spelled not in self.elsewhere
 
 
-def launch_facts(source: str | ast.Module) -> LaunchFacts:
-    """NM220 and NM201 both ask, and the answer spans the file: from the engine's parse of
-    the file (`site.module_tree`), worked out once; a text is parsed first."""
-    if isinstance(source, ast.Module):
-        return _tree_launch_facts(source)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return LaunchFacts(False, False)
-    return _tree_launch_facts(tree)
+Calls = Sequence[tuple[ast.Call, int]]
+"""Every call of a file, with the index of the top-level statement that holds it
+(`Site.module_calls`)."""
 
 
-@functools.lru_cache(maxsize=4)
-def _tree_launch_facts(tree: ast.Module) -> LaunchFacts:
-    calls = _file_calls(tree)
+def launch_facts(source: str | ast.Module, calls: Calls | None = None) -> LaunchFacts:
+    """NM220 and NM201 both ask, and the answer spans the file: worked out once, from the
+    engine's parse of the file (`site.module_tree`) and the calls its analysis found
+    (`site.module_calls()`); a text is parsed, and a tree without them walked, first."""
+    if isinstance(source, str):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                source = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return LaunchFacts(False, False)
+    tree = source
+    return _kept("launch", tree, lambda: _launch_facts(tree, _named_calls(tree, calls)))
+
+
+def _launch_facts(tree: ast.Module, calls: tuple[Call, ...]) -> LaunchFacts:
     own = any(not _xla_group(node) for name, node, _ in calls if name in _INIT)
     reached = _reached_from_main(tree)
     entries: set[str] = set()
@@ -85,51 +90,66 @@ def _tree_launch_facts(tree: ast.Module) -> LaunchFacts:
     return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
 
 
-def called_names(tree: ast.Module) -> frozenset[str]:
+def called_names(tree: ast.Module, calls: Calls | None = None) -> frozenset[str]:
     """The qualified names of everything the module calls, wherever it imported them."""
-    return frozenset(name for name, _, _ in _file_calls(tree) if name is not None)
+    return frozenset(name for name, _, _ in _named_calls(tree, calls) if name is not None)
 
 
 Call = tuple[str | None, ast.Call, int]
 """A call's qualified name (`_qualname`), the call, and the index of the top-level statement
 that holds it."""
 
-# what `ast.iter_child_nodes` would yield nothing of interest from: expression contexts and
-# operators are leaves, never a call or an import
-_LEAF_FIELDS = frozenset({"ctx", "op", "ops"})
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_KEPT: dict[tuple[str, int], tuple[ast.Module, Any]] = {}
 
 
-@functools.lru_cache(maxsize=4)
-def _file_calls(tree: ast.Module) -> tuple[Call, ...]:
-    """Every call in the file, with what it calls: one walk, shared by `launch_facts` and
-    `called_names` (both asked for every file with a launch or an entry). The walk goes
-    level by level, as `ast.walk` does, so that a name imported twice means what `_aliases`
-    made of it over `ast.walk` (the later import wins)."""
-    imports: list[ast.Import | ast.ImportFrom] = []
-    found: list[tuple[ast.Call, int]] = []
-    level: list[tuple[ast.AST, int]] = [(s, i) for i, s in enumerate(tree.body)]
+def _kept(kind: str, tree: ast.Module, make: Callable[[], T]) -> T:
+    """What `make` says about `tree`, worked out once per file (the rules ask for every
+    statement they rewrite); the last few files' answers are kept."""
+    key = (kind, id(tree))
+    found = _KEPT.get(key)
+    if found is not None and found[0] is tree:
+        return found[1]  # type: ignore[no-any-return]
+    value = make()
+    if len(_KEPT) >= 8:
+        _KEPT.clear()
+    _KEPT[key] = (tree, value)
+    return value
+
+
+def _named_calls(tree: ast.Module, calls: Calls | None) -> tuple[Call, ...]:
+    """The file's calls with what each calls (`_qualname`)."""
+    def make() -> tuple[Call, ...]:
+        found = calls if calls is not None else [
+            (node, index) for index, statement in enumerate(tree.body)
+            for node in ast.walk(statement) if isinstance(node, ast.Call)]
+        aliases = _import_aliases(_imports(tree))
+        return tuple((_qualname(node.func, aliases), node, top) for node, top in found)
+    return _kept("calls", tree, make)
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The file's imports in the order `ast.walk` meets them (level by level), so that a name
+    imported twice means what it did over `ast.walk` (the later import wins). Only the
+    blocks that hold statements are entered: expressions never hold one, so leaving them
+    out changes no import's place in that order."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    level: list[ast.AST] = list(tree.body)
     while level:
-        below: list[tuple[ast.AST, int]] = []
-        for node, top in level:
-            kind = type(node)
-            if kind is ast.Call:
-                found.append((node, top))  # type: ignore[arg-type]
-            elif kind is ast.Import or kind is ast.ImportFrom:
-                imports.append(node)  # type: ignore[arg-type]
-            fields = _CHILD_FIELDS.get(kind)
-            if fields is None:
-                fields = _CHILD_FIELDS[kind] = tuple(
-                    f for f in node._fields if f not in _LEAF_FIELDS)
-            for field in fields:
-                value = getattr(node, field, None)
-                if isinstance(value, list):
-                    below.extend((item, top) for item in value if isinstance(item, ast.AST))
-                elif isinstance(value, ast.AST):
-                    below.append((value, top))
+        below: list[ast.AST] = []
+        for node in level:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+                continue
+            for field in node._fields:
+                if field in _BLOCKS:
+                    value = getattr(node, field, None)
+                    if isinstance(value, list):
+                        below.extend(value)
         level = below
-    aliases = _import_aliases(imports)
-    return tuple((_qualname(node.func, aliases), node, top) for node, top in found)
+    return found
 
 
 def _one_process(call: ast.Call, spawn: bool) -> bool:
@@ -281,7 +301,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                           "training code to a script, call the entry function as "
                           "fn(int(os.environ.get('RANK', 0)), *args) and launch it with "
                           "`torchrun --nproc-per-node=N script.py`")
-        if not launch_facts(site.module_tree).is_entry(code(fn.value)):
+        if not launch_facts(site.module_tree, site.module_calls()).is_entry(code(fn.value)):
             return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
                           "`__main__` block or a function it calls), so its caller may go on "
                           "after the workers finish; under torchrun the whole program runs in "
@@ -304,7 +324,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                                     "no process group")
         command = f"torchrun --nproc-per-node={count} {shlex.quote(site.path)}"
         how = f"the launch command changes to `{command}` ({note})"
-        if launch_facts(site.module_tree).own_group:
+        if launch_facts(site.module_tree, site.module_calls()).own_group:
             how += ("; the script creates its own process group: make sure it does so on "
                     "every path, before anything is put on the device")
         else:

@@ -50,6 +50,9 @@ class Analysis:
     # the statement of the `__main__` block where a worker's set-up goes, when some rule
     # asks (`neuron_migrate.analysis.script_entry`)
     entry: ast.stmt | None = None
+    # every call in the file, with the index of the top-level statement that holds it: the
+    # walk sees them all, and some rules ask about the whole file (`Site.module_calls`)
+    calls: list[tuple[ast.Call, int]] = field(default_factory=list)
 
     @property
     def needs_rewrite(self) -> bool:
@@ -68,7 +71,9 @@ def analyse(
     (torch_neuronx, neuronx_distributed, ...); with `entry`, a file with something to migrate
     gets its script entry found (and put on the path, so the rewriter reaches it)."""
     walker = _Walker(interesting_string, star_names, watched_roots, device_calls)
-    walker.block(tree.body)
+    for index, statement in enumerate(tree.body):
+        walker.top = index
+        walker.statement(statement)
     analysis = walker.finish(tree)
     if entry and analysis.needs_rewrite:
         analysis.entry = entry_statement(tree, lambda s: id(s) in analysis.on_path)
@@ -92,6 +97,8 @@ class _Walker:
         self.current_stmt: ast.stmt | None = None
         self.loads: list[tuple[ast.Name, Scope, ast.stmt]] = []
         self.moved: set[int] = set()  # names that are the first argument of a `.to(...)` call
+        self.calls: list[tuple[ast.Call, int]] = []
+        self.top = -1  # the index of the top-level statement being read
         self.flagged_units: list[ast.stmt] = []
         self.scope_of: dict[int, Scope] = {}
         self.fallback: frozenset[str] = frozenset()
@@ -258,12 +265,14 @@ class _Walker:
     def _attribute(self, node: ast.Attribute | ast.keyword) -> None:
         """`a.b` and `f(k=v)`: one child, `value`."""
         value = node.value
-        if value.__class__ is ast.Name and value.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+        if value.__class__ is ast.Name and \
+                value.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
             self.loads.append((value, self.scope, self.unit))  # type: ignore[arg-type]
         else:
             self.expression(value)
 
     def _call(self, node: ast.Call) -> None:
+        self.calls.append((node, self.top))
         func, args = node.func, node.args
         if args and type(args[0]) is ast.Name and type(func) is ast.Attribute \
                 and func.attr == "to":
@@ -356,7 +365,7 @@ class _Walker:
 
     def finish(self, tree: ast.Module) -> Analysis:
         result = Analysis(tree, scope_of=self.scope_of, module_scope=self.module_scope,
-                          xla_imports=self.imports)
+                          xla_imports=self.imports, calls=self.calls)
         self._resolve_loads(result)
         for unit in self.flagged_units:
             result.flagged.add(id(unit))
