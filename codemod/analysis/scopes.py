@@ -15,8 +15,11 @@ XLA_PREFIXES = ("torch_xla",)
 """Qualified-name prefixes whose every use must be rewritten or reported."""
 
 
+_XLA_PACKAGES = tuple(p + "." for p in XLA_PREFIXES)
+
+
 def is_xla(qualname: str) -> bool:
-    return any(qualname == p or qualname.startswith(p + ".") for p in XLA_PREFIXES)
+    return qualname.startswith(_XLA_PACKAGES) or qualname in XLA_PREFIXES
 
 
 @dataclass(eq=False, slots=True)
