@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import shlex
 import warnings
+import weakref
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -73,7 +74,7 @@ def launch_facts(source: str | ast.Module, calls: Calls | None = None) -> Launch
 
 def _launch_facts(tree: ast.Module, calls: tuple[Call, ...]) -> LaunchFacts:
     own = any(not _xla_group(node) for name, node, _ in calls if name in _INIT)
-    reached = _reached_from_main(tree)
+    reached = _reached_from_main(tree, calls)
     entries: set[str] = set()
     elsewhere: set[str] = set()
     several = False  # an entry launch starts more than one process
@@ -99,21 +100,18 @@ Call = tuple[str | None, ast.Call, int]
 """A call's qualified name (`_qualname`), the call, and the index of the top-level statement
 that holds it."""
 
-_KEPT: dict[tuple[str, int], tuple[ast.Module, Any]] = {}
+_KEPT: weakref.WeakKeyDictionary[ast.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 def _kept(kind: str, tree: ast.Module, make: Callable[[], T]) -> T:
     """What `make` says about `tree`, worked out once per file (the rules ask for every
-    statement they rewrite); the last few files' answers are kept."""
-    key = (kind, id(tree))
-    found = _KEPT.get(key)
-    if found is not None and found[0] is tree:
-        return found[1]  # type: ignore[no-any-return]
-    value = make()
-    if len(_KEPT) >= 8:
-        _KEPT.clear()
-    _KEPT[key] = (tree, value)
-    return value
+    statement they rewrite), and kept as long as the tree lives."""
+    answers = _KEPT.get(tree)
+    if answers is None:
+        answers = _KEPT[tree] = {}
+    if kind not in answers:
+        answers[kind] = make()
+    return answers[kind]  # type: ignore[no-any-return]
 
 
 def _named_calls(tree: ast.Module, calls: Calls | None) -> tuple[Call, ...]:
@@ -176,15 +174,18 @@ def _import_aliases(imports: Iterable[ast.Import | ast.ImportFrom]) -> dict[str,
     return aliases
 
 
-def _reached_from_main(tree: ast.Module) -> set[str]:
+def _reached_from_main(tree: ast.Module, calls: tuple[Call, ...]) -> set[str]:
     """The module's functions that its top-level code calls by name, and those they call."""
-    functions = {s.name: s for s in tree.body
+    inside: dict[int, list[ast.Call]] = {}  # the calls of each top-level statement
+    for _, node, top in calls:
+        inside.setdefault(top, []).append(node)
+    functions = {s.name: index for index, s in enumerate(tree.body)
                  if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    todo = [s for s in tree.body if not isinstance(s, _DEFINITIONS)]
+    todo = [index for index, s in enumerate(tree.body) if not isinstance(s, _DEFINITIONS)]
     reached: set[str] = set()
     while todo:
-        for node in ast.walk(todo.pop()):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        for node in inside.get(todo.pop(), ()):
+            if isinstance(node.func, ast.Name) \
                     and node.func.id in functions and node.func.id not in reached:
                 reached.add(node.func.id)
                 todo.append(functions[node.func.id])
