@@ -36,9 +36,12 @@ def group_facts(tree: ast.Module, calls: Sequence[tuple[ast.Call, int]] | None =
                 ) -> GroupFacts:
     """From the engine's own parse of the file (`site.module_tree`) and the calls its
     analysis found (`site.module_calls()`): no second parse, no second walk."""
-    called = called_names(tree, calls)
+    called = called_names(tree, calls, _ASKED)
     return GroupFacts(tuple(sorted(called & _WORLD)), bool(called & {SPAWN, *LAUNCH}),
                       bool(called & _INIT))
+
+
+_ASKED = _WORLD | _INIT | {SPAWN, *LAUNCH}
 
 
 class EntryProcessGroup(Rule):

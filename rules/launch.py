@@ -6,7 +6,7 @@ import ast
 import shlex
 import warnings
 import weakref
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -69,12 +69,13 @@ def launch_facts(source: str | ast.Module, calls: Calls | None = None) -> Launch
         except (SyntaxError, ValueError):
             return LaunchFacts(False, False)
     tree = source
-    return _kept("launch", tree, lambda: _launch_facts(tree, _named_calls(tree, calls)))
+    return _kept("launch", tree, lambda: _launch_facts(tree, _calls(tree, calls)))
 
 
-def _launch_facts(tree: ast.Module, calls: tuple[Call, ...]) -> LaunchFacts:
+def _launch_facts(tree: ast.Module, every: Calls) -> LaunchFacts:
+    calls = _named_calls(tree, every, _INIT | _LAUNCHES)
     own = any(not _xla_group(node) for name, node, _ in calls if name in _INIT)
-    reached = _reached_from_main(tree, calls)
+    reached = _reached_from_main(tree, every)
     entries: set[str] = set()
     elsewhere: set[str] = set()
     several = False  # an entry launch starts more than one process
@@ -91,19 +92,22 @@ def _launch_facts(tree: ast.Module, calls: tuple[Call, ...]) -> LaunchFacts:
     return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
 
 
-def called_names(tree: ast.Module, calls: Calls | None = None) -> frozenset[str]:
-    """The qualified names of everything the module calls, wherever it imported them."""
-    return frozenset(name for name, _, _ in _named_calls(tree, calls) if name is not None)
+def called_names(tree: ast.Module, calls: Calls | None = None,
+                 among: frozenset[str] | None = None) -> frozenset[str]:
+    """The qualified names of everything the module calls, wherever it imported them (of
+    those `among` them, when given)."""
+    named = _named_calls(tree, _calls(tree, calls), among)
+    return frozenset(name for name, _, _ in named if name is not None)
 
 
 Call = tuple[str | None, ast.Call, int]
 """A call's qualified name (`_qualname`), the call, and the index of the top-level statement
 that holds it."""
 
-_KEPT: weakref.WeakKeyDictionary[ast.Module, dict[str, Any]] = weakref.WeakKeyDictionary()
+_KEPT: weakref.WeakKeyDictionary[ast.Module, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
 
 
-def _kept(kind: str, tree: ast.Module, make: Callable[[], T]) -> T:
+def _kept(kind: Hashable, tree: ast.Module, make: Callable[[], T]) -> T:
     """What `make` says about `tree`, worked out once per file (the rules ask for every
     statement they rewrite), and kept as long as the tree lives."""
     answers = _KEPT.get(tree)
@@ -114,15 +118,37 @@ def _kept(kind: str, tree: ast.Module, make: Callable[[], T]) -> T:
     return answers[kind]  # type: ignore[no-any-return]
 
 
-def _named_calls(tree: ast.Module, calls: Calls | None) -> tuple[Call, ...]:
-    """The file's calls with what each calls (`_qualname`)."""
+def _calls(tree: ast.Module, calls: Calls | None) -> Calls:
+    """The analysis' calls, or those of a walk of the tree."""
+    if calls is not None:
+        return calls
+    return _kept("calls", tree, lambda: [
+        (node, index) for index, statement in enumerate(tree.body)
+        for node in ast.walk(statement) if isinstance(node, ast.Call)])
+
+
+def _named_calls(tree: ast.Module, calls: Calls,
+                 among: frozenset[str] | None = None) -> tuple[Call, ...]:
+    """The file's calls with what each calls (`_qualname`), or those that call one of
+    `among`. A dotted call's qualified name ends with its last attribute (only a plain name
+    stands for an import's full name), so a call whose last attribute ends none of them is
+    passed over without working its name out."""
     def make() -> tuple[Call, ...]:
-        found = calls if calls is not None else [
-            (node, index) for index, statement in enumerate(tree.body)
-            for node in ast.walk(statement) if isinstance(node, ast.Call)]
-        aliases = _import_aliases(_imports(tree))
-        return tuple((_qualname(node.func, aliases), node, top) for node, top in found)
-    return _kept("calls", tree, make)
+        aliases = _kept("aliases", tree, lambda: _import_aliases(_imports(tree)))
+        if among is None:
+            return tuple((_qualname(node.func, aliases), node, top) for node, top in calls)
+        ends = {q.rsplit(".", 1)[-1] for q in among}
+        found: list[Call] = []
+        for node, top in calls:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr not in ends or \
+                    type(func) is not ast.Attribute and type(func) is not ast.Name:
+                continue
+            name = _qualname(func, aliases)
+            if name in among:
+                found.append((name, node, top))
+        return tuple(found)
+    return _kept(("named", among), tree, make)
 
 
 _BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
@@ -174,10 +200,10 @@ def _import_aliases(imports: Iterable[ast.Import | ast.ImportFrom]) -> dict[str,
     return aliases
 
 
-def _reached_from_main(tree: ast.Module, calls: tuple[Call, ...]) -> set[str]:
+def _reached_from_main(tree: ast.Module, calls: Calls) -> set[str]:
     """The module's functions that its top-level code calls by name, and those they call."""
     inside: dict[int, list[ast.Call]] = {}  # the calls of each top-level statement
-    for _, node, top in calls:
+    for node, top in calls:
         inside.setdefault(top, []).append(node)
     functions = {s.name: index for index, s in enumerate(tree.body)
                  if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
