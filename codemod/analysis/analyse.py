@@ -86,7 +86,6 @@ class _Walker:
                  star_names: frozenset[str], watched_roots: frozenset[str],
                  device_calls: frozenset[str]) -> None:
         self.interesting_string = interesting_string
-        self.interesting = _answers(interesting_string)
         self.watched_roots = watched_roots
         self.device_calls = device_calls
         self.watched_names: set[str] = set()
@@ -256,10 +255,7 @@ class _Walker:
     def _constant(self, node: ast.Constant) -> None:
         value = node.value
         if type(value) is str and node is not self.docstring:
-            interesting = self.interesting.get(value)
-            if interesting is None:
-                interesting = self.interesting[value] = self.interesting_string(value)
-            if interesting:
+            if self.interesting_string(value):
                 self.flag(self.unit)
 
     def _attribute(self, node: ast.Attribute | ast.keyword) -> None:
@@ -418,21 +414,6 @@ class _Walker:
         while stmt is not None and id(stmt) not in result.on_path:
             result.on_path.add(id(stmt))
             stmt = self.stmt_parent.get(id(stmt))
-
-
-_ANSWERS: dict[Callable[[str], bool], dict[str, bool]] = {}
-_KEPT = 50_000  # answers kept per question, across files
-
-
-def _answers(question: Callable[[str], bool]) -> dict[str, bool]:
-    """The answers to `interesting_string` so far (a rule's answer depends on the text
-    alone), shared by the files of a run: files repeat their strings, and each other's."""
-    if question not in _ANSWERS and len(_ANSWERS) >= 4:
-        _ANSWERS.clear()  # registries come and go (tests): keep the last few
-    answers = _ANSWERS.setdefault(question, {})
-    if len(answers) > _KEPT:
-        answers.clear()
-    return answers
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:
