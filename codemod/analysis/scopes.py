@@ -15,11 +15,12 @@ XLA_PREFIXES = ("torch_xla",)
 """Qualified-name prefixes whose every use must be rewritten or reported."""
 
 
-_XLA_PACKAGES = tuple(p + "." for p in XLA_PREFIXES)
-
-
 def is_xla(qualname: str) -> bool:
-    return qualname.startswith(_XLA_PACKAGES) or qualname in XLA_PREFIXES
+    for prefix in XLA_PREFIXES:  # `prefix` itself, or a name inside it (asked very often)
+        if qualname.startswith(prefix) and (len(qualname) == len(prefix)
+                                            or qualname[len(prefix)] == "."):
+            return True
+    return False
 
 
 @dataclass(eq=False, slots=True)
