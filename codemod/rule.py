@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ast
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Protocol
 
@@ -141,6 +142,10 @@ class Site(Protocol):
     @property
     def module_tree(self) -> ast.Module:
         """The stdlib-ast tree of the whole file, as the analysis parsed it."""
+
+    def module_calls(self) -> Sequence[tuple[ast.Call, int]]:
+        """Every call in `module_tree`, with the index in its body of the top-level statement
+        that holds it, in no particular order (the analysis collected them on its walk)."""
 
 
 @dataclass(frozen=True)

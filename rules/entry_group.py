@@ -4,6 +4,7 @@ ordinals without creating a process group gets one at its entry."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from neuron_migrate.model import Kind
@@ -31,11 +32,16 @@ class GroupFacts:
     creates: bool  # an `init_process_group` of its own, whatever its backend
 
 
-def group_facts(tree: ast.Module) -> GroupFacts:
-    """From the engine's own parse of the file (`site.module_tree`): no second parse."""
-    called = called_names(tree)
+def group_facts(tree: ast.Module, calls: Sequence[tuple[ast.Call, int]] | None = None
+                ) -> GroupFacts:
+    """From the engine's own parse of the file (`site.module_tree`) and the calls its
+    analysis found (`site.module_calls()`): no second parse, no second walk."""
+    called = called_names(tree, calls, _ASKED)
     return GroupFacts(tuple(sorted(called & _WORLD)), bool(called & {SPAWN, *LAUNCH}),
                       bool(called & _INIT))
+
+
+_ASKED = _WORLD | _INIT | {SPAWN, *LAUNCH}
 
 
 class EntryProcessGroup(Rule):
@@ -89,7 +95,7 @@ not dist.is_initialized()`."""
     def on_entry(self, site: Site) -> Insert | Review | None:
         if site.path.endswith(".ipynb"):
             return None  # a kernel is one process
-        facts = group_facts(site.module_tree)
+        facts = group_facts(site.module_tree, site.module_calls())
         if not facts.world_calls or facts.launches or facts.creates:
             return None
         group = create_group(site)

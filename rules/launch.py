@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import ast
-import functools
 import shlex
 import warnings
+import weakref
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import libcst as cst
 
@@ -24,6 +26,7 @@ _LAUNCHES = frozenset({SPAWN, *LAUNCH})
 _INIT = frozenset({"torch.distributed.init_process_group",
                    "torch.distributed.distributed_c10d.init_process_group"})
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -49,41 +52,128 @@ class LaunchFacts:
         return spelled in self.entries and spelled not in self.elsewhere
 
 
-@functools.lru_cache(maxsize=16)
-def launch_facts(text: str) -> LaunchFacts:
-    """Parsed once per file: NM220 and NM201 both ask, and the answer spans the file."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
-    except (SyntaxError, ValueError):
-        return LaunchFacts(False, False)
-    aliases = _aliases(tree)
-    own = any(not _xla_group(node) for node in ast.walk(tree)
-              if isinstance(node, ast.Call) and _qualname(node.func, aliases) in _INIT)
-    reached = _reached_from_main(tree)
+Calls = Sequence[tuple[ast.Call, int]]
+"""Every call of a file, with the index of the top-level statement that holds it
+(`Site.module_calls`)."""
+
+
+def launch_facts(source: str | ast.Module, calls: Calls | None = None) -> LaunchFacts:
+    """NM220 and NM201 both ask, and the answer spans the file: worked out once, from the
+    engine's parse of the file (`site.module_tree`) and the calls its analysis found
+    (`site.module_calls()`); a text is parsed, and a tree without them walked, first."""
+    if isinstance(source, str):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                source = ast.parse(source)
+        except (SyntaxError, ValueError):
+            return LaunchFacts(False, False)
+    tree = source
+    return _kept("launch", tree, lambda: _launch_facts(tree, _calls(tree, calls)))
+
+
+def _launch_facts(tree: ast.Module, every: Calls) -> LaunchFacts:
+    calls = _named_calls(tree, every, _INIT | _LAUNCHES)
+    own = any(not _xla_group(node) for name, node, _ in calls if name in _INIT)
+    reached = _reached_from_main(tree, every)
     entries: set[str] = set()
     elsewhere: set[str] = set()
     several = False  # an entry launch starts more than one process
-    for statement in tree.body:
+    for name, node, top in calls:
+        if name not in _LAUNCHES:
+            continue
+        statement = tree.body[top]
         entry = not isinstance(statement, _DEFINITIONS) or statement.name in reached
-        for node in ast.walk(statement):
-            name = _qualname(node.func, aliases) if isinstance(node, ast.Call) else None
-            if name not in _LAUNCHES:
-                continue
-            fn = node.args[0] if node.args else next(
-                (k.value for k in node.keywords if k.arg == "fn"), None)
-            if fn is not None:
-                (entries if entry else elsewhere).add(ast.unparse(fn))
-                several |= entry and not _one_process(node, name == SPAWN)
+        fn = node.args[0] if node.args else next(
+            (k.value for k in node.keywords if k.arg == "fn"), None)
+        if fn is not None:
+            (entries if entry else elsewhere).add(ast.unparse(fn))
+            several |= entry and not _one_process(node, name == SPAWN)
     return LaunchFacts(several and not own, own, frozenset(entries), frozenset(elsewhere))
 
 
-def called_names(tree: ast.Module) -> frozenset[str]:
-    """The qualified names of everything the module calls, wherever it imported them."""
-    aliases = _aliases(tree)
-    return frozenset(name for node in ast.walk(tree) if isinstance(node, ast.Call)
-                     and (name := _qualname(node.func, aliases)) is not None)
+def called_names(tree: ast.Module, calls: Calls | None = None,
+                 among: frozenset[str] | None = None) -> frozenset[str]:
+    """The qualified names of everything the module calls, wherever it imported them (of
+    those `among` them, when given)."""
+    named = _named_calls(tree, _calls(tree, calls), among)
+    return frozenset(name for name, _, _ in named if name is not None)
+
+
+Call = tuple[str | None, ast.Call, int]
+"""A call's qualified name (`_qualname`), the call, and the index of the top-level statement
+that holds it."""
+
+_KEPT: weakref.WeakKeyDictionary[ast.Module, dict[Hashable, Any]] = weakref.WeakKeyDictionary()
+
+
+def _kept(kind: Hashable, tree: ast.Module, make: Callable[[], T]) -> T:
+    """What `make` says about `tree`, worked out once per file (the rules ask for every
+    statement they rewrite), and kept as long as the tree lives."""
+    answers = _KEPT.get(tree)
+    if answers is None:
+        answers = _KEPT[tree] = {}
+    if kind not in answers:
+        answers[kind] = make()
+    return answers[kind]  # type: ignore[no-any-return]
+
+
+def _calls(tree: ast.Module, calls: Calls | None) -> Calls:
+    """The analysis' calls, or those of a walk of the tree."""
+    if calls is not None:
+        return calls
+    return _kept("calls", tree, lambda: [
+        (node, index) for index, statement in enumerate(tree.body)
+        for node in ast.walk(statement) if isinstance(node, ast.Call)])
+
+
+def _named_calls(tree: ast.Module, calls: Calls,
+                 among: frozenset[str] | None = None) -> tuple[Call, ...]:
+    """The file's calls with what each calls (`_qualname`), or those that call one of
+    `among`. A dotted call's qualified name ends with its last attribute (only a plain name
+    stands for an import's full name), so a call whose last attribute ends none of them is
+    passed over without working its name out."""
+    def make() -> tuple[Call, ...]:
+        aliases = _kept("aliases", tree, lambda: _import_aliases(_imports(tree)))
+        if among is None:
+            return tuple((_qualname(node.func, aliases), node, top) for node, top in calls)
+        ends = {q.rsplit(".", 1)[-1] for q in among}
+        found: list[Call] = []
+        for node, top in calls:
+            func = node.func
+            if type(func) is ast.Attribute and func.attr not in ends or \
+                    type(func) is not ast.Attribute and type(func) is not ast.Name:
+                continue
+            name = _qualname(func, aliases)
+            if name in among:
+                found.append((name, node, top))
+        return tuple(found)
+    return _kept(("named", among), tree, make)
+
+
+_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    """The file's imports in the order `ast.walk` meets them (level by level), so that a name
+    imported twice means what it did over `ast.walk` (the later import wins). Only the
+    blocks that hold statements are entered: expressions never hold one, so leaving them
+    out changes no import's place in that order."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    level: list[ast.AST] = list(tree.body)
+    while level:
+        below: list[ast.AST] = []
+        for node in level:
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                found.append(node)
+                continue
+            for field in node._fields:
+                if field in _BLOCKS:
+                    value = getattr(node, field, None)
+                    if isinstance(value, list):
+                        below.extend(value)
+        level = below
+    return found
 
 
 def _one_process(call: ast.Call, spawn: bool) -> bool:
@@ -95,11 +185,11 @@ def _one_process(call: ast.Call, spawn: bool) -> bool:
         and type(given.value) is type(value)
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
+def _import_aliases(imports: Iterable[ast.Import | ast.ImportFrom]) -> dict[str, str]:
     """What each imported name stands for, wherever it was imported (enough to tell
     torch.distributed's and torch_xla's calls from the user's own functions)."""
     aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 root = alias.name.split(".", 1)[0]
@@ -110,15 +200,18 @@ def _aliases(tree: ast.Module) -> dict[str, str]:
     return aliases
 
 
-def _reached_from_main(tree: ast.Module) -> set[str]:
+def _reached_from_main(tree: ast.Module, calls: Calls) -> set[str]:
     """The module's functions that its top-level code calls by name, and those they call."""
-    functions = {s.name: s for s in tree.body
+    inside: dict[int, list[ast.Call]] = {}  # the calls of each top-level statement
+    for node, top in calls:
+        inside.setdefault(top, []).append(node)
+    functions = {s.name: index for index, s in enumerate(tree.body)
                  if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    todo = [s for s in tree.body if not isinstance(s, _DEFINITIONS)]
+    todo = [index for index, s in enumerate(tree.body) if not isinstance(s, _DEFINITIONS)]
     reached: set[str] = set()
     while todo:
-        for node in ast.walk(todo.pop()):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+        for node in inside.get(todo.pop(), ()):
+            if isinstance(node.func, ast.Name) \
                     and node.func.id in functions and node.func.id not in reached:
                 reached.add(node.func.id)
                 todo.append(functions[node.func.id])
@@ -235,7 +328,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                           "training code to a script, call the entry function as "
                           "fn(int(os.environ.get('RANK', 0)), *args) and launch it with "
                           "`torchrun --nproc-per-node=N script.py`")
-        if not launch_facts(site.text).is_entry(code(fn.value)):
+        if not launch_facts(site.module_tree, site.module_calls()).is_entry(code(fn.value)):
             return Review(f"`{code(node)}` is not the script's entry (top-level code, the "
                           "`__main__` block or a function it calls), so its caller may go on "
                           "after the workers finish; under torchrun the whole program runs in "
@@ -258,7 +351,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
                                     "no process group")
         command = f"torchrun --nproc-per-node={count} {shlex.quote(site.path)}"
         how = f"the launch command changes to `{command}` ({note})"
-        if launch_facts(site.text).own_group:
+        if launch_facts(site.module_tree, site.module_calls()).own_group:
             how += ("; the script creates its own process group: make sure it does so on "
                     "every path, before anything is put on the device")
         else:

@@ -93,7 +93,7 @@ would raise."""
         if not changed:
             return None
         new = node.with_changes(args=drop_args(args, drop))
-        facts = launch_facts(site.text)
+        facts = launch_facts(site.module_tree, site.module_calls())
         dist = site.ref("torch.distributed")
         if not facts.entry_group or dist is None:
             return Replace(new, "; ".join(changed))

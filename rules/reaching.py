@@ -374,5 +374,18 @@ def _declared(tree: ast.Module) -> frozenset[str]:
     """The names any `global` or `nonlocal` statement of the module declares: asked for
     every call a rule follows, so the module is walked once (the cache holds the trees
     themselves, so a key is never a tree that was freed)."""
-    return frozenset(name for n in ast.walk(tree) if isinstance(n, (ast.Global, ast.Nonlocal))
-                     for name in n.names)
+    names: set[str] = set()
+    todo: list[ast.AST] = list(tree.body)
+    while todo:  # statements only: no expression holds one
+        node = todo.pop()
+        if isinstance(node, (ast.Global, ast.Nonlocal)):
+            names.update(node.names)
+            continue
+        for field in _BLOCKS:
+            todo.extend(getattr(node, field, ()))
+    return frozenset(names)
+
+
+# the fields that hold statements (or the handlers and cases that hold them); a lambda's or
+# an `if` expression's `body` is an expression, never reached from a statement's blocks
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")

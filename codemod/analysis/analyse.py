@@ -50,6 +50,9 @@ class Analysis:
     # the statement of the `__main__` block where a worker's set-up goes, when some rule
     # asks (`neuron_migrate.analysis.script_entry`)
     entry: ast.stmt | None = None
+    # every call in the file, with the index of the top-level statement that holds it: the
+    # walk sees them all, and some rules ask about the whole file (`Site.module_calls`)
+    calls: list[tuple[ast.Call, int]] = field(default_factory=list)
 
     @property
     def needs_rewrite(self) -> bool:
@@ -68,7 +71,9 @@ def analyse(
     (torch_neuronx, neuronx_distributed, ...); with `entry`, a file with something to migrate
     gets its script entry found (and put on the path, so the rewriter reaches it)."""
     walker = _Walker(interesting_string, star_names, watched_roots, device_calls)
-    walker.block(tree.body)
+    for index, statement in enumerate(tree.body):
+        walker.top = index
+        walker.statement(statement)
     analysis = walker.finish(tree)
     if entry and analysis.needs_rewrite:
         analysis.entry = entry_statement(tree, lambda s: id(s) in analysis.on_path)
@@ -87,10 +92,12 @@ class _Walker:
         self.scope = Scope("module", None, star_names)
         self.module_scope = self.scope
         self.unit: ast.stmt | None = None
-        self.stack: list[ast.AST] = []
         self.stmt_parent: dict[int, ast.stmt | None] = {}
         self.current_stmt: ast.stmt | None = None
-        self.loads: list[tuple[ast.Name, Scope, ast.stmt, ast.AST | None, ast.AST | None]] = []
+        self.loads: list[tuple[ast.Name, Scope, ast.stmt]] = []
+        self.moved: set[int] = set()  # names that are the first argument of a `.to(...)` call
+        self.calls: list[tuple[ast.Call, int]] = []
+        self.top = -1  # the index of the top-level statement being read
         self.flagged_units: list[ast.stmt] = []
         self.scope_of: dict[int, Scope] = {}
         self.fallback: frozenset[str] = frozenset()
@@ -111,9 +118,7 @@ class _Walker:
         self.current_stmt = self.unit = stmt
         handler = _STATEMENTS.get(type(stmt))
         if handler is not None:
-            self.stack.append(stmt)
             handler(self, stmt)
-            self.stack.pop()
         else:
             if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
                 self.docstring = stmt.value
@@ -207,14 +212,12 @@ class _Walker:
         self.block(node.body)
         imported = imported_names(node.body)
         for handler in node.handlers:
-            self.stack.append(handler)
             self.expression(handler.type)
             if handler.name:
                 self.bind(handler.name)
             catches = catches_import_error(handler)
             self.with_fallback(imported if catches else frozenset(),
                                lambda h=handler: self.block(h.body))
-            self.stack.pop()
         self.block(node.orelse)
         self.block(node.finalbody)
 
@@ -237,55 +240,91 @@ class _Walker:
     def expression(self, node: ast.AST | None) -> None:
         if node is None:
             return
-        kind = type(node)
-        if kind is ast.Name:
-            if isinstance(node.ctx, ast.Load):  # type: ignore[attr-defined]
-                stack = self.stack
-                self.loads.append((node, self.scope, self.unit,  # type: ignore[arg-type]
-                                   stack[-1] if stack else None,
-                                   stack[-2] if len(stack) > 1 else None))
-            else:
-                self.bind(node.id)  # type: ignore[attr-defined]
-            return
-        if kind is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            if isinstance(value, str) and node is not self.docstring and self.interesting_string(value):
+        handler = _EXPRESSIONS.get(node.__class__)
+        if handler is None:
+            self.children(node)
+        else:
+            handler(self, node)
+
+    def _name(self, node: ast.Name) -> None:
+        if node.ctx.__class__ is ast.Load:
+            self.loads.append((node, self.scope, self.unit))  # type: ignore[arg-type]
+        else:
+            self.bind(node.id)
+
+    def _constant(self, node: ast.Constant) -> None:
+        value = node.value
+        if type(value) is str and node is not self.docstring:
+            if self.interesting_string(value):
                 self.flag(self.unit)
-            return
-        if kind is ast.Lambda:
-            self._arguments_outside(node.args)  # type: ignore[attr-defined]
-            self.in_scope("lambda", lambda: (self._parameters(node.args),  # type: ignore[attr-defined]
-                                             self.expression(node.body)))  # type: ignore[attr-defined]
-            return
-        if kind in _COMPREHENSIONS:
-            self.in_scope("comprehension", lambda: self.children(node))
-            return
-        if kind is ast.NamedExpr:
-            self.expression(node.value)  # type: ignore[attr-defined]
-            scope = self.scope
-            while scope.kind == "comprehension" and scope.parent is not None:
-                scope = scope.parent
-            scope.bind(Binding(node.target.id))  # type: ignore[attr-defined]
-            return
-        if kind in _PATTERN_NAMES:
-            name = getattr(node, _PATTERN_NAMES[kind])
-            if name:
-                self.bind(name)
+
+    def _attribute(self, node: ast.Attribute | ast.keyword) -> None:
+        """`a.b` and `f(k=v)`: one child, `value`."""
+        value = node.value
+        if value.__class__ is ast.Name and \
+                value.ctx.__class__ is ast.Load:  # type: ignore[attr-defined]
+            self.loads.append((value, self.scope, self.unit))  # type: ignore[arg-type]
+        else:
+            self.expression(value)
+
+    def _call(self, node: ast.Call) -> None:
+        self.calls.append((node, self.top))
+        func, args = node.func, node.args
+        if args and type(args[0]) is ast.Name and type(func) is ast.Attribute \
+                and func.attr == "to":
+            self.moved.add(id(args[0]))  # `x.to(device)`: rules may act on the placement
+        self.children(node)
+
+    def _lambda(self, node: ast.Lambda) -> None:
+        self._arguments_outside(node.args)
+        self.in_scope("lambda", lambda: (self._parameters(node.args), self.expression(node.body)))
+
+    def _comprehension(self, node: ast.expr) -> None:
+        self.in_scope("comprehension", lambda: self.children(node))
+
+    def _named(self, node: ast.NamedExpr) -> None:
+        self.expression(node.value)
+        scope = self.scope
+        while scope.kind == "comprehension" and scope.parent is not None:
+            scope = scope.parent
+        scope.bind(Binding(node.target.id))  # type: ignore[attr-defined]
+
+    def _pattern(self, node: ast.AST) -> None:
+        name = getattr(node, _PATTERN_NAMES[type(node)])
+        if name:
+            self.bind(name)
         self.children(node)
 
     def children(self, node: ast.AST) -> None:
-        self.stack.append(node)
-        for name in node._fields:
+        """The node's children, in field order. Loads of a plain name, most of the nodes of
+        a file, are recorded here rather than through `expression` (the scope and the unit
+        cannot change while a node's children are read: whatever enters a scope or a
+        statement leaves it before it returns)."""
+        fields = _CHILD_FIELDS.get(node.__class__)
+        if fields is None:
+            fields = _CHILD_FIELDS[node.__class__] = tuple(
+                name for name in node._fields if name not in _NOT_CHILDREN)
+        loads, scope, unit = self.loads, self.scope, self.unit
+        for name in fields:
             value = getattr(node, name, None)
-            if isinstance(value, list):
+            kind = value.__class__
+            if kind is list:
                 for item in value:
-                    if isinstance(item, ast.stmt):
+                    kind = item.__class__
+                    if kind is ast.Name and item.ctx.__class__ is ast.Load:
+                        loads.append((item, scope, unit))  # type: ignore[arg-type]
+                    elif kind is ast.Constant and item.value.__class__ is not str:
+                        continue  # a number, None, bytes...: nothing to record
+                    elif isinstance(item, ast.stmt):
                         self.statement(item)
                     elif isinstance(item, ast.AST):
                         self.expression(item)
+            elif kind is ast.Name and value.ctx.__class__ is ast.Load:
+                loads.append((value, scope, unit))  # type: ignore[arg-type]
+            elif kind is ast.Constant and value.value.__class__ is not str:
+                continue
             elif isinstance(value, ast.AST):
                 self.expression(value)
-        self.stack.pop()
 
     # ------------------------------------------------------------------- helpers
     def _arguments_outside(self, args: ast.arguments) -> None:
@@ -322,7 +361,7 @@ class _Walker:
 
     def finish(self, tree: ast.Module) -> Analysis:
         result = Analysis(tree, scope_of=self.scope_of, module_scope=self.module_scope,
-                          xla_imports=self.imports)
+                          xla_imports=self.imports, calls=self.calls)
         self._resolve_loads(result)
         for unit in self.flagged_units:
             result.flagged.add(id(unit))
@@ -334,8 +373,15 @@ class _Walker:
 
     def _mark_device_bindings(self) -> set[str]:
         names: set[str] = set()
+        # a dotted call's qualified name ends as it does (`xm.xla_device`); only a bare name
+        # can be an alias of another (`from ... import xla_device as device`)
+        last = {q.rsplit(".", 1)[-1] for q in self.device_calls}
         for binding, scope in self.call_bindings:
-            if scope.qualname(binding.call_value) in self.device_calls:
+            call = binding.call_value
+            dot = call.rfind(".")  # type: ignore[union-attr]
+            if dot >= 0 and call[dot + 1:] not in last:  # type: ignore[index]
+                continue
+            if scope.qualname(call) in self.device_calls:
                 binding.device_value = True
                 names.add(binding.name)
         return names
@@ -347,7 +393,8 @@ class _Walker:
         imported = {b.name for b in self.imports} | self.watched_names
         result.import_names = frozenset(imported | star_short)
         names = imported | device_names
-        for node, scope, unit, parent, grandparent in self.loads:
+        moved = self.moved
+        for node, scope, unit in self.loads:
             name = node.id
             if name not in names and name not in star_short:
                 continue
@@ -356,7 +403,7 @@ class _Walker:
                 continue
             for binding in bindings:
                 if binding.string_value is not None or binding.device_value:
-                    if _moved_to(node, parent):
+                    if id(node) in moved:
                         self.flag(unit)  # `x.to(device)`: rules may act on the placement
                 elif binding.qualname is not None and (
                         is_xla(binding.qualname)
@@ -367,11 +414,6 @@ class _Walker:
         while stmt is not None and id(stmt) not in result.on_path:
             result.on_path.add(id(stmt))
             stmt = self.stmt_parent.get(id(stmt))
-
-
-def _moved_to(node: ast.Name, parent: ast.AST | None) -> bool:
-    return (isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute)
-            and parent.func.attr == "to" and bool(parent.args) and parent.args[0] is node)
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:
@@ -390,6 +432,12 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
     return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
 
+
+# Fields `children` does not enter: expression contexts and operators (leaves that bind and
+# load nothing), and fields that only ever hold a string, a number or None.
+_NOT_CHILDREN = frozenset({"ctx", "op", "ops", "attr", "id", "arg", "type_comment", "kind",
+                           "conversion", "is_async", "level", "module", "asname"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 _PATTERN_NAMES: dict[type, str] = {ast.MatchAs: "name", ast.MatchStar: "name",
                                    ast.MatchMapping: "rest"}
@@ -411,6 +459,17 @@ _STATEMENTS: dict[type, Callable[[_Walker, ast.stmt], None]] = {
     ast.Global: _Walker._global,  # type: ignore[dict-item]
     ast.Nonlocal: _Walker._global,  # type: ignore[dict-item]
     ast.Match: _Walker._match,
+}
+_EXPRESSIONS: dict[type, Callable[[_Walker, ast.AST], None]] = {
+    ast.Name: _Walker._name,  # type: ignore[dict-item]
+    ast.Constant: _Walker._constant,  # type: ignore[dict-item]
+    ast.Call: _Walker._call,  # type: ignore[dict-item]
+    ast.Attribute: _Walker._attribute,  # type: ignore[dict-item]
+    ast.keyword: _Walker._attribute,  # type: ignore[dict-item]
+    ast.Lambda: _Walker._lambda,  # type: ignore[dict-item]
+    ast.NamedExpr: _Walker._named,  # type: ignore[dict-item]
+    **{kind: _Walker._comprehension for kind in _COMPREHENSIONS},  # type: ignore[misc]
+    **{kind: _Walker._pattern for kind in _PATTERN_NAMES},  # type: ignore[misc]
 }
 if hasattr(ast, "TryStar"):  # Python 3.11+
     _STATEMENTS[ast.TryStar] = _Walker._try  # type: ignore[assignment]

@@ -9,17 +9,21 @@ decides what to rewrite and to the code that rewrites it.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 XLA_PREFIXES = ("torch_xla",)
 """Qualified-name prefixes whose every use must be rewritten or reported."""
 
 
 def is_xla(qualname: str) -> bool:
-    return any(qualname == p or qualname.startswith(p + ".") for p in XLA_PREFIXES)
+    for prefix in XLA_PREFIXES:  # `prefix` itself, or a name inside it (asked very often)
+        if qualname.startswith(prefix) and (len(qualname) == len(prefix)
+                                            or qualname[len(prefix)] == "."):
+            return True
+    return False
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Binding:
     """One place that binds a name: an import, or anything else (assignment, parameter, ...).
 
@@ -37,7 +41,6 @@ class Binding:
     device_value: bool = False  # assigned the result of an XLA device call
     call_value: str | None = None  # dotted name of the function whose result it holds
     star: bool = False
-    uses: list[ast.AST] = field(default_factory=list)
 
     @property
     def is_import(self) -> bool:

@@ -42,7 +42,7 @@ def entry_statement(tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> as
     block = main_block(tree)
     if block is None:
         return None
-    working = _working(tree, touched)
+    working = _Working(tree, touched)
     candidates = [s for s in block.body if not isinstance(s, (ast.Import, ast.ImportFrom))
                   and not _is_docstring(s) and not _sets_environment(s)]
     for statement in candidates:
@@ -51,20 +51,48 @@ def entry_statement(tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> as
     return candidates[0] if candidates else None
 
 
-def _working(tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> set[str]:
+class _Working:
     """The module's functions and classes that hold migrated code, or call (by name) one
-    that does."""
-    definitions = {s.name: s for s in tree.body if isinstance(s, _DEFINITIONS)}
-    calls = {name: {n.func.id for n in ast.walk(d) if isinstance(n, ast.Call)
-                    and isinstance(n.func, ast.Name) and n.func.id in definitions}
-             for name, d in definitions.items()}
-    working = {name for name, d in definitions.items() if touched(d)}
-    grown = True
-    while grown:
-        more = {name for name, callees in calls.items() if callees & working} - working
-        working |= more
-        grown = bool(more)
-    return working
+    that does, at any depth: asked only about the names the main block's statements call,
+    each answered by following calls from it until a touched definition turns up, so that
+    the definitions nothing asks about are never walked."""
+
+    def __init__(self, tree: ast.Module, touched: Callable[[ast.stmt], bool]) -> None:
+        self.definitions = {s.name: s for s in tree.body if isinstance(s, _DEFINITIONS)}
+        self.touched = touched
+        self.known: dict[str, bool] = {}
+        self.calls: dict[str, set[str]] = {}
+
+    def __contains__(self, name: str) -> bool:
+        if name not in self.definitions:
+            return False
+        if name not in self.known:
+            self.known[name] = self._reaches_touched(name)
+        return self.known[name]
+
+    def _reaches_touched(self, name: str) -> bool:
+        seen, todo = {name}, [name]
+        while todo:
+            current = todo.pop()
+            if self.known.get(current) is False:
+                continue  # nothing it reaches is touched
+            if self.known.get(current) or self.touched(self.definitions[current]):
+                return True
+            for callee in self._callees(current):
+                if callee not in seen:
+                    seen.add(callee)
+                    todo.append(callee)
+        for other in seen:  # everything reached was followed to its end
+            self.known[other] = False
+        return False
+
+    def _callees(self, name: str) -> set[str]:
+        if name not in self.calls:
+            definitions = self.definitions
+            self.calls[name] = {n.func.id for n in ast.walk(definitions[name])
+                                if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+                                and n.func.id in definitions}
+        return self.calls[name]
 
 
 def _is_docstring(statement: ast.stmt) -> bool:
@@ -99,7 +127,7 @@ def _is_environ(node: ast.expr) -> bool:
         isinstance(node, ast.Attribute) and node.attr == "environ"
 
 
-def _starts_work(statement: ast.stmt, defined: set[str]) -> bool:
+def _starts_work(statement: ast.stmt, defined: _Working) -> bool:
     for node in ast.walk(statement):
         if not isinstance(node, ast.Call):
             continue

@@ -4,6 +4,7 @@ things a rule may add to the file (an import, a helper, a statement after this o
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
@@ -156,6 +157,9 @@ class UnitSite:
     @property
     def module_tree(self) -> ast.Module:
         return self._rewriter.analysis.tree
+
+    def module_calls(self) -> Sequence[tuple[ast.Call, int]]:
+        return self._rewriter.analysis.calls
 
     def string_flow(self) -> Flow | None:
         rewriter = self._rewriter

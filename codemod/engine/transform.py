@@ -145,14 +145,15 @@ class _ScopedVisitor:
         if type(expr) is not cst.Name:
             return None
         name = expr.value  # type: ignore[attr-defined]
-        if any(name in names for names in self.locals):
+        if self.locals and any(name in names for names in self.locals):
             return None
         attrs.reverse()
         key = (name, *attrs)
         memo = self.scope.resolved
-        if key not in memo:
-            memo[key] = self.scope.resolve(name, attrs)
-        return memo[key]
+        found = memo.get(key, memo)  # the memo itself stands for "not asked yet"
+        if found is memo:
+            found = memo[key] = self.scope.resolve(name, attrs)
+        return found  # type: ignore[return-value]
 
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
