@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import symtable
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -114,8 +115,7 @@ def _symbol_table(source: bytes, path: str,
             inner = (*key, name)
             kind = "class" if child.get_type() == "class" else "function"
             read(child, inner, table.get(inner) or table.setdefault(inner, _Scope(kind)))
-        for name in entry.get_identifiers():
-            symbol = entry.lookup(name)
+        for name, symbol in _symbols(entry):
             if symbol.is_referenced():
                 scope.loads.setdefault(name, 0)
             if symbol.is_declared_global():
@@ -131,8 +131,7 @@ def _symbol_table(source: bytes, path: str,
         """A lambda or comprehension: what it loads from outside is a load of `scope`."""
         for child in entry.get_children():
             fold(child, scope)
-        for name in entry.get_identifiers():
-            symbol = entry.lookup(name)
+        for name, symbol in _symbols(entry):
             if symbol.is_referenced() and (symbol.is_free() or symbol.is_global()):
                 scope.loads.setdefault(name, 0)
 
@@ -141,6 +140,19 @@ def _symbol_table(source: bytes, path: str,
         if scope.annotated and key in table:
             table[key].loads.update(dict.fromkeys(scope.annotated, 0))
     return table
+
+
+def _symbols(entry: symtable.SymbolTable) -> Iterable[tuple[str, symtable.Symbol]]:
+    """What `entry.lookup` gives for each identifier, but without the namespaces `lookup`
+    adds to each symbol (a search of all the table's children per identifier, the most
+    costly part of reading a module's table, and never read here). The `Symbol` is built as
+    `lookup` builds it (Python 3.10 to 3.13), so each `is_...` answers the same."""
+    raw = getattr(entry, "_table", None)
+    if raw is None:  # a Python whose wrapper keeps its table elsewhere
+        return ((name, entry.lookup(name)) for name in entry.get_identifiers())
+    module_scope = raw.name == "top"
+    return ((name, symtable.Symbol(name, flags, module_scope=module_scope))
+            for name, flags in raw.symbols.items())
 
 
 def original_line(original: bytes, new: bytes, line: int) -> int:
@@ -229,6 +241,10 @@ class _Walker:
         kind = type(node)
         if kind is ast.Name:
             self.name(node.id, node.ctx, node.lineno)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:  # its other fields are a string and a context
+            self.node(node.value)  # type: ignore[attr-defined]
+        elif kind is ast.Constant:  # nothing in it binds or loads
+            return
         elif kind in _FUNCTIONS:
             self.function(node)  # type: ignore[arg-type]
         elif kind is ast.ClassDef:
@@ -260,7 +276,7 @@ class _Walker:
             self.children(node)
 
     def children(self, node: ast.AST) -> None:
-        for name in node._fields:
+        for name in _fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
@@ -272,12 +288,12 @@ class _Walker:
     def name(self, name: str, ctx: ast.expr_context, line: int) -> None:
         if type(ctx) is not ast.Load:
             self.bind(name, line)
-        elif not any(name in hidden for hidden in self.hidden) and \
-                name not in self.scope.loads:
+        elif name not in self.scope.loads and \
+                not (self.hidden and any(name in hidden for hidden in self.hidden)):
             self.scope.loads[name] = line
 
     def bind(self, name: str, line: int) -> None:
-        if any(name in hidden for hidden in self.hidden):
+        if self.hidden and any(name in hidden for hidden in self.hidden):
             return
         scope = self.scope
         if name in scope.globals:
@@ -359,6 +375,14 @@ class _Walker:
         self.hidden = []
         body()  # type: ignore[operator]
         self.key, self.scope, self.hidden = outer_key, outer_scope, outer_hidden
+
+
+@functools.cache
+def _fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold nodes the walker acts on: all but `ctx`, an
+    expression context (`Load`, `Store`, `Del`), a node with no fields of its own that the
+    walker passes over."""
+    return tuple(name for name in kind._fields if name != "ctx")  # type: ignore[attr-defined]
 
 
 def _arguments(args: ast.arguments) -> list[ast.arg]:
