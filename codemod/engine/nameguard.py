@@ -58,14 +58,18 @@ class LostName:
                 f"(the binding at line {self.bound_at} was removed)")
 
 
-def lost_names(original: ast.Module, new: bytes, path: str = "<rewritten>") -> list[LostName]:
+def lost_names(original: ast.Module, new: bytes, path: str = "<rewritten>",
+               source: bytes | None = None) -> list[LostName]:
     """Every name the new module loads, or lists in `__all__`, whose binding the original had
-    and the new module lost, in the new module's line order.
+    and the new module lost, in the new module's line order. `source`: the original's bytes,
+    when known.
 
     The new module is first read through the compiler's own symbol tables (`symtable`, which
     builds no syntax tree in Python, a fraction of the cost of `ast.parse`); only when that
-    finds a lost name is the new module parsed, for the lines and the final word."""
-    before = _table(original)
+    finds a lost name is the new module parsed, for the lines and the final word. Of the
+    original, only what it binds is read (and what its annotations name), never what it
+    loads; without `:=` in its source, that skips every expression read as a value."""
+    before = _table(original, bindings_only=source is not None and b":=" not in source)
     try:
         fast = _symbol_table(new, path, before)
     except (SyntaxError, ValueError):
@@ -215,8 +219,9 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
                 yield element.value, element.lineno
 
 
-def _table(tree: ast.Module) -> dict[ScopeKey, _Scope]:
-    walker = _Walker()
+def _table(tree: ast.Module, bindings_only: bool = False) -> dict[ScopeKey, _Scope]:
+    """`bindings_only`: the tree has no `:=` (a `NamedExpr`); its loads are left out."""
+    walker = _Walker(bindings_only)
     walker.body(tree.body)
     walker.table[_MODULE].exports = list(exports(tree))
     return walker.table
@@ -227,7 +232,8 @@ class _Walker:
     into the scope around them (they are not named, so they could not be paired between the
     two files); the names they bind for themselves are left out of their loads."""
 
-    def __init__(self) -> None:
+    def __init__(self, bindings_only: bool = False) -> None:
+        self.bindings_only = bindings_only
         self.key: ScopeKey = _MODULE
         self.scope = _Scope("module")
         self.table: dict[ScopeKey, _Scope] = {_MODULE: self.scope}
@@ -239,6 +245,14 @@ class _Walker:
 
     def node(self, node: ast.AST) -> None:
         kind = type(node)
+        if self.bindings_only and isinstance(node, ast.expr) and \
+                type(getattr(node, "ctx", None)) not in _TARGETS:
+            # An expression read as a value binds nothing: the names bound inside one
+            # (parameters of lambdas, targets of comprehensions) are their own, and only
+            # `:=` binds outside, which the tree has none of. Every other binding, and every
+            # annotation (read by `annotation` on its own), is reached from statements and
+            # from targets (`Store`, `Del`).
+            return
         if kind is ast.Name:
             self.name(node.id, node.ctx, node.lineno)  # type: ignore[attr-defined]
         elif kind is ast.Attribute:  # its other fields are a string and a context
@@ -389,6 +403,8 @@ def _arguments(args: ast.arguments) -> list[ast.arg]:
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     return [*every, *(a for a in (args.vararg, args.kwarg) if a is not None)]
 
+
+_TARGETS = (ast.Store, ast.Del)
 
 _BINDING_FIELDS: dict[type, str] = {
     ast.ExceptHandler: "name", ast.MatchAs: "name", ast.MatchStar: "name",
