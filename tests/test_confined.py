@@ -4,12 +4,13 @@ and other lines inserted."""
 
 from __future__ import annotations
 
+import difflib
 from functools import lru_cache
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.files.diff import confined
+from neuron_migrate.files.diff import LineMatcher, confined
 
 LINES = st.lists(st.sampled_from([b"a\n", b"b\n", b"\n", b"    pass\n", b"x\n"]), max_size=12)
 
@@ -41,3 +42,49 @@ def test_a_change_outside_the_spans_is_seen_past_shared_ends() -> None:
     assert confined(old, old.replace(b"x = 1", b"x = 10"), [(3, 3)])
     assert not confined(old, old.replace(b"y = 2", b"y = 20"), [(3, 3)])
     assert confined(old, b"import b\n" + old[len(b"import a\n"):], [(1, 1)])
+
+
+def _edited(draw: st.DrawFn, base: list[bytes], alphabet: list[bytes]) -> list[bytes]:
+    """`base` with a few lines inserted, dropped or replaced, as a rewrite leaves a file."""
+    lines = list(base)
+    for _ in range(draw(st.integers(0, 6))):
+        at = draw(st.integers(0, len(lines)))
+        size = draw(st.integers(1, 30))
+        insert = draw(st.lists(st.sampled_from(alphabet), max_size=size))
+        drop = draw(st.integers(0, 12))
+        lines[at:at + drop] = insert
+    return lines
+
+
+@st.composite
+def _versions(draw: st.DrawFn) -> tuple[list[bytes], list[bytes]]:
+    """Two edits of one long file of few distinct lines (most like blank lines: the runs of
+    equal lines repeat, and the longest run has rivals of the same length)."""
+    alphabet = [b"%d\n" % n for n in range(draw(st.sampled_from([1, 2, 3, 6, 40])))]
+    period = draw(st.lists(st.sampled_from(alphabet), min_size=1, max_size=25))
+    size = draw(st.integers(0, 500))
+    base = (period * (size // len(period) + 1))[:size] if draw(st.booleans()) else \
+        draw(st.lists(st.sampled_from(alphabet), min_size=size, max_size=size))
+    return _edited(draw, base, alphabet), _edited(draw, base, alphabet)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_versions())
+def test_line_matcher_aligns_as_difflib_does(versions: tuple[list[bytes], list[bytes]]) -> None:
+    """`confined` and `carry_over` keep difflib's verdicts: same blocks, same opcodes."""
+    old, new = versions
+    plain = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    fast = LineMatcher(old, new)
+    assert fast.get_matching_blocks() == plain.get_matching_blocks()
+    assert fast.get_opcodes() == plain.get_opcodes()
+    assert fast.find_longest_match(0, len(old), 0, len(new)) == \
+        plain.find_longest_match(0, len(old), 0, len(new))
+
+
+def test_line_matcher_breaks_ties_as_difflib_does() -> None:
+    """Three runs of the longest length: the first in the old file, then in the new wins."""
+    old = [b"a\n"] * 5 + [b"x\n"] + [b"a\n"] * 5 + [b"y\n"] + [b"b\n"] * 5
+    new = [b"b\n"] * 5 + [b"z\n"] + [b"a\n"] * 5 + [b"w\n"] * 3 + [b"a\n"] * 5
+    old, new = old * 30, new * 30
+    plain = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    assert LineMatcher(old, new).get_opcodes() == plain.get_opcodes()

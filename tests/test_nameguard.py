@@ -108,9 +108,9 @@ def test_report_only_check_guards_only_files_that_change(in_tmp: Path, monkeypat
     guarded: list[bytes] = []
     real = neuron_migrate.engine.migrate.lost_names
 
-    def spy(original, new, path="<rewritten>"):
+    def spy(original, new, path="<rewritten>", source=None):
         guarded.append(new)
-        return real(original, new, path)
+        return real(original, new, path, source)
 
     monkeypatch.setattr(neuron_migrate.engine.migrate, "lost_names", spy)
     (in_tmp / "train.py").write_text("import torch_xla.core.xla_model as xm\nxm.mark_step()\n")
@@ -198,3 +198,26 @@ def test_a_file_with_nothing_lost_is_never_parsed_again(monkeypatch) -> None:
     monkeypatch.setattr(neuron_migrate.engine.nameguard.ast, "parse", refuse)
     original = ast.Module(body=[], type_ignores=[])
     assert lost_names(original, b"import torch\n\nx = torch.ones(2)\n") == []
+
+
+@pytest.mark.parametrize("before, after", _LOST_CASES)
+def test_reading_only_the_originals_bindings_finds_the_same(before: str, after: str) -> None:
+    """Given the original's bytes, the guard skips what the original only loads: the same
+    names, lines and bindings come out."""
+    tree = ast.parse(before)
+    assert lost_names(tree, after.encode(), "t.py", before.encode()) == \
+        lost_names(tree, after.encode(), "t.py")
+
+
+@pytest.mark.parametrize("before, after", [
+    ("print(y := 1)\nprint(y)\n", "print(1)\nprint(y)\n"),
+    ("def f():\n    [z for x in (1,) if (z := x)]\n    return z\n", "def f():\n    return z\n"),
+    ("g = lambda: (w := 1)\ndef h():\n    return w\n", "g = lambda: 1\ndef h():\n    return w\n"),
+])
+def test_a_binding_inside_an_expression_is_still_read(before: str, after: str) -> None:
+    """`:=` binds from inside an expression read as a value: such a file's expressions are
+    all walked."""
+    tree = ast.parse(before)
+    found = lost_names(tree, after.encode(), "t.py", before.encode())
+    assert found == lost_names(tree, after.encode(), "t.py")
+    assert [n.name for n in found] != []

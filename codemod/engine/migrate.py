@@ -84,12 +84,12 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     problem = None
     if not isinstance(done, str) and done[0] is not None and done[0] != data:
         problem = _guard(path, data, done[0])
-        lost = _lost(path, tree, done[0]) if problem is None else []
+        lost = _lost(path, tree, data, done[0]) if problem is None else []
         keep = _keepable(lost, done[1], data, done[0])
         if keep:  # imports removed while something the rewrite did not read uses them
             done = _generate(functools.partial(rewrite, keep=keep), masked)
             lost = [] if isinstance(done, str) or done[0] in (None, data) else \
-                _lost(path, tree, done[0])
+                _lost(path, tree, data, done[0])
         if lost:
             more = f" (and {len(lost) - 1} more)" if len(lost) > 1 else ""
             line = original_line(data, done[0], lost[0].line)  # type: ignore[index]
@@ -203,12 +203,12 @@ def _guard(path: str, original: bytes, new: bytes) -> str | None:
     return None
 
 
-def _lost(path: str, original: ast.Module, new: bytes) -> list[LostName]:
+def _lost(path: str, original: ast.Module, data: bytes, new: bytes) -> list[LostName]:
     """The name guard: names the output uses (or lists in `__all__`) whose binding in the
     original it lost. Output with any is never written."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return lost_names(original, new, path)
+        return lost_names(original, new, path, data)
 
 
 def _keepable(lost: list[LostName], rewriter: ModuleRewriter, original: bytes,

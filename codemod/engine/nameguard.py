@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import symtable
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -57,14 +58,18 @@ class LostName:
                 f"(the binding at line {self.bound_at} was removed)")
 
 
-def lost_names(original: ast.Module, new: bytes, path: str = "<rewritten>") -> list[LostName]:
+def lost_names(original: ast.Module, new: bytes, path: str = "<rewritten>",
+               source: bytes | None = None) -> list[LostName]:
     """Every name the new module loads, or lists in `__all__`, whose binding the original had
-    and the new module lost, in the new module's line order.
+    and the new module lost, in the new module's line order. `source`: the original's bytes,
+    when known.
 
     The new module is first read through the compiler's own symbol tables (`symtable`, which
     builds no syntax tree in Python, a fraction of the cost of `ast.parse`); only when that
-    finds a lost name is the new module parsed, for the lines and the final word."""
-    before = _table(original)
+    finds a lost name is the new module parsed, for the lines and the final word. Of the
+    original, only what it binds is read (and what its annotations name), never what it
+    loads; without `:=` in its source, that skips every expression read as a value."""
+    before = _table(original, bindings_only=source is not None and b":=" not in source)
     try:
         fast = _symbol_table(new, path, before)
     except (SyntaxError, ValueError):
@@ -114,8 +119,7 @@ def _symbol_table(source: bytes, path: str,
             inner = (*key, name)
             kind = "class" if child.get_type() == "class" else "function"
             read(child, inner, table.get(inner) or table.setdefault(inner, _Scope(kind)))
-        for name in entry.get_identifiers():
-            symbol = entry.lookup(name)
+        for name, symbol in _symbols(entry):
             if symbol.is_referenced():
                 scope.loads.setdefault(name, 0)
             if symbol.is_declared_global():
@@ -131,8 +135,7 @@ def _symbol_table(source: bytes, path: str,
         """A lambda or comprehension: what it loads from outside is a load of `scope`."""
         for child in entry.get_children():
             fold(child, scope)
-        for name in entry.get_identifiers():
-            symbol = entry.lookup(name)
+        for name, symbol in _symbols(entry):
             if symbol.is_referenced() and (symbol.is_free() or symbol.is_global()):
                 scope.loads.setdefault(name, 0)
 
@@ -141,6 +144,19 @@ def _symbol_table(source: bytes, path: str,
         if scope.annotated and key in table:
             table[key].loads.update(dict.fromkeys(scope.annotated, 0))
     return table
+
+
+def _symbols(entry: symtable.SymbolTable) -> Iterable[tuple[str, symtable.Symbol]]:
+    """What `entry.lookup` gives for each identifier, but without the namespaces `lookup`
+    adds to each symbol (a search of all the table's children per identifier, the most
+    costly part of reading a module's table, and never read here). The `Symbol` is built as
+    `lookup` builds it (Python 3.10 to 3.13), so each `is_...` answers the same."""
+    raw = getattr(entry, "_table", None)
+    if raw is None:  # a Python whose wrapper keeps its table elsewhere
+        return ((name, entry.lookup(name)) for name in entry.get_identifiers())
+    module_scope = raw.name == "top"
+    return ((name, symtable.Symbol(name, flags, module_scope=module_scope))
+            for name, flags in raw.symbols.items())
 
 
 def original_line(original: bytes, new: bytes, line: int) -> int:
@@ -203,8 +219,9 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
                 yield element.value, element.lineno
 
 
-def _table(tree: ast.Module) -> dict[ScopeKey, _Scope]:
-    walker = _Walker()
+def _table(tree: ast.Module, bindings_only: bool = False) -> dict[ScopeKey, _Scope]:
+    """`bindings_only`: the tree has no `:=` (a `NamedExpr`); its loads are left out."""
+    walker = _Walker(bindings_only)
     walker.body(tree.body)
     walker.table[_MODULE].exports = list(exports(tree))
     return walker.table
@@ -215,7 +232,8 @@ class _Walker:
     into the scope around them (they are not named, so they could not be paired between the
     two files); the names they bind for themselves are left out of their loads."""
 
-    def __init__(self) -> None:
+    def __init__(self, bindings_only: bool = False) -> None:
+        self.bindings_only = bindings_only
         self.key: ScopeKey = _MODULE
         self.scope = _Scope("module")
         self.table: dict[ScopeKey, _Scope] = {_MODULE: self.scope}
@@ -227,8 +245,20 @@ class _Walker:
 
     def node(self, node: ast.AST) -> None:
         kind = type(node)
+        if self.bindings_only and isinstance(node, ast.expr) and \
+                type(getattr(node, "ctx", None)) not in _TARGETS:
+            # An expression read as a value binds nothing: the names bound inside one
+            # (parameters of lambdas, targets of comprehensions) are their own, and only
+            # `:=` binds outside, which the tree has none of. Every other binding, and every
+            # annotation (read by `annotation` on its own), is reached from statements and
+            # from targets (`Store`, `Del`).
+            return
         if kind is ast.Name:
             self.name(node.id, node.ctx, node.lineno)  # type: ignore[attr-defined]
+        elif kind is ast.Attribute:  # its other fields are a string and a context
+            self.node(node.value)  # type: ignore[attr-defined]
+        elif kind is ast.Constant:  # nothing in it binds or loads
+            return
         elif kind in _FUNCTIONS:
             self.function(node)  # type: ignore[arg-type]
         elif kind is ast.ClassDef:
@@ -260,7 +290,7 @@ class _Walker:
             self.children(node)
 
     def children(self, node: ast.AST) -> None:
-        for name in node._fields:
+        for name in _fields(type(node)):
             value = getattr(node, name, None)
             if type(value) is list:
                 for item in value:
@@ -272,12 +302,12 @@ class _Walker:
     def name(self, name: str, ctx: ast.expr_context, line: int) -> None:
         if type(ctx) is not ast.Load:
             self.bind(name, line)
-        elif not any(name in hidden for hidden in self.hidden) and \
-                name not in self.scope.loads:
+        elif name not in self.scope.loads and \
+                not (self.hidden and any(name in hidden for hidden in self.hidden)):
             self.scope.loads[name] = line
 
     def bind(self, name: str, line: int) -> None:
-        if any(name in hidden for hidden in self.hidden):
+        if self.hidden and any(name in hidden for hidden in self.hidden):
             return
         scope = self.scope
         if name in scope.globals:
@@ -361,10 +391,20 @@ class _Walker:
         self.key, self.scope, self.hidden = outer_key, outer_scope, outer_hidden
 
 
+@functools.cache
+def _fields(kind: type) -> tuple[str, ...]:
+    """The fields of a node type that can hold nodes the walker acts on: all but `ctx`, an
+    expression context (`Load`, `Store`, `Del`), a node with no fields of its own that the
+    walker passes over."""
+    return tuple(name for name in kind._fields if name != "ctx")  # type: ignore[attr-defined]
+
+
 def _arguments(args: ast.arguments) -> list[ast.arg]:
     every = [*args.posonlyargs, *args.args, *args.kwonlyargs]
     return [*every, *(a for a in (args.vararg, args.kwarg) if a is not None)]
 
+
+_TARGETS = (ast.Store, ast.Del)
 
 _BINDING_FIELDS: dict[type, str] = {
     ast.ExceptHandler: "name", ast.MatchAs: "name", ast.MatchStar: "name",
