@@ -304,7 +304,12 @@ def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: s
     else:
         run.send_signal(sent)
     interrupted = time.monotonic()
-    out, err = run.communicate(timeout=30)
+    try:
+        out, err = run.communicate(timeout=30)
+    finally:
+        if run.poll() is None:  # timed out: end the run and its workers, not leave them
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
     assert time.monotonic() - interrupted < 3
     assert run.returncode == 128 + sent, err
     changed = {p.name for p in tmp_path.iterdir() if p.read_text() != source}
