@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
+from neuron_migrate.analysis.statements import statements
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
@@ -151,29 +152,11 @@ def _named_calls(tree: ast.Module, calls: Calls,
     return _kept(("named", among), tree, make)
 
 
-_BLOCKS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
-
-
 def _imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
-    """The file's imports in the order `ast.walk` meets them (level by level), so that a name
-    imported twice means what it did over `ast.walk` (the later import wins). Only the
-    blocks that hold statements are entered: expressions never hold one, so leaving them
-    out changes no import's place in that order."""
-    found: list[ast.Import | ast.ImportFrom] = []
-    level: list[ast.AST] = list(tree.body)
-    while level:
-        below: list[ast.AST] = []
-        for node in level:
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                found.append(node)
-                continue
-            for field in node._fields:
-                if field in _BLOCKS:
-                    value = getattr(node, field, None)
-                    if isinstance(value, list):
-                        below.extend(value)
-        level = below
-    return found
+    """The file's imports in the order `ast.walk` meets them, so that a name imported twice
+    means what it did over `ast.walk` (the later import wins)."""
+    return [node for node in statements(tree.body)
+            if isinstance(node, (ast.Import, ast.ImportFrom))]
 
 
 def _one_process(call: ast.Call, spawn: bool) -> bool:

@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from neuron_migrate.analysis.statements import statements
 from neuron_migrate.analysis.locate import ast_dotted
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -374,18 +375,6 @@ def _declared(tree: ast.Module) -> frozenset[str]:
     """The names any `global` or `nonlocal` statement of the module declares: asked for
     every call a rule follows, so the module is walked once (the cache holds the trees
     themselves, so a key is never a tree that was freed)."""
-    names: set[str] = set()
-    todo: list[ast.AST] = list(tree.body)
-    while todo:  # statements only: no expression holds one
-        node = todo.pop()
-        if isinstance(node, (ast.Global, ast.Nonlocal)):
-            names.update(node.names)
-            continue
-        for field in _BLOCKS:
-            todo.extend(getattr(node, field, ()))
-    return frozenset(names)
+    return frozenset(name for node in statements(tree.body)
+                     if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names)
 
-
-# the fields that hold statements (or the handlers and cases that hold them); a lambda's or
-# an `if` expression's `body` is an expression, never reached from a statement's blocks
-_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuron_migrate.analysis.statements import statements
 from neuron_migrate.deps import LineEdit, fix_text_lines, is_dependency_file
 from neuron_migrate.deps.launch_paths import HostPaths
 from neuron_migrate.files.diff import split_lines
@@ -215,13 +216,9 @@ def _imported_names(cells: Iterable[MaskedCell]) -> set[str]:
             tree = ast.parse(masked.text)
         except (SyntaxError, ValueError):
             continue
-        statements = list(tree.body)
-        while statements:  # imports are statements: expressions need no visit
-            node = statements.pop()
+        for node in statements(tree.body):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
-                statements.extend(getattr(node, field, ()))
     return names
 
 
