@@ -6,8 +6,10 @@ and merged in a stable order.
 
 from __future__ import annotations
 
+import ast
 import enum
 import sys
+import warnings
 from dataclasses import dataclass, field
 
 
@@ -98,6 +100,16 @@ class Options:
         if self.select and not any(rule_id.startswith(s) for s in self.select):
             return False
         return not any(rule_id.startswith(i) for i in self.ignore)
+
+
+def parsed(path: str, data: bytes) -> ast.Module | FileResult:
+    """The file's `ast`, or the result reporting that it cannot be parsed."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences are the user's business
+            return ast.parse(data, filename=path)
+    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, before Python 3.12
+        return unparsable(path, data, error)
 
 
 def unparsable(path: str, data: bytes, error: SyntaxError | ValueError) -> FileResult:

@@ -174,16 +174,9 @@ def _audit(path: Path, job: Job) -> FileResult:
     from neuron_migrate.analysis.readiness import audit_source
 
     name = str(path)
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return FileResult(name, skipped=f"{name}: larger than {MAX_BYTES // 2**20} MiB, "
-                                            "not read")
-    except OSError:
-        pass  # reading it reports the problem
-    try:
-        data = read_bytes(path)
-    except WriteError as error:
-        return FileResult(name, error=str(error))
+    data = _read(path, "not read")
+    if isinstance(data, FileResult):
+        return data
     rules = job.registry_for(path).readiness
     if path.suffix == ".ipynb":
         from neuron_migrate.notebooks.audit import audit_notebook
@@ -260,18 +253,26 @@ def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
                  generate: bool = True, code: bool = True) -> FileResult:
     """One file, by kind: Python code, a notebook, or a dependency/container file. Without
     `code`, only dependency findings: a notebook's install lines, a setup.py's pins."""
+    data = _read(path, "not migrated")
+    if isinstance(data, FileResult):
+        return data
+    return migrate_bytes(str(path), data, registry, fix_pins, generate, code)
+
+
+def _read(path: Path, skipped: str) -> bytes | FileResult:
+    """The file's bytes, or the result that says why there are none: too large (`skipped`
+    says what is then not done) or unreadable."""
     name = str(path)
     try:
         if path.stat().st_size > MAX_BYTES:
             return FileResult(name, skipped=f"{name}: larger than {MAX_BYTES // 2**20} MiB, "
-                                            "not migrated")
+                                            f"{skipped}")
     except OSError:
         pass  # reading it reports the problem
     try:
-        data = read_bytes(path)
+        return read_bytes(path)
     except WriteError as error:
         return FileResult(name, error=str(error))
-    return migrate_bytes(name, data, registry, fix_pins, generate, code)
 
 
 def migrate_bytes(name: str, data: bytes, registry: Registry, fix_pins: bool = True,

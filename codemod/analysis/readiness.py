@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import ast
 import enum
-import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
 from neuron_migrate.engine.failsafe import never_raise
-from neuron_migrate.model import FileResult, Finding, Kind, unparsable
+from neuron_migrate.model import FileResult, Finding, Kind, parsed
 from neuron_migrate.analysis.readiness_facts import Facts, facts_of
 from neuron_migrate.analysis.readiness_plan import Plan, Scope
 from neuron_migrate.rule import Rule
@@ -287,12 +286,9 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
     suppressions = read_suppressions(data)
     if suppressions.whole_file:
         return FileResult(path, original=data)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(data, filename=path)
-    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, before Python 3.12
-        return unparsable(path, data, error)
+    tree = parsed(path, data)
+    if isinstance(tree, FileResult):
+        return tree
     ready = check_tree(path, data, tree, rules, suppressions, engine=False)
     return FileResult(path, findings=tuple(ready.findings), original=data)
 

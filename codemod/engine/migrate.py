@@ -19,7 +19,7 @@ from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.analysis.locate import Locator
 from neuron_migrate.engine.mask import Masked, mask
-from neuron_migrate.model import FileResult, Finding, Kind, Options, unparsable
+from neuron_migrate.model import FileResult, Finding, Kind, Options, parsed
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
 from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_torch
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
@@ -48,12 +48,9 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     suppressions = read_suppressions(data)
     if suppressions.whole_file:
         return FileResult(path, original=data)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences are the user's business
-            tree = ast.parse(data, filename=path)
-    except (SyntaxError, ValueError) as error:  # ValueError: null bytes, before Python 3.12
-        return unparsable(path, data, error)
+    tree = parsed(path, data)
+    if isinstance(tree, FileResult):
+        return tree
     ready = check_tree(path, data, tree, registry.readiness if mentions_torch(data) else (),
                        suppressions, engine=True)
     result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
