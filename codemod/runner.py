@@ -131,13 +131,48 @@ def _registry_ignoring(registry: Registry, codes: frozenset[str]) -> Registry:
 _JOB: Job | None = None
 
 
+STOP_SIGNAL: int | None = getattr(signal, "SIGUSR1", None)
+"""What the main process sends a worker to make it drop its files. Killing a worker could
+cut a result it was sending in half, and the pool's reader would then wait for the rest
+forever (a run that never ends after Ctrl-C)."""
+
+
+class _WorkerStop:
+    """A worker's side of a stop: the file being computed is abandoned at once (an exception
+    it sends back like any other), and every file handed out after it is refused unread. A
+    result being sent is never cut: the signal only raises while a file is computed."""
+
+    requested = False
+    computing = False
+
+    @classmethod
+    def handle(cls, signum: int, frame: object) -> None:
+        cls.requested = True
+        if cls.computing:
+            cls.computing = False
+            raise KeyboardInterrupt
+
+    @classmethod
+    @contextlib.contextmanager
+    def computing_one(cls) -> Iterator[None]:
+        if cls.requested:
+            raise KeyboardInterrupt
+        cls.computing = True
+        try:
+            yield
+        finally:
+            cls.computing = False
+
+
 def _start_worker(job: Job) -> None:
     global _JOB
     _JOB = job
     # Ctrl-C reaches the whole process group: the main process alone decides what happens,
-    # and ends its workers itself (or the kernel does, when it dies)
+    # and stops its workers itself (or the kernel does, when it dies)
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, signal.SIG_IGN)
+    if STOP_SIGNAL is not None:
+        signal.signal(STOP_SIGNAL, _WorkerStop.handle)
     _die_with_parent()
 
 
@@ -157,8 +192,14 @@ def _die_with_parent() -> None:
 def process(path: Path, job: Job | None = None) -> FileResult:
     """Migrate one file. Runs in a worker process: workers only compute, the main process
     writes (`finish`), so an interrupted run stops its workers and nothing more is written."""
-    job = job or _JOB
-    assert job is not None
+    if job is not None:
+        return _process(path, job)
+    assert _JOB is not None
+    with _WorkerStop.computing_one():
+        return _process(path, _JOB)
+
+
+def _process(path: Path, job: Job) -> FileResult:
     if job.audit:
         return _audit(path, job)
     result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate, job.code)
@@ -434,12 +475,14 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
-    """End the workers now rather than after their current chunk of files (a shutdown
-    waits for it): nothing they hold is worth keeping."""
+    """Stop the workers now rather than after their current chunk of files (a shutdown
+    waits for it): nothing they hold is worth keeping. They are asked (`_WorkerStop`), not
+    killed, so that no result is cut half-way through the pipe."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
-    for worker in processes:
-        with contextlib.suppress(OSError, ValueError):
-            worker.kill()
+    if STOP_SIGNAL is not None:
+        for worker in processes:
+            with contextlib.suppress(OSError, TypeError):
+                os.kill(worker.pid, STOP_SIGNAL)
     pool.shutdown(wait=True, cancel_futures=True)
 
 

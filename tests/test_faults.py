@@ -441,3 +441,28 @@ def test_sarif_points_a_notebook_finding_at_the_line_of_the_file_that_holds_it(
     lines = text.splitlines()
     assert "xm.mark_step()" in lines[regions["NM110"]["startLine"] - 1]
     assert "import torch_xla" in lines[regions["NM001"]["startLine"] - 1]
+
+
+def test_stopped_workers_end_by_themselves_not_killed(tmp_path: Path) -> None:
+    """A worker killed while it sent a result left half a message in the pool's pipe, and the
+    run then waited for the rest forever after Ctrl-C. Workers are asked to stop instead:
+    each ends with exit code 0."""
+    import multiprocessing
+
+    from neuron_migrate.model import Options
+    from neuron_migrate.registry import Registry
+    from neuron_migrate.rules import all_rules
+    from neuron_migrate.runner import Job, _map
+
+    source = "import torch_xla.core.xla_model as xm\n" + \
+        "".join(f"def f{i}(t):\n    return xm.mark_step()\n" for i in range(400))
+    files = []
+    for i in range(64):
+        (tmp_path / f"m{i:02}.py").write_text(source)
+        files.append(tmp_path / f"m{i:02}.py")
+    results = _map([files], Job(Registry(all_rules(), Options()), write=False, keep_sources=False), 2)
+    assert next(results).path == str(files[0])
+    workers = multiprocessing.active_children()
+    assert len(workers) == 2
+    results.close()
+    assert [worker.exitcode for worker in workers] == [0, 0]
