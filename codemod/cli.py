@@ -38,9 +38,9 @@ Exclude = Annotated[Optional[list[str]], typer.Option(
     "--exclude", metavar="GLOB",
     help="Skip paths matching this gitignore-style glob (repeatable).")]
 Select = Annotated[Optional[list[str]], typer.Option(
-    "--select", metavar="RULE", help="Only these rule ids or prefixes (repeatable, e.g. NM1).")]
+    "--select", metavar="RULE", help="Only these rule ids or prefixes (comma-separated or repeated, e.g. NM1,NM2).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
-    "--ignore", metavar="RULE", help="Skip these rule ids or prefixes (repeatable).")]
+    "--ignore", metavar="RULE", help="Skip these rule ids or prefixes (comma-separated or repeated).")]
 StdinFilename = Annotated[Optional[str], typer.Option(
     "--stdin-filename", metavar="NAME",
     help="With `-` as the path: the name of the file whose source is read from standard "

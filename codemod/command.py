@@ -92,10 +92,11 @@ def load_rules() -> tuple[Rule, ...]:
 
 def options_of(request: Request, config: Config) -> Options:
     known = catalogue.rule_ids()
-    for code in [*(request.select or []), *(request.ignore or [])]:
+    given_select, given_ignore = _codes(request.select), _codes(request.ignore)
+    for code in [*(given_select or []), *(given_ignore or [])]:
         check_rule_code(code, known, where="--select/--ignore")
-    select = request.select if request.select is not None else config.select
-    ignore = request.ignore if request.ignore is not None else config.ignore
+    select = given_select if given_select is not None else config.select
+    ignore = given_ignore if given_ignore is not None else config.ignore
     sources = request.sources if request.sources is not None else config.sources
     try:
         check_sources(sources, where="--from")
@@ -110,6 +111,14 @@ def options_of(request: Request, config: Config) -> Options:
         ignore=frozenset(i.upper() for i in ignore),
         target=request.target if request.target is not None else config.target,
     )
+
+
+def _codes(given: list[str] | None) -> list[str] | None:
+    """`--ignore NM710,NM709` as ruff reads it: a comma-separated list, in one value or
+    several (`--ignore NM710 --ignore NM709`)."""
+    if given is None:
+        return None
+    return [code.strip() for value in given for code in value.split(",")]
 
 
 def _first(*values: bool | None) -> bool:

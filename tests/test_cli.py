@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from neuron_migrate.rules import all_rules
 from tests.conftest import ROOT, cli
 
@@ -78,6 +80,20 @@ def test_select_and_ignore(in_tmp: Path) -> None:
     assert "NM110" in ids and "NM101" not in ids
     bad = cli("apply", "--select", "NM999", "a.py")
     assert bad.exit_code == 2 and "unknown rule" in bad.stderr
+
+
+@pytest.mark.parametrize("flags", [["--ignore", "NM110,NM101"], ["--ignore=NM110, NM101"],
+                                   ["--ignore", "NM110", "--ignore", "NM101"]])
+def test_rule_lists_are_comma_separated_as_in_ruff(in_tmp: Path, flags: list[str]) -> None:
+    (in_tmp / "a.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                 "d = xm.xla_device()\nxm.mark_step()\nxm.master_print(d)\n")
+    run = cli("check", "--format", "json", *flags, "a.py")
+    ids = {f["rule_id"] for f in run.json()["findings"]}
+    assert "NM204" in ids and not ids & {"NM110", "NM101"}
+    run = cli("check", "--format", "json", "--select", "NM110,NM101", "a.py")
+    assert {f["rule_id"] for f in run.json()["findings"]} == {"NM110", "NM101"}
+    bad = cli("check", "--select", "NM110,NM999", "a.py")
+    assert bad.exit_code == 2 and "'NM999'" in bad.stderr
 
 
 def test_unknown_format_is_a_usage_error(in_tmp: Path) -> None:
