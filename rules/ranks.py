@@ -106,12 +106,13 @@ class MasterOnly(Rule):
 What it does: `xm.is_master_ordinal()` becomes `int(os.environ.get("LOCAL_RANK", 0)) == 0`
 and `xm.is_master_ordinal(local=False)` becomes a global rank-0 check (`not
 xm.is_master_ordinal()` reads `... != 0`). `xm.master_print(...)`
-becomes `print(...)` guarded by `if not dist.is_initialized() or dist.get_rank() == 0:`
-(`fd=` becomes `file=`; `local=True` guards on LOCAL_RANK instead).
+becomes `print(...)` guarded by the same global rank-0 check (`fd=` becomes `file=`;
+`local=True` guards on LOCAL_RANK instead).
 
 Why: the defaults differ and are easy to get wrong: `is_master_ordinal` defaulted to the
 LOCAL master (one process per host), while `master_print` printed on the GLOBAL master only.
-The replacements keep each default, and work without an initialised process group.
+The replacements keep each default, and work without an initialised process group: before
+one exists, torchrun's RANK answers, so a message printed during set-up still appears once.
 
 What differs: nothing. A `master_print` whose value is used, or a `local=` that is not a
 literal, is reported for review with the suggested code."""
@@ -120,8 +121,8 @@ literal, is reported for review with the suggested code."""
         before="import torch_xla.core.xla_model as xm\n\nif xm.is_master_ordinal():\n"
                "    save()\nxm.master_print(\"done\")\n",
         after="import os\nimport torch\n\nif int(os.environ.get(\"LOCAL_RANK\", 0)) == 0:\n"
-              "    save()\nif not torch.distributed.is_initialized() or "
-              "torch.distributed.get_rank() == 0:\n    print(\"done\")\n",
+              "    save()\nif (torch.distributed.get_rank() if torch.distributed.is_initialized() "
+              "else int(os.environ.get(\"RANK\", 0))) == 0:\n    print(\"done\")\n",
     )
     calls = frozenset({f"{XM}.is_master_ordinal", f"{XM}.master_print"})
     emits = ("torch.distributed.get_rank", "torch.distributed.is_initialized")
@@ -164,12 +165,10 @@ literal, is reported for review with the suggested code."""
         if args and args[-1] is not node.args[-1]:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         printed = node.with_changes(func=cst.Name("print"), args=args)
-        if local:
-            condition = _local_master_condition(site)
-        else:
-            dist = site.ref("torch.distributed")
-            condition = None if dist is None else template(
-                "not {d}.is_initialized() or {d}.get_rank() == 0", d=dist)
+        rank = local_rank(site) if local else global_rank(site)
+        condition = None if rank is None else template(
+            "{r} == 0", r=rank if local else rank.with_changes(lpar=[cst.LeftParen()],
+                                                              rpar=[cst.RightParen()]))
         if condition is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
         guarded = cst.If(test=condition, body=cst.IndentedBlock(
@@ -177,11 +176,6 @@ literal, is reported for review with the suggested code."""
         which = "local" if local else "global"
         return ReplaceStatement((guarded,), f"`{code(node)}` → print() on the {which} master "
                                 "only, as master_print did")
-
-
-def _local_master_condition(site: Site) -> cst.BaseExpression | None:
-    rank = local_rank(site)
-    return None if rank is None else template("{r} == 0", r=rank)
 
 
 RULES: tuple[type[Rule], ...] = (RankAndWorldSize, MasterOnly)

@@ -282,7 +282,7 @@ def test_annotate_puts_a_note_about_a_rewritten_statements_arguments_where_a_rer
     assert cli("apply", "--annotate", "train.py").exit_code == 0
     annotated = (in_tmp / "train.py").read_text()
     note = annotated.index("# neuron-migrate: NM707")
-    assert annotated.index("if not torch.distributed") < note < annotated.index("print(met.")
+    assert annotated.index("if (torch.distributed.get_rank()") < note < annotated.index("print(met.")
     cli("apply", "--annotate", "train.py")
     assert (in_tmp / "train.py").read_text() == annotated
 
