@@ -143,6 +143,11 @@ class Site(Protocol):
     def module_tree(self) -> ast.Module:
         """The stdlib-ast tree of the whole file, as the analysis parsed it."""
 
+    @property
+    def in_function(self) -> bool:
+        """Whether the matched node runs when a function is called (its body, or a class or
+        lambda inside one) rather than when the module is imported or run."""
+
     def module_calls(self) -> Sequence[tuple[ast.Call, int]]:
         """Every call in `module_tree`, with the index in its body of the top-level statement
         that holds it, in no particular order (the analysis collected them on its walk)."""

@@ -75,8 +75,9 @@ A file that calls `init_process_group` itself, or launches its workers (`xmp.spa
 (a library, or a module a launcher imports) is not changed: the group is its caller's to
 create, and the helpers say so if it is missing; a launcher that imports it gets the group
 from NM220 or from this rule. This rule sees one file: if the script's group was created by a
-function of another module it calls, that call now finds a group and raises; run it only `if
-not dist.is_initialized()`."""
+function of another module it calls, that function's `init_process_group("xla")` now runs
+only `if not dist.is_initialized()` (NM201), so it keeps the group created here; a call with
+another backend (`"gloo"`, `"nccl"`) would raise: guard it the same way by hand."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n\n"

@@ -32,10 +32,12 @@ how AWS's distributed guide starts jobs.
 
 What differs: the process group must be created before any tensor is put on the neuron
 device (the native backend assigns each process its NeuronCore when the group starts); if
-your script moves the model to the device first, move `init_process_group` up. In a script
-launched with `xmp.spawn` or `torch_xla.launch`, whose worker entry now creates the group
-(NM220), the call runs only `if not dist.is_initialized()`: a second `init_process_group`
-would raise."""
+your script moves the model to the device first, move `init_process_group` up. In a function,
+and in a script launched with `xmp.spawn` or `torch_xla.launch` (whose worker entry now
+creates the group, NM220), the call runs only `if not dist.is_initialized()`: a second
+`init_process_group` would raise, and a script that calls the function may have created the
+group at its entry already (NM221 does so for a script that used XLA collectives without a
+group of its own). Where the original call worked, no group existed, so it still runs."""
     doc_url = D_DIST
     example = Example(
         before="import torch.distributed as dist\n\n"
@@ -94,13 +96,19 @@ would raise."""
             return None
         new = node.with_changes(args=drop_args(args, drop))
         facts = launch_facts(site.module_tree, site.module_calls())
-        dist = site.ref("torch.distributed")
-        if not facts.entry_group or dist is None:
+        # a second init_process_group raises: the worker entry NM220 writes has created the
+        # group already, and a function may be called by a script whose entry has (NM221)
+        if facts.entry_group:
+            why = "the worker entry creates it, NM220"
+        elif site.in_function:
+            why = ("a script that calls this function may have created it at its entry, "
+                   "NM221")
+        else:
             return Replace(new, "; ".join(changed))
-        # the worker entry NM220 writes has created the group already: a second
-        # init_process_group would raise
-        changed.append("only if no process group exists yet (the worker entry creates it, "
-                       "NM220)")
+        dist = site.ref("torch.distributed")
+        if dist is None:
+            return Replace(new, "; ".join(changed))
+        changed.append(f"only if no process group exists yet ({why})")
         unset = template("not {d}.is_initialized()", d=dist)
         if site.role is Role.STATEMENT and site.insert_after(()):
             guarded = cst.If(test=unset, body=cst.IndentedBlock(

@@ -107,6 +107,27 @@ def test_the_launcher_that_imports_a_module_creates_the_group_in_its_main_block(
     assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
 
 
+@pytest.mark.slow
+@pytest.mark.torch
+def test_a_group_a_called_library_function_creates_is_created_once(in_tmp: Path) -> None:
+    """The script's entry gets a group (NM221: it calls collectives and creates none in this
+    file), and the function of another module it calls created one under XLA: that call now
+    runs only if no group exists, rather than raise on the second `init_process_group`."""
+    (in_tmp / "cluster.py").write_text(
+        "import torch.distributed as dist\nimport torch_xla.distributed.xla_backend\n\n\n"
+        "def join():\n    dist.init_process_group('xla', init_method='xla://')\n")
+    script = TORCHRUN_SCRIPT.replace("import torch\n", "import torch\nfrom cluster import join\n")
+    script = script.replace("def train(steps):\n", "def train(steps):\n    join()\n")
+    (in_tmp / "train.py").write_text(script)
+    run = cli("apply", ".", "--format", "json")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    assert "NM221" in _rules(run.json()["findings"])
+    assert "if not dist.is_initialized():" in (in_tmp / "cluster.py").read_text()
+    result = run_smoke(SmokeOptions(script=in_tmp / "train.py", nproc=2, steps=3,
+                                    check_replicas=True, timeout=120, python=sys.executable))
+    assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
+
+
 def test_a_suppression_or_ignore_keeps_the_script_as_it_was(in_tmp: Path) -> None:
     silenced = TORCHRUN_SCRIPT.replace("    train(3)\n",
                                        "    train(3)  # neuron-migrate: ignore[NM221]\n")

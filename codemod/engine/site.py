@@ -158,6 +158,13 @@ class UnitSite:
     def module_tree(self) -> ast.Module:
         return self._rewriter.analysis.tree
 
+    @property
+    def in_function(self) -> bool:
+        scope: Scope | None = self._rewriter.scope
+        while scope is not None and scope.kind != "function":
+            scope = scope.parent
+        return scope is not None
+
     def module_calls(self) -> Sequence[tuple[ast.Call, int]]:
         return self._rewriter.analysis.calls
 
