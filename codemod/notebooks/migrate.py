@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import hashlib
 import itertools
 import os
@@ -91,11 +92,12 @@ def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFi
     numbers = itertools.count()
     code = [(cell, mask_cell(cell.text, numbers)) for cell in notebook.cells
             if cell.cell_type == "code" and cell.python]
-    imported = _imported_names(m for _, m in code)
-    code = [(cell, reference_names(masked, imported)) for cell, masked in code]
+    first_read = [masked for _, masked in code]
+    imported = functools.cache(lambda: _imported_names(first_read))  # read if a cell needs them
+    code = [(cell, _referencing(masked, imported)) for cell, masked in code]
     findings, launches = _shell_findings(path, code, registry, fix)
     if launches:  # `!python train.py` lines now read `!torchrun ...` (NM816): cells read anew
-        code = [(cell, reference_names(mask_cell(cell.text, numbers), imported))
+        code = [(cell, _referencing(mask_cell(cell.text, numbers), imported))
                 for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
     errors = [_written_file(path, cell, masked.written, registry, written_file, findings,
@@ -206,6 +208,14 @@ def _escape_review(finding: Finding, parts: Sequence[Part]) -> Finding:
                                        f"rewrite: {finding.message}")
 
 
+def _referencing(masked: MaskedCell, imported: Callable[[], set[str]]) -> MaskedCell:
+    """`reference_names` for a cell with a help or `%time` line: only those need the
+    notebook's imported names, which take a parse of every cell."""
+    if not any(escape.python for escape in masked.escapes):
+        return masked
+    return reference_names(masked, imported())
+
+
 def _imported_names(cells: Iterable[MaskedCell]) -> set[str]:
     """Names any import statement of the notebook binds (cells that do not parse aside)."""
     names: set[str] = set()
@@ -296,6 +306,8 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
     and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
     launches: dict[int, Cell] = {}
+    if not any(masked.shell_lines for _, masked in code):
+        return findings, launches  # and no paths to resolve
     paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
