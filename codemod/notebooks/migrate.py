@@ -165,7 +165,7 @@ def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Reg
 def _with_file_lines(findings: list[Finding], text: str) -> list[Finding]:
     if not any(f.cell is not None for f in findings):
         return findings
-    where = file_lines(text)
+    where = file_lines(text, {f.cell for f in findings if f.cell is not None})
     placed = []
     for finding in findings:
         lines = where.get(finding.cell) if finding.cell is not None else None
