@@ -122,11 +122,12 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
                    new_texts: dict[int, str]) -> str | None:
     """The Python cells, joined into one module and migrated at once: their findings and new
     texts are added to the two collections; the error, if the module cannot be migrated."""
+    python = [(cell, masked) for cell, masked in code if masked.python]
+    if not python or not registry.prefilter("".join(cell.text for cell, _ in python).encode()):
+        return None  # before hashing the notebook, outputs and all
     tag = hashlib.sha256(data).hexdigest()[:12]
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
-    parts = _layout([(c, m) for c, m in code if m.python], header)
-    if not parts or not registry.prefilter("".join(p.cell.text for p in parts).encode()):
-        return None
+    parts = _layout(python, header)
     module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
     result = migrate_source(path, module.encode("utf-8"), registry)
     if result.error is not None:
