@@ -11,7 +11,7 @@ ran on before, not necessarily those it will run on.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 TARGETS = ("trn2", "trn3", "trn1", "inf2")
@@ -21,6 +21,8 @@ INSTANCE = re.compile(rb"\b(?:ml\.)?(trn1n?|trn2u?|trn3u?|inf2)\.(?:\d*xlarge|la
                       rb"\b(NEURON_PLATFORM_TARGET_OVERRIDE)[\"']?\]?\s*[=:,]\s*[\"']?"
                       rb"(trn1|trn2|trn3|inf2)\b")
 """An instance type, or the platform the Neuron compiler is told to build for."""
+STARTS = (b"trn", b"inf2", b"NEURON_PLATFORM_TARGET_OVERRIDE")
+"""What every `INSTANCE` match starts with, after an optional `ml.`."""
 ASSUMPTION_DOC = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/"
                   "components/torchneuron.html")
 XLA_DOC = ("https://awsdocs-neuron.readthedocs-hosted.com/en/v2.33.0/setup/pytorch/"
@@ -50,12 +52,34 @@ def named_instances(data: bytes) -> tuple[tuple[int, str], ...]:
         return ()
     found = []
     line, counted = 1, 0  # lines counted as the matches go: a notebook can hold thousands
-    for match in INSTANCE.finditer(data):
+    for match in _matches(data):
         line += data.count(b"\n", counted, match.start())
         counted = match.start()
         said = match.group() if match[2] is None else match[2] + b"=" + match[3]
         found.append((line, said.decode("ascii")))
     return tuple(found)
+
+
+def _matches(data: bytes) -> Iterator[re.Match[bytes]]:
+    """`INSTANCE.finditer(data)`, with the pattern tried only where a match can start. It
+    opens with `\\b`, so `re` has no literal to scan for and tries it at every byte of the
+    file (a notebook's outputs are megabytes); `bytes.find` finds the few places instead.
+    Tried in order, skipping those inside the last match, they give `finditer`'s matches:
+    `match` at a position still sees the byte before it for `\\b`."""
+    starts: set[int] = set()
+    for literal in STARTS:
+        at = data.find(literal)
+        while at >= 0:
+            starts.add(at)
+            if at >= 3 and data.startswith(b"ml.", at - 3):
+                starts.add(at - 3)
+            at = data.find(literal, at + 1)
+    end = 0
+    for start in sorted(starts):
+        match = INSTANCE.match(data, start) if start >= end else None
+        if match is not None:
+            end = match.end()
+            yield match
 
 
 @dataclass(frozen=True)

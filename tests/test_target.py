@@ -7,6 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from neuron_migrate import entry, target
@@ -167,3 +169,29 @@ def test_sagemaker_names_and_the_platform_override_count() -> None:
     assert found == ((1, "ml.inf2.xlarge"), (2, "NEURON_PLATFORM_TARGET_OVERRIDE=trn2"),
                      (3, "NEURON_PLATFORM_TARGET_OVERRIDE=trn1"))
     assert [target.family(name) for _, name in found] == ["inf2", "trn2", "trn1"]
+
+
+
+def _joined(*parts: list[bytes]) -> st.SearchStrategy[bytes]:
+    return st.tuples(*(st.sampled_from(p) for p in parts)).map(b"".join)
+
+
+_NAMES = _joined([b"", b"ml.", b"ml", b"xml."], [b"trn1", b"trn1n", b"trn2u", b"trn3", b"inf2",
+                                                 b"trn", b"inf", b"trn4"],
+                 [b".large", b".48xlarge", b".xlarge", b"large", b".largex", b""])
+_OVERRIDES = _joined([b"NEURON_PLATFORM_TARGET_OVERRIDE", b"NEURON_PLATFORM"],
+                     [b"", b"\"]", b"'", b"]"], [b" = ", b":", b",", b"", b" "],
+                     [b"\"", b"", b"'"], [b"trn1", b"trn2", b"inf2", b"trn2.large", b"inf"])
+_NOISE = st.sampled_from([b"a", b"_", b"\n", b" ", b"\xc3\xa9", b"1", b".", b"ml."])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_NAMES, _OVERRIDES, _NOISE), max_size=12))
+def test_the_instance_scan_finds_what_the_pattern_finds_everywhere(parts: list[bytes]) -> None:
+    """The scan tries the pattern only where its literals are: the same matches as trying it
+    at every position, `\\b` before an `ml.` or after a letter included."""
+    data = b"".join(parts)
+    everywhere = [(m.span(), m.groups()) for m in target.INSTANCE.finditer(data)]
+    assert [(m.span(), m.groups()) for m in target._matches(data)] == everywhere
+    lines = tuple(data.count(b"\n", 0, start) + 1 for (start, _), _ in everywhere)
+    assert tuple(line for line, _ in target.named_instances(data)) == lines

@@ -35,7 +35,12 @@ PLACEHOLDER = "_neuron_migrate_ipython_"
 _PLACEHOLDER_LINE = re.compile(rf"^([ \t]*)import {PLACEHOLDER}(\d+)\b.*$")
 _CONTINUATION_LINE = re.compile(rf"^[ \t]*# {PLACEHOLDER}(\d+)_\d+[ \t]*$")
 _ESCAPES = ("!", "%", "?", "/", ",", ";")
-_ASSIGNED = re.compile(r"^[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]")
+_ASSIGNMENT = r"[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=[ \t]*[!%]"
+_ASSIGNED = re.compile(rf"^[ \t]*{_ASSIGNMENT}")
+_ESCAPE_START = re.compile(rf"^[ \t]*(?:[{re.escape(''.join(_ESCAPES))}]|{_ASSIGNMENT})",
+                           re.MULTILINE)
+"""Where `_is_escape` holds for a line of the text."""
+_AUTOCALL_START = re.compile(r"^[ \t]*[/,;]", re.MULTILINE)
 _CELL_MAGIC = re.compile(r"^%%(\S+)[ \t]*(\S*)")
 _WRITEFILE = re.compile(r"^%%(?:writefile|file)(?:[ \t]+-a)?[ \t]+"
                         r"(?:\"(?P<double>[^\"]+)\"|'(?P<single>[^']+)'|(?P<plain>\S+))[ \t]*$")
@@ -84,6 +89,12 @@ class MaskedCell:
 
 def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
     """Replace the IPython-only lines of one code cell by placeholders."""
+    if not _may_hold_ipython(text):
+        return MaskedCell(text, ())
+    return _masked(text, numbers)
+
+
+def _masked(text: str, numbers: Iterator[int]) -> MaskedCell:
     lines = split_lines(text)
     bodies = [_body(line) for line in lines]
     first = next((i for i, body in enumerate(bodies) if body.strip()), None)
@@ -129,6 +140,18 @@ def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
     shell = tuple((e.line + k, part) for e in escapes if e.shell
                   for k, part in enumerate(e.lines))
     return MaskedCell("".join(out), tuple(escapes), shell_lines=shell)
+
+
+def _may_hold_ipython(text: str) -> bool:
+    """Whether a line of the cell may be IPython's: most cells hold none, and finding them
+    takes a Python loop over every character. An IPython line starts (after blanks) with an
+    escape character or a name assigned from `!`/`%`, or holds a `?` (`obj?`); a cell magic
+    starts with `%`. Lines are split at "\\n" only, as `^` in the patterns splits them."""
+    if "?" in text:
+        return True
+    if "!" in text or "%" in text:
+        return _ESCAPE_START.search(text) is not None
+    return _AUTOCALL_START.search(text) is not None
 
 
 def reference_names(masked: MaskedCell, imported: set[str]) -> MaskedCell:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import Any
 
@@ -154,14 +155,15 @@ def _language(root: dict[str, Any]) -> str | None:
 
 
 # ------------------------------------------------------------------ locating the sources
-def file_lines(text: str) -> dict[int, list[int]]:
-    """For each cell with a source, the 1-based line of the notebook file where each of its
-    source lines is written: one list element a line in Jupyter's form; a single string
-    holds them all on the line where it starts."""
+def file_lines(text: str, cells: Container[int]) -> dict[int, list[int]]:
+    """For each of these cells with a source, the 1-based line of the notebook file where
+    each of its source lines is written: one list element a line in Jupyter's form; a single
+    string holds them all on the line where it starts. (Only the cells asked about: walking a
+    source list costs a decode of each of its lines.)"""
     lines: dict[int, list[int]] = {}
     line, counted = 1, 0  # the sources come in file order: count each newline once
     for index, span in enumerate(_source_spans(text)):
-        if span is None:
+        if span is None or index not in cells:
             continue
         starts = [start for start, _ in _elements(text, span[0])] \
             if text[span[0]] == "[" else [span[0]]
@@ -178,49 +180,66 @@ def file_lines(text: str) -> dict[int, list[int]]:
 
 def _source_spans(text: str) -> list[tuple[int, int] | None]:
     """For each cell, the span of its `source` value (None when it has none). The text is
-    valid JSON already; where a key repeats, the last one wins, as in `json.loads`."""
-    cells: tuple[int, int] | None = None
-    for key, start, end in _members(text, _skip_space(text, 0)):
-        if key == "cells":
-            cells = (start, end)
-    if cells is None:
-        return []
+    valid JSON already; where a key repeats, the last one wins, as in `json.loads`.
+
+    The cells list is walked into, not skipped: skipping a value decodes it, and the cells'
+    outputs are most of a notebook's bytes, so each value is decoded once."""
     spans: list[tuple[int, int] | None] = []
-    for start, _ in _elements(text, cells[0]):
-        source = None
-        if text[start] == "{":
-            for key, value_start, value_end in _members(text, start):
-                if key == "source":
-                    source = (value_start, value_end)
-        spans.append(source)
+
+    def member(key: str, value: int) -> int:
+        if key != "cells":
+            return _skip(text, value)
+        spans.clear()
+        return _walk_array(text, value, cell) if text[value] == "[" else _skip(text, value)
+
+    def cell(start: int) -> int:
+        spans.append(None)
+        return _walk_object(text, start, cell_member) if text[start] == "{" \
+            else _skip(text, start)
+
+    def cell_member(key: str, value: int) -> int:
+        end = _skip(text, value)
+        if key == "source":
+            spans[-1] = (value, end)
+        return end
+
+    _walk_object(text, _skip_space(text, 0), member)
     return spans
 
 
-def _members(text: str, start: int) -> list[tuple[str, int, int]]:
-    """(key, value start, value end) of the object at `start`."""
-    members: list[tuple[str, int, int]] = []
+def _elements(text: str, start: int) -> list[tuple[int, int]]:
+    """(start, end) of each element of the list at `start`."""
+    elements: list[tuple[int, int]] = []
+
+    def element(i: int) -> int:
+        elements.append((i, _skip(text, i)))
+        return elements[-1][1]
+
+    _walk_array(text, start, element)
+    return elements
+
+
+def _walk_object(text: str, start: int, member: Callable[[str, int], int]) -> int:
+    """Hand each member of the object at `start` to `member(key, value start)`, which reads
+    the value and returns where it ends; the end of the object."""
     i = _skip_space(text, start + 1)
     while text[i] != "}":
         key, key_end = _DECODER.raw_decode(text, i)
         value = _skip_space(text, _skip_space(text, key_end) + 1)  # past the colon
-        end = _skip(text, value)
-        members.append((key, value, end))
-        i = _skip_space(text, end)
+        i = _skip_space(text, member(key, value))
         if text[i] == ",":
             i = _skip_space(text, i + 1)
-    return members
+    return i + 1
 
 
-def _elements(text: str, start: int) -> list[tuple[int, int]]:
-    elements: list[tuple[int, int]] = []
+def _walk_array(text: str, start: int, element: Callable[[int], int]) -> int:
+    """As `_walk_object`, for the elements of the list at `start`."""
     i = _skip_space(text, start + 1)
     while text[i] != "]":
-        end = _skip(text, i)
-        elements.append((i, end))
-        i = _skip_space(text, end)
+        i = _skip_space(text, element(i))
         if text[i] == ",":
             i = _skip_space(text, i + 1)
-    return elements
+    return i + 1
 
 
 def _skip(text: str, i: int) -> int:

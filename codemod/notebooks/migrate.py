@@ -21,6 +21,7 @@ from __future__ import annotations
 import ast
 import bisect
 import dataclasses
+import functools
 import hashlib
 import itertools
 import os
@@ -91,11 +92,12 @@ def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFi
     numbers = itertools.count()
     code = [(cell, mask_cell(cell.text, numbers)) for cell in notebook.cells
             if cell.cell_type == "code" and cell.python]
-    imported = _imported_names(m for _, m in code)
-    code = [(cell, reference_names(masked, imported)) for cell, masked in code]
+    first_read = [masked for _, masked in code]
+    imported = functools.cache(lambda: _imported_names(first_read))  # read if a cell needs them
+    code = [(cell, _referencing(masked, imported)) for cell, masked in code]
     findings, launches = _shell_findings(path, code, registry, fix)
     if launches:  # `!python train.py` lines now read `!torchrun ...` (NM816): cells read anew
-        code = [(cell, reference_names(mask_cell(cell.text, numbers), imported))
+        code = [(cell, _referencing(mask_cell(cell.text, numbers), imported))
                 for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
     errors = [_written_file(path, cell, masked.written, registry, written_file, findings,
@@ -120,11 +122,12 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
                    new_texts: dict[int, str]) -> str | None:
     """The Python cells, joined into one module and migrated at once: their findings and new
     texts are added to the two collections; the error, if the module cannot be migrated."""
+    python = [(cell, masked) for cell, masked in code if masked.python]
+    if not python or not registry.prefilter("".join(cell.text for cell, _ in python).encode()):
+        return None  # before hashing the notebook, outputs and all
     tag = hashlib.sha256(data).hexdigest()[:12]
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
-    parts = _layout([(c, m) for c, m in code if m.python], header)
-    if not parts or not registry.prefilter("".join(p.cell.text for p in parts).encode()):
-        return None
+    parts = _layout(python, header)
     module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
     result = migrate_source(path, module.encode("utf-8"), registry)
     if result.error is not None:
@@ -163,7 +166,7 @@ def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Reg
 def _with_file_lines(findings: list[Finding], text: str) -> list[Finding]:
     if not any(f.cell is not None for f in findings):
         return findings
-    where = file_lines(text)
+    where = file_lines(text, {f.cell for f in findings if f.cell is not None})
     placed = []
     for finding in findings:
         lines = where.get(finding.cell) if finding.cell is not None else None
@@ -204,6 +207,14 @@ def _escape_review(finding: Finding, parts: Sequence[Part]) -> Finding:
                                suggestion=None,
                                message="in an IPython line, which neuron-migrate does not "
                                        f"rewrite: {finding.message}")
+
+
+def _referencing(masked: MaskedCell, imported: Callable[[], set[str]]) -> MaskedCell:
+    """`reference_names` for a cell with a help or `%time` line: only those need the
+    notebook's imported names, which take a parse of every cell."""
+    if not any(escape.python for escape in masked.escapes):
+        return masked
+    return reference_names(masked, imported())
 
 
 def _imported_names(cells: Iterable[MaskedCell]) -> set[str]:
@@ -296,6 +307,8 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
     and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
     launches: dict[int, Cell] = {}
+    if not any(masked.shell_lines for _, masked in code):
+        return findings, launches  # and no paths to resolve
     paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
