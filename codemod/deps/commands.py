@@ -127,8 +127,9 @@ def _word(line: LogicalLine, start: int, end: int, value: str, separator: bool =
     raw = line.text[start:end]
     quote = raw[0] if len(raw) >= 2 and raw[0] in "'\"" and raw[-1] == raw[0] \
         and raw.count(raw[0]) == 2 else ""
-    return Word(raw, value, line.offset(start), line.offset(start) + len(raw), quote,
-                line.contiguous(start, end), separator)
+    offset = line.offset(start)
+    return Word(raw, value, offset, offset + len(raw), quote, line.contiguous(start, end),
+                separator)
 
 
 def simple_commands(words: list[Word]) -> list[list[Word]]:

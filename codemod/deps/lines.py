@@ -56,6 +56,8 @@ class LogicalLine:
         return physical + position - logical
 
     def contiguous(self, start: int, end: int) -> bool:
+        if len(self.pieces) == 1:  # most lines: one piece is contiguous throughout
+            return True
         return end <= start or self.offset(end - 1) - self.offset(start) == end - 1 - start
 
 

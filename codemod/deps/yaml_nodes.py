@@ -17,7 +17,20 @@ LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 """libyaml's loader where PyYAML was built with it: same nodes and marks, several times faster."""
 
 
+_COMPOSED: list[tuple[str, list[Node]]] = []
+"""The last text composed, with its nodes: a workflow is read for its Python (python_env)
+and then for its pins, a conda file likewise, and nothing changes the nodes."""
+
+
 def compose(text: str) -> list[Node]:
+    if _COMPOSED and _COMPOSED[0][0] == text:
+        return list(_COMPOSED[0][1])
+    documents = _compose(text)
+    _COMPOSED[:] = [(text, documents)]
+    return list(documents)
+
+
+def _compose(text: str) -> list[Node]:
     undecodable = _SURROGATE.search(text)  # bytes that are not UTF-8, kept as surrogates
     if undecodable is not None:
         byte = ord(undecodable.group()) & 0xFF
@@ -58,6 +71,19 @@ def walk(node: Node) -> Iterator[Node]:
     elif isinstance(node, SequenceNode):
         for item in node.value:
             yield from walk(item)
+
+
+def mappings(node: Node) -> Iterator[MappingNode]:
+    """The mapping nodes of `walk(node)`, in its order: only they hold keys to read, and a
+    scalar is not passed up through every generator above it."""
+    if isinstance(node, MappingNode):
+        yield node
+        for key, value in node.value:
+            yield from mappings(key)
+            yield from mappings(value)
+    elif isinstance(node, SequenceNode):
+        for item in node.value:
+            yield from mappings(item)
 
 
 def scalar(node: Node) -> str | None:
