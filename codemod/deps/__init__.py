@@ -95,7 +95,11 @@ def mentions_neuron(data: bytes, cuda: bool = False) -> bool:
     """Every NM8xx finding needs one of these words (and every NMC8xx one, with `cuda`, one
     of CUDA's); a file without them is not parsed (a large YAML data file costs a substring
     search, not a YAML parse)."""
-    lowered = data.lower()
+    return _mentions(data.lower(), cuda)
+
+
+def _mentions(lowered: bytes, cuda: bool) -> bool:
+    """`mentions_neuron` of the lowered bytes."""
     tokens = PREFILTER + CUDA_PREFILTER if cuda else PREFILTER
     return any(token in lowered for token in tokens)
 
@@ -111,16 +115,17 @@ def may_launch(path: str, kind: str, data: bytes, registry: Registry) -> bool:
     return rule_enabled(registry, LAUNCH) and names_a_spawner(path, data)
 
 
-def may_choose_python(kind: str, data: bytes, registry: Registry) -> bool:
+def may_choose_python(kind: str, data: bytes, registry: Registry,
+                      lowered: bytes | None = None) -> bool:
     """Whether a file may settle the project's Python (NM950-NM952): read even when it
     never names Neuron, as `.python-version` and CI workflows never do. Not on Trn1/Inf2,
-    which stay on the XLA stack and its Pythons."""
+    which stay on the XLA stack and its Pythons. `lowered` is `data.lower()` if known."""
     from neuron_migrate.deps import python_env
     from neuron_migrate.deps.emit import rule_enabled
     from neuron_migrate.target import native
 
-    return native(registry.options.target) and python_env.may_pin(kind, data) and any(
-        rule_enabled(registry, rule) for rule in PYTHON_RULES)
+    return native(registry.options.target) and python_env.may_pin(kind, data, lowered) and \
+        any(rule_enabled(registry, rule) for rule in PYTHON_RULES)
 
 
 def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileResult:
@@ -129,8 +134,9 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     if kind is None:
         return FileResult(path, original=data)
     cuda = "cuda" in registry.options.sources
-    pins = mentions_neuron(data, cuda) or may_launch(path, kind, data, registry)
-    python = may_choose_python(kind, data, registry)
+    lowered = data.lower()  # once for both substring tests
+    pins = _mentions(lowered, cuda) or may_launch(path, kind, data, registry)
+    python = may_choose_python(kind, data, registry, lowered)
     if not (pins or python):
         return FileResult(path, original=data)
     from neuron_migrate.deps.emit import Emitter, rule_enabled

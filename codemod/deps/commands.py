@@ -66,6 +66,12 @@ def strip_magic(line: str) -> str:
 
 
 def split_words(line: LogicalLine) -> list[Word]:
+    if _QUOTING.search(line.text) is None:
+        return _plain_words(line)
+    return _quoted_words(line)
+
+
+def _quoted_words(line: LogicalLine) -> list[Word]:
     words: list[Word] = []
     text = line.text
     i = 0
@@ -90,6 +96,25 @@ _SEPARATOR_STARTS = frozenset(s[0] for s in SEPARATORS)
 # start of a separator (every one of those stops the run, to be read one at a time)
 _PLAIN = re.compile("[^\\s'\"\\\\%s]+" % re.escape("".join(sorted(_SEPARATOR_STARTS))))
 _DOUBLE_QUOTED = re.compile(r'(?:[^"\\]+|\\[\s\S]?)*')
+_QUOTING = re.compile("['\"\\\\%s]" % re.escape("".join(sorted(_SEPARATOR_STARTS))))
+"""What a word may hold that stands for something else, or ends it: quotes, a backslash, the
+start of a separator."""
+_RUN = re.compile(r"\S+")
+
+
+def _plain_words(line: LogicalLine) -> list[Word]:
+    """`split_words` of a line without anything `_QUOTING` finds, most lines of a script:
+    each run of non-space characters is a word and its own value, and one that begins with
+    `#` begins a comment."""
+    words: list[Word] = []
+    for run in _RUN.finditer(line.text):
+        raw = run.group()
+        if raw[0] == "#":
+            break
+        start = line.offset(run.start())
+        words.append(Word(raw, raw, start, start + len(raw), "",
+                          line.contiguous(run.start(), run.end())))
+    return words
 
 
 def _scan_word(text: str, i: int) -> tuple[int, str]:
@@ -127,8 +152,9 @@ def _word(line: LogicalLine, start: int, end: int, value: str, separator: bool =
     raw = line.text[start:end]
     quote = raw[0] if len(raw) >= 2 and raw[0] in "'\"" and raw[-1] == raw[0] \
         and raw.count(raw[0]) == 2 else ""
-    return Word(raw, value, line.offset(start), line.offset(start) + len(raw), quote,
-                line.contiguous(start, end), separator)
+    offset = line.offset(start)
+    return Word(raw, value, offset, offset + len(raw), quote, line.contiguous(start, end),
+                separator)
 
 
 def simple_commands(words: list[Word]) -> list[list[Word]]:
@@ -159,9 +185,12 @@ def expand(value: str, variables: dict[str, Variable]) -> str | None:
     return None if unknown else result
 
 
+ASSIGNMENT = re.compile(r"([A-Za-z_]\w*)=(.*)", re.DOTALL)
+
+
 def assignment(word: Word) -> tuple[str, str] | None:
     """`NAME=value` as a shell assignment word."""
-    match = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", word.value, re.DOTALL)
+    match = ASSIGNMENT.fullmatch(word.value) if "=" in word.value else None
     return (match[1], match[2]) if match else None
 
 

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from neuron_migrate.deps import ids
 from neuron_migrate.deps.emit import Emitter, from_cuda
 from neuron_migrate.deps.entries import Edit, Entry, Index, Manifest, Verdict
+from neuron_migrate.deps.lines import Guarded
 from neuron_migrate.deps.versions import (
     CPU_INDEX, CUDA_COMPANIONS, CUDA_RUNTIME_WHEEL, GPU_ONLY, NATIVE_COMPILER, NATIVE_NEURONX,
     NATIVE_NKI, NATIVE_TORCH, NATIVE_TORCH_VERSION, NEURON_INDEX, cuda_label, is_cuda_index,
@@ -33,28 +34,33 @@ VISIBLE = {
     "CUDA_VISIBLE_DEVICES": "selects the GPUs a process sees",
     "NVIDIA_VISIBLE_DEVICES": "tells the NVIDIA container runtime which GPUs to mount",
 }
-GPU_RESOURCE = re.compile(r"\bnvidia\.com/gpu(?![\w.-])")
-GPU_LABEL = re.compile(r"\bnvidia\.com/gpu\.[\w.-]+")
+GPU_RESOURCE = Guarded(re.compile(r"\bnvidia\.com/gpu(?![\w.-])"), ("nvidia.com/gpu",))
+GPU_LABEL = Guarded(re.compile(r"\bnvidia\.com/gpu\.[\w.-]+"), ("nvidia.com/gpu.",))
 """GPU feature discovery's node labels (`nvidia.com/gpu.product`), in node selectors and
 affinities."""
-COMPOSE_NVIDIA = re.compile(
-    r"^[ \t-]*(?:driver|runtime|runtimeClassName)[ \t]*:[ \t]*[\"']?nvidia\b", re.MULTILINE)
-GPUS_OPTION = re.compile(r"(?<![\w-])(?:--gpus|--runtime[ =]nvidia)(?:[ =]|$)", re.MULTILINE)
-SLURM_GPUS = re.compile(r"(?<![\w-])(?:--gres[ =](?:gpu|\S*,gpu)\S*|"
-                        r"--gpus-per-(?:node|task|socket)(?:[ =]\S+)?)",
-                        re.MULTILINE)
+COMPOSE_NVIDIA = Guarded(re.compile(
+    r"^[ \t-]*(?:driver|runtime|runtimeClassName)[ \t]*:[ \t]*[\"']?nvidia\b", re.MULTILINE),
+    ("nvidia",))
+GPUS_OPTION = Guarded(re.compile(r"(?<![\w-])(?:--gpus|--runtime[ =]nvidia)(?:[ =]|$)",
+                                  re.MULTILINE), ("--gpus", "--runtime"))
+SLURM_GPUS = Guarded(re.compile(r"(?<![\w-])(?:--gres[ =](?:gpu|\S*,gpu)\S*|"
+                                 r"--gpus-per-(?:node|task|socket)(?:[ =]\S+)?)",
+                                 re.MULTILINE), ("--gres", "--gpus-per-"))
 GPU_TOOLS = {
     "nvidia-smi": "queries NVIDIA GPUs; on Trainium `neuron-ls` lists the devices and their "
                   "NeuronCores, `neuron-top` and `neuron-monitor` show their use",
     "nvcc": "compiles CUDA kernels, which Trainium cannot run; a custom kernel for the "
             "NeuronCore is written in NKI (the `nki` package)",
 }
-GPU_TOOL = re.compile(r"(?<![\w./-])(?:/usr/local/cuda[\w./-]*/bin/)?(nvidia-smi|nvcc)(?![\w.-])")
+GPU_TOOL = Guarded(re.compile(
+    r"(?<![\w./-])(?:/usr/local/cuda[\w./-]*/bin/)?(nvidia-smi|nvcc)(?![\w.-])"),
+    ("nvidia-smi", "nvcc"))
 ARCH_LIST = "TORCH_CUDA_ARCH_LIST"
 VARIABLES = frozenset({*VISIBLE, ARCH_LIST})
 """The variables these checks read, set anywhere."""
-CONDA_CUDA = re.compile(r"(?<![\w-])(?:pytorch-cuda|cudatoolkit|cuda-toolkit)(?![\w-])"
-                        r"(?:[=<>]\S*)?")
+CONDA_CUDA = Guarded(re.compile(r"(?<![\w-])(?:pytorch-cuda|cudatoolkit|cuda-toolkit)"
+                                 r"(?![\w-])(?:[=<>]\S*)?"),
+                      ("pytorch-cuda", "cudatoolkit", "cuda-toolkit"))
 CUDA_WHEEL_URL = re.compile(r"https?://download\.pytorch\.org/whl/(?:nightly/|test/)?cu\d+"
                             r"[^\s\"'`]*")
 RESOURCE_ADVICE = ("request `aws.amazon.com/neuroncore` (NeuronCores: one per torchrun worker) "

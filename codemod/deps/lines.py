@@ -9,6 +9,7 @@ across a continuation is never edited).
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
@@ -56,6 +57,8 @@ class LogicalLine:
         return physical + position - logical
 
     def contiguous(self, start: int, end: int) -> bool:
+        if len(self.pieces) == 1:  # most lines: one piece is contiguous throughout
+            return True
         return end <= start or self.offset(end - 1) - self.offset(start) == end - 1 - start
 
 
@@ -87,3 +90,19 @@ def _join(parts: list[tuple[Physical, str]], unterminated: bool = False) -> Logi
         texts.append(body)
         length += len(body)
     return LogicalLine("".join(texts), tuple(pieces), parts[0][0], parts[-1][0], unterminated)
+
+
+@dataclass(frozen=True)
+class Guarded:
+    """A regular expression searched for across a whole file, with words of which every
+    match holds one: a text holding none is not scanned. Most files hold none, and an
+    expression that does not begin with a plain word is tried at every position of the text,
+    where a substring search is many times cheaper."""
+
+    pattern: re.Pattern[str]
+    needles: tuple[str, ...]
+
+    def finditer(self, text: str) -> Iterator[re.Match[str]]:
+        if any(needle in text for needle in self.needles):
+            return self.pattern.finditer(text)
+        return iter(())

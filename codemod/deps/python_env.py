@@ -54,9 +54,14 @@ ENVIRONMENT_COMMAND = re.compile(
 MATRIX_KEYS = frozenset({"python", "python_version", "python-versions", "py"})
 
 
-def may_pin(kind: str, data: bytes) -> bool:
-    """Whether a file of this kind may choose a Python: a substring test, no parse."""
-    return any(signal in data.lower() for signal in SIGNALS.get(kind, ()))
+def may_pin(kind: str, data: bytes, lowered: bytes | None = None) -> bool:
+    """Whether a file of this kind may choose a Python: a substring test, no parse.
+    `lowered` is `data.lower()` when the caller has it."""
+    signals = SIGNALS.get(kind, ())
+    if not signals:
+        return False
+    lowered = data.lower() if lowered is None else lowered
+    return any(signal in lowered for signal in signals)
 
 
 def scan(kind: str, text: str, emitter: Emitter) -> None:
@@ -284,16 +289,14 @@ def _python_version(text: str, emitter: Emitter) -> None:
 
 
 def _yaml(text: str, emitter: Emitter) -> None:
-    from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+    from yaml.nodes import ScalarNode, SequenceNode
 
-    from neuron_migrate.deps.yaml_nodes import compose, pairs, walk
+    from neuron_migrate.deps.yaml_nodes import compose, mappings, pairs
 
     if any(signal.decode() in text for signal in COMMAND_SIGNALS):
         _commands(text, emitter)
     for document in compose(text):
-        for node in walk(document):
-            if not isinstance(node, MappingNode):
-                continue
+        for node in mappings(document):
             for key, value in pairs(node):
                 matrix = key.value == "matrix"  # its `python-version` is met on its own
                 for name, values in (pairs(value) if matrix else [(key, value)]):

@@ -12,7 +12,7 @@ from neuron_migrate.deps.commands import (
 from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Index, Manifest, Unparsable, line_at
 from neuron_migrate.deps.launches import check_launch, follow_directory, note_script_dir, shell_render
-from neuron_migrate.deps.lines import logical_lines
+from neuron_migrate.deps.lines import LogicalLine, logical_lines
 from neuron_migrate.deps.pip_words import read_pip_install
 from neuron_migrate.deps.signals import check_variable, scan_text_signals
 
@@ -55,6 +55,8 @@ def record_assignment(word: Word, variables: dict[str, Variable], manifest: Mani
 
 def read_command(command: list[Word], text: str, variables: dict[str, Variable],
                  manifest: Manifest, emitter: Emitter, group: str = "") -> None:
+    """One simple command. A script's lines are read only when they hold a word of `ACTING`
+    (`_may_act`): a command this comes to act on must add its own word there."""
     words = command[1:] if command[0].value in DECLARE else command
     while words and record_assignment(words[0], variables, manifest, emitter, group):
         words = words[1:]
@@ -63,7 +65,8 @@ def read_command(command: list[Word], text: str, variables: dict[str, Variable],
     follow_directory(words, variables, emitter.paths)
     check_launch(words, variables, emitter.paths, emitter, shell_render(emitter.text))
     for word in words:
-        if word.value.rsplit("/", 1)[-1] == "neuron_parallel_compile":
+        if word.value.endswith("neuron_parallel_compile") and \
+                word.value.rsplit("/", 1)[-1] == "neuron_parallel_compile":
             emitter.report(ids.PARALLEL_COMPILE, word.start, PARALLEL_COMPILE_MESSAGE)
     arguments = pip_arguments(words)
     if arguments is not None:
@@ -78,32 +81,50 @@ def read_command(command: list[Word], text: str, variables: dict[str, Variable],
 def scan(text: str, emitter: Emitter, path: str = "") -> None:
     """A shell script. One whose heredoc is never ended is refused, as a Dockerfile's is:
     what follows the marker is that document's text, not commands to read or rewrite."""
-    _check_heredocs(text)
-    read(text, emitter)
+    lines = list(logical_lines(text))
+    _check_heredocs(text, lines)
+    read(text, emitter, lines)
 
 
-def read(text: str, emitter: Emitter) -> None:
-    """Shell lines, one by one (also a notebook's `!` lines, where a heredoc cannot be)."""
+def read(text: str, emitter: Emitter, lines: list[LogicalLine] | None = None) -> None:
+    """Shell lines, one by one (also a notebook's `!` lines, where a heredoc cannot be);
+    `lines` are the text's logical lines when the caller has them already."""
     manifest = Manifest()
     variables: dict[str, Variable] = {}
-    for line in logical_lines(text):
-        for command in simple_commands(split_words(line)):
-            read_command(command, text, variables, manifest, emitter)
+    for line in logical_lines(text) if lines is None else lines:
+        if _may_act(line.text):
+            for command in simple_commands(split_words(line)):
+                read_command(command, text, variables, manifest, emitter)
         note_script_dir(line.text, variables, emitter.paths)
     check.emit(manifest, emitter)
     scan_text_signals(text, emitter)
 
 
-def _check_heredocs(text: str) -> None:
-    lines = list(logical_lines(text))
-    ends = [line.last.end for line in lines]
-    for number, line in enumerate(lines):
+ACTING = ("=", "$", "python", "install", "cd", "pushd", "popd", "xla_dist",
+          "neuron_parallel_compile", "index-url")
+"""A command `read_command` acts on has a word holding one of these: an assignment, a
+variable (which may stand for an interpreter), a launch, a pip install, a change of folder,
+`neuron_parallel_compile`, or `pip config set global.index-url`."""
+
+
+def _may_act(line: str) -> bool:
+    """Whether a line may hold a command `read_command` acts on: most lines of a script
+    (`echo`, `fi`, `mkdir -p x`) are not split into words at all. A word's value is its text
+    less some quotes and backslashes, so the line is searched without any of those."""
+    bare = line.replace("'", "").replace('"', "").replace("\\", "")
+    return any(token in bare for token in ACTING)
+
+
+def _check_heredocs(text: str, lines: list[LogicalLine]) -> None:
+    for line in lines:
+        if "<<" not in line.text:
+            continue  # every marker is a word that starts so: no need to split the line
         for word, following in zip(words := split_words(line), [*words[1:], None]):
             marker = _heredoc_marker(word, following)
             if marker is None:
                 continue
             strip_tabs, delimiter = marker
-            body = text[ends[number]:].splitlines()
+            body = text[line.last.end:].splitlines()
             if not any((row.lstrip("\t") if strip_tabs else row) == delimiter for row in body):
                 raise Unparsable(line_at(text, word.start),
                                  f"the heredoc <<{delimiter} opened here is never ended")

@@ -9,6 +9,7 @@ from packaging.version import InvalidVersion, Version
 
 from neuron_migrate.deps import cuda, ids
 from neuron_migrate.deps.emit import Emitter
+from neuron_migrate.deps.lines import Guarded
 
 REMOVE = "remove it: TorchNeuron does not read it"
 REVIEW_ONLY = {  # XLA-era variables whose native fate is unclear: a reviewer decides
@@ -41,7 +42,8 @@ OTHER_XLA_KNOBS = frozenset({
 PLATFORM_OVERRIDE = "NEURON_PLATFORM_TARGET_OVERRIDE"
 OLD_PLATFORMS = ("inf2", "trn1")
 
-INSTANCE = re.compile(r"\b(?:ml\.)?(?:inf2|trn1n?)\.(?:\d*x?large|xlarge)\b")
+INSTANCE = Guarded(re.compile(r"\b(?:ml\.)?(?:inf2|trn1n?)\.(?:\d*x?large|xlarge)\b"),
+                   ("inf2", "trn1"))
 XLA_VENV = re.compile(r"/opt/aws_neuronx_venv_pytorch_(?:1_13|2_\d)\w*")
 NATIVE_VENV = "/opt/aws_neuronx_venv_torch_neuronx_2_14_0"
 DLC = re.compile(r"pytorch-(?:training|inference)-neuronx:(?P<torch>[\d.]+)-neuronx-"

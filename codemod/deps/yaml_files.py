@@ -18,7 +18,7 @@ from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Edit
 from neuron_migrate.deps.launches import check_launch, item_render
 from neuron_migrate.deps.signals import check_image, check_variable, scan_text_signals, xla_variable_advice
-from neuron_migrate.deps.yaml_nodes import compose, inner_span, pairs, scalar, walk
+from neuron_migrate.deps.yaml_nodes import compose, inner_span, mappings, pairs, scalar
 
 SHELL_HINTS = ("pip", "neuron_parallel_compile", "export ", "python", "xla_dist")
 ARGV_KEYS = ("command", "entrypoint")  # Kubernetes and compose: a list is the argv
@@ -31,7 +31,7 @@ def scan(text: str, emitter: Emitter, path: str = "") -> None:
 
 def scan_nodes(text: str, documents: list[Node], emitter: Emitter) -> None:
     for document in documents:
-        for node in walk(document):
+        for node in mappings(document):  # nothing else has keys to read
             _mapping(node, emitter)
     scan_text_signals(text, emitter)
 

@@ -9,12 +9,14 @@ symlinked file out of the tree it was found in.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
+from pathspec.util import normalize_file
 
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
@@ -36,17 +38,97 @@ class Discovery:
     skipped: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class _Ignore:
-    base: Path
-    spec: pathspec.GitIgnoreSpec
+class Patterns:
+    """A gitignore spec anchored at a folder, asked about every path of a walk.
 
-    def check(self, path: Path, is_dir: bool) -> bool | None:
-        try:
-            relative = path.relative_to(self.base).as_posix()
+    pathspec tries each pattern in turn, a regular-expression search apiece, for every path:
+    most of a walk's time. Most paths match none of them, so one search of all the patterns
+    joined (`_any_pattern`) answers those at once; a path it matches is asked of the spec as
+    before, which alone knows how the matching patterns rank."""
+
+    def __init__(self, base: Path, spec: pathspec.GitIgnoreSpec) -> None:
+        self.base = base
+        self.spec = spec
+        text = str(base)
+        self._prefix = text if text.endswith(os.sep) else text + os.sep
+        self._any = _any_pattern(spec)
+
+    def relative(self, path: Path) -> str | None:
+        """`path` relative to the base, in gitignore's spelling; None when it is not below."""
+        text = str(path)
+        if text.startswith(self._prefix):
+            relative = text[len(self._prefix):]
+            return relative if os.sep == "/" else relative.replace(os.sep, "/")
+        try:  # the base itself, or a path spelt differently (pathlib decides)
+            return path.relative_to(self.base).as_posix()
         except ValueError:
             return None
-        return self.spec.check_file(relative + ("/" if is_dir else "")).include
+
+    def check(self, relative: str) -> bool | None:
+        """Whether the last pattern that matches includes the path (ignores it), or None
+        when no pattern matches."""
+        if self._any is not None and not self._any.search(normalize_file(relative)):
+            return None
+        return self.spec.check_file(relative).include
+
+
+_DIR_MARK_SUFFIXES = (("(?:(?P<ps_d>/)|$)", "(?:/|$)"), ("(?P<ps_d>/)", "/"))
+"""How pathspec ends a gitignore pattern's expression: a named group that tells a folder's
+match from a file's. Rewritten without the name, it matches the same paths."""
+_ANY_FOLDER = "^(?:.+/)?"
+"""How pathspec begins the expression of a pattern without a slash: at any depth."""
+
+
+@dataclass(frozen=True)
+class _AnyPattern:
+    """Whether some pattern of a spec matches a path, in one or two searches: expressions
+    anchored at the start are matched together, those that begin at any depth sharing that
+    beginning (`^(?:.+/)?(?:a|b)` matches where `^(?:.+/)?a` or `^(?:.+/)?b` does), and the
+    few unanchored ones searched together."""
+
+    anchored: re.Pattern[str] | None
+    floating: re.Pattern[str] | None
+
+    def search(self, path: str) -> bool:
+        return (self.anchored is not None and self.anchored.match(path) is not None) or \
+            (self.floating is not None and self.floating.search(path) is not None)
+
+
+def _any_pattern(spec: pathspec.PathSpec) -> _AnyPattern | None:
+    """One test that is true of a path when and only when some pattern of `spec` with an
+    opinion (`include` not None) matches it; None when one cannot be made for sure (then
+    every path is asked of the spec). A pattern's own expression is used as it is, but for
+    its folder-mark group, which alone would repeat a group name: one with any other named
+    group, another flag or a non-expression pattern leaves the spec without a shortcut."""
+    deep: list[str] = []
+    rooted: list[str] = []
+    floating: list[str] = []
+    for pattern in spec.patterns:
+        if pattern.include is None:
+            continue  # never matched by pathspec either
+        regex = getattr(pattern, "regex", None)
+        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str) or \
+                regex.flags != re.UNICODE:
+            return None
+        text = regex.pattern
+        for suffix, plain in _DIR_MARK_SUFFIXES:
+            if text.endswith(suffix):
+                text = text[:-len(suffix)] + plain
+                break
+        if "(?P" in text:
+            return None
+        if text.startswith(_ANY_FOLDER):
+            deep.append(f"(?:{text[len(_ANY_FOLDER):]})")
+        elif text.startswith("^"):
+            rooted.append(f"(?:{text[1:]})")
+        else:
+            floating.append(f"(?:{text})")
+    anchored = ([f"(?:.+/)?(?:{'|'.join(deep)})"] if deep else []) + rooted
+    try:
+        return _AnyPattern(re.compile("|".join(anchored)) if anchored else None,
+                           re.compile("|".join(floating)) if floating else None)
+    except re.error:
+        return None
 
 
 @dataclass(frozen=True)
@@ -54,20 +136,17 @@ class Excludes:
     """Gitignore-style patterns anchored at a folder: the configuration file's folder for
     patterns from pyproject.toml, the working directory for --exclude."""
 
-    patterns: tuple[tuple[Path, pathspec.GitIgnoreSpec], ...] = ()
+    patterns: tuple[Patterns, ...] = ()
 
     @classmethod
     def of(cls, *groups: tuple[Path, Iterable[str]]) -> Excludes:
-        return cls(tuple((base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
+        return cls(tuple(Patterns(base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
                          for base, lines in groups if lines))
 
     def match(self, real: Path, is_dir: bool) -> bool:
-        for base, spec in self.patterns:
-            try:
-                relative = real.relative_to(base).as_posix()
-            except ValueError:
-                continue
-            if spec.match_file(relative + ("/" if is_dir else "")):
+        for patterns in self.patterns:
+            relative = patterns.relative(real)
+            if relative is not None and patterns.check(relative + ("/" if is_dir else "")):
                 return True
         return False
 
@@ -126,7 +205,7 @@ class _Walk:
     result: Discovery
 
     def directory(self, path: Path, real: Path,
-                  ignores: list[_Ignore]) -> Iterator[tuple[Path, Path]]:
+                  ignores: list[Patterns]) -> Iterator[tuple[Path, Path]]:
         """Files to migrate below `path`, each with its resolved path."""
         local = _load_gitignore(path, real)
         if local is not None:
@@ -140,7 +219,7 @@ class _Walk:
             yield from self.entry(entry, path, real, ignores)
 
     def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path,
-              ignores: list[_Ignore]) -> Iterator[tuple[Path, Path]]:
+              ignores: list[Patterns]) -> Iterator[tuple[Path, Path]]:
         path = parent / entry.name
         try:
             is_link = entry.is_symlink()
@@ -162,6 +241,8 @@ class _Walk:
                 return
         elif is_dir and _skipped_dir(entry):
             return
+        if not is_dir and not self.accept(path):
+            return  # before the patterns are asked, which say nothing else about a file
         real = parent_real / entry.name
         resolved = target if is_link else real
         if _ignored(ignores, real, is_dir):
@@ -170,7 +251,7 @@ class _Walk:
             return
         if is_dir:
             yield from self.directory(path, real, ignores)
-        elif self.accept(path):
+        else:
             yield path, resolved
 
 
@@ -180,15 +261,18 @@ def _skipped_dir(entry: os.DirEntry[str]) -> bool:
     return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # any virtualenv
 
 
-def _ignored(ignores: list[_Ignore], path: Path, is_dir: bool) -> bool:
+def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> bool:
     for ignore in reversed(ignores):  # the deepest .gitignore with an opinion decides
-        verdict = ignore.check(path, is_dir)
+        relative = ignore.relative(path)
+        if relative is None:
+            continue
+        verdict = ignore.check(relative + ("/" if is_dir else ""))
         if verdict is not None:
             return verdict
     return False
 
 
-def _load_gitignore(directory: Path, real: Path) -> _Ignore | None:
+def _load_gitignore(directory: Path, real: Path) -> Patterns | None:
     """A folder's .gitignore; none when the folder cannot be read (listing it reports that)."""
     gitignore = directory / ".gitignore"
     try:
@@ -197,10 +281,10 @@ def _load_gitignore(directory: Path, real: Path) -> _Ignore | None:
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return _Ignore(real, pathspec.GitIgnoreSpec.from_lines(lines))
+    return Patterns(real, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
-def _parent_ignores(directory: Path) -> list[_Ignore]:
+def _parent_ignores(directory: Path) -> list[Patterns]:
     """The .gitignore files above `directory`, up to the root of its git work tree."""
     chain: list[Path] = []
     current = directory.parent
