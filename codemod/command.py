@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING
 from neuron_migrate import catalogue, target
 
 from neuron_migrate.files import gitstate
-from neuron_migrate.config import Config, ConfigError, check_rule_code, check_sources, load_config
+from neuron_migrate.config import (Config, ConfigError, check_patterns, check_rule_code,
+                                   check_sources, load_config)
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Excludes
 from neuron_migrate.model import Options
@@ -153,6 +154,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         config = load_config(config_paths(request.stdin_filename) if stdin else request.paths,
                              catalogue.rule_ids())
         options = options_of(request, config)
+        check_patterns(request.exclude or [], where="--exclude")
     except ConfigError as error:
         return _fail(f"error: {error}")
     where = _target_source(request, config, options.target)

@@ -115,6 +115,8 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
             if key != "exclude":
                 for code in value:
                     check_rule_code(code, rule_ids, where=f"{where} {key}")
+            else:
+                check_patterns(value, where=f"{where} {key}")
             values[key] = tuple(value)
         elif key == "from":
             values["sources"] = check_sources(value, f"{pyproject}: [tool.{TABLE}] from")
@@ -150,12 +152,22 @@ def _per_file_ignores(where: str, value: object,
                       rule_ids: frozenset[str]) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise ConfigError(f"{where} must map globs to lists of rule ids")
+    check_patterns(list(value), where)
     for glob, codes in value.items():
         if not isinstance(codes, list) or not all(isinstance(c, str) for c in codes):
             raise ConfigError(f"{where} {glob!r} must be a list of rule ids")
         for code in codes:
             check_rule_code(code, rule_ids, where=f"{where} {glob!r}")
     return tuple((glob, tuple(c.upper() for c in codes)) for glob, codes in value.items())
+
+
+def check_patterns(patterns: list[str], where: str) -> None:
+    """Exclude globs are gitignore patterns: one git cannot read (`!` alone) is an error
+    that names it, not a traceback later."""
+    from neuron_migrate.files.discover import invalid_patterns
+
+    for _, pattern in invalid_patterns(patterns)[:1]:
+        raise ConfigError(f"{where}: {pattern!r} is not a gitignore pattern")
 
 
 def check_rule_code(code: str, rule_ids: frozenset[str], where: str) -> None:

@@ -82,3 +82,29 @@ def test_output_order_is_sorted(tmp_path: Path) -> None:
     _touch(tmp_path, "b.py", "a/z.py", "a/b.py", "c.py")
     assert _names(tmp_path) == ["a/b.py", "a/z.py", "b.py", "c.py"]
     assert os.listdir(tmp_path)  # sanity: the folder is not empty
+
+
+def test_a_gitignore_line_git_cannot_read_is_passed_over_with_a_note(tmp_path: Path) -> None:
+    """`!` alone is no pattern: git passes over it; pathspec raised, and the run ended in a
+    traceback. The other lines still apply."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / ".gitignore").write_text("generated_*.py\n!\n")
+    for name in ("generated_a.py", "kept.py"):
+        (tmp_path / "sub" / name).write_text("x = 1\n")
+    found = discover([tmp_path])
+    assert [p.name for p in found.files] == ["kept.py"]
+    assert found.skipped == [f"{tmp_path / 'sub' / '.gitignore'}:2: '!' is not a gitignore "
+                             "pattern; passed over, as git does"]
+    assert not found.errors
+
+
+def test_an_exclude_pattern_git_cannot_read_is_an_error_naming_it(in_tmp: Path) -> None:
+    (in_tmp / "a.py").write_text("import torch_xla\n")
+    run = cli("check", "--exclude", "build/", "--exclude", "!", ".")
+    assert run.exit_code == 2 and "--exclude: '!' is not a gitignore pattern" in run.stderr
+    for table in ('exclude = ["!"]', '[tool.neuron-migrate.per-file-ignores]\n"!" = ["NM1"]'):
+        header = "" if table.startswith("[") else "[tool.neuron-migrate]\n"
+        (in_tmp / "pyproject.toml").write_text(header + table + "\n")
+        run = cli("check", ".")
+        assert run.exit_code == 2 and "'!' is not a gitignore pattern" in run.stderr
+        assert "Traceback" not in run.stderr

@@ -140,6 +140,8 @@ class Excludes:
 
     @classmethod
     def of(cls, *groups: tuple[Path, Iterable[str]]) -> Excludes:
+        """Raises ValueError for a pattern git cannot read (`invalid_patterns` tells which
+        first, for a message that names it)."""
         return cls(tuple(Patterns(base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
                          for base, lines in groups if lines))
 
@@ -165,7 +167,8 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
         real = given.resolve()
         if given.is_dir():
             walk = _Walk(real, exclude, accept, result)
-            for path, real_path in walk.directory(given, real, _parent_ignores(real)):
+            for path, real_path in walk.directory(given, real,
+                                                     _parent_ignores(real, result.skipped)):
                 _add(path, real_path, seen, result)
         elif exclude.match(real, is_dir=False):
             result.skipped.append(f"{given}: excluded")
@@ -207,7 +210,7 @@ class _Walk:
     def directory(self, path: Path, real: Path,
                   ignores: list[Patterns]) -> Iterator[tuple[Path, Path]]:
         """Files to migrate below `path`, each with its resolved path."""
-        local = _load_gitignore(path, real)
+        local = _load_gitignore(path, real, self.result.skipped)
         if local is not None:
             ignores = [*ignores, local]
         try:
@@ -272,8 +275,27 @@ def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> bool:
     return False
 
 
-def _load_gitignore(directory: Path, real: Path) -> Patterns | None:
-    """A folder's .gitignore; none when the folder cannot be read (listing it reports that)."""
+def invalid_patterns(lines: Iterable[str]) -> list[tuple[int, str]]:
+    """The lines (numbered from 1) that are not gitignore patterns pathspec can read, such
+    as `!` alone."""
+    lines = list(lines)
+    try:
+        pathspec.GitIgnoreSpec.from_lines(lines)
+        return []
+    except ValueError:
+        pass
+    bad = []
+    for number, line in enumerate(lines, start=1):
+        try:
+            pathspec.GitIgnoreSpec.from_lines([line])
+        except ValueError:
+            bad.append((number, line))
+    return bad
+
+
+def _load_gitignore(directory: Path, real: Path, notes: list[str]) -> Patterns | None:
+    """A folder's .gitignore; none when the folder cannot be read (listing it reports that).
+    A line git cannot read as a pattern is passed over, as git does, with a note."""
     gitignore = directory / ".gitignore"
     try:
         if not gitignore.is_file():
@@ -281,10 +303,17 @@ def _load_gitignore(directory: Path, real: Path) -> Patterns | None:
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
+    bad = invalid_patterns(lines)
+    for number, line in bad:
+        notes.append(f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed "
+                     "over, as git does")
+    if bad:
+        numbers = {number for number, _ in bad}
+        lines = [line for number, line in enumerate(lines, start=1) if number not in numbers]
     return Patterns(real, pathspec.GitIgnoreSpec.from_lines(lines))
 
 
-def _parent_ignores(directory: Path) -> list[Patterns]:
+def _parent_ignores(directory: Path, notes: list[str]) -> list[Patterns]:
     """The .gitignore files above `directory`, up to the root of its git work tree."""
     chain: list[Path] = []
     current = directory.parent
@@ -297,5 +326,5 @@ def _parent_ignores(directory: Path) -> list[Patterns]:
         current = current.parent
     if not inside_git:
         return []
-    ignores = [_load_gitignore(d, d) for d in reversed(chain)]
+    ignores = [_load_gitignore(d, d, notes) for d in reversed(chain)]
     return [i for i in ignores if i is not None]
