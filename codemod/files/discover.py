@@ -72,9 +72,11 @@ class Patterns:
         return self.spec.check_file(relative).include
 
 
-_DIR_MARK_SUFFIXES = (("(?:(?P<ps_d>/)|$)", "(?:/|$)"), ("(?P<ps_d>/)", "/"))
-"""How pathspec ends a gitignore pattern's expression: a named group that tells a folder's
-match from a file's. Rewritten without the name, it matches the same paths."""
+_DIR_MARK_SUFFIXES = (("(?:(?P<ps_d>/)|$)", "(?:/|$)"), ("(?P<ps_d>/)", "/"),
+                      ("(?:(?P<ps_d>/).*)?$", "(?:/.*)?$"), ("(?P<ps_d>/).*$", "/.*$"))
+"""How pathspec ends a gitignore pattern's expression (since 1.0, then as 0.12 wrote it): a
+named group that tells a folder's match from a file's. Rewritten without the name, it
+matches the same paths."""
 _ANY_FOLDER = "^(?:.+/)?"
 """How pathspec begins the expression of a pattern without a slash: at any depth."""
 
