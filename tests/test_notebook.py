@@ -418,3 +418,29 @@ def test_cells_of_another_language_are_untouched() -> None:
               "outputs": [], "source": "import torch_xla"} for language in ("sql", "python")]
     new = run(json.dumps({"cells": cells, "nbformat": 4}).encode()).new_source
     assert sources(new or b"") == ["import torch_xla", ""]
+
+
+def test_a_cell_pasted_indented_runs_as_ipython_runs_it() -> None:
+    """IPython takes the first line's indentation off every line before it runs a cell, so
+    such a cell works in Jupyter; it did not parse here, and the whole notebook was skipped.
+    It is migrated without it and written back with it; its columns count it."""
+    data = notebook("import torch_xla.core.xla_model as xm",
+                    "  # pasted\n  d = xm.xla_device()\n  x = '''a\n  b'''\n",
+                    "   !pip install torch-neuronx==2.1.2\n   y = 1\n", "  z = 1\n")
+    result = run(data)
+    assert result.error is None
+    assert sources(result.new_source or b"")[1:] == [
+        "  # pasted\n  d = torch.device(\"neuron\")\n  x = '''a\n  b'''\n",
+        "   !pip install torch-neuronx==2.1.2\n   y = 1\n", "  z = 1\n"]
+    found = {(f.cell, f.line, f.column, f.rule_id) for f in result.findings}
+    assert (1, 2, 7, "NM101") in found
+    assert (2, 1, 17, "NM801") in found  # 14 in the cell without its indentation
+    unchanged = notebook("  import torch_xla\n  torch_xla.runtime.use_spmd()\n")
+    assert run(unchanged).error is None
+
+
+def test_audit_reads_a_cell_pasted_indented() -> None:
+    from neuron_migrate.notebooks.audit import audit_notebook
+
+    data = notebook("  import torch\n  x = torch.ones(2).double().to('neuron')\n")
+    assert audit_notebook("nb.ipynb", data, registry().readiness).error is None

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.notebooks.ipython_syntax import mask_cell
 from neuron_migrate.model import FileResult
-from neuron_migrate.notebooks.migrate import MARKER, _cell_error, _in_cell, _layout, _with_file_lines
+from neuron_migrate.notebooks.migrate import (MARKER, _cell_error, _in_cell, _layout, _with_file_lines,
+                                              python_cells, reindented)
 from neuron_migrate.notebooks.json_file import NotebookError, read_notebook
 from neuron_migrate.analysis.readiness import ReadinessRule, audit_source, mentions_torch
 
@@ -30,8 +31,8 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
         return FileResult(path, original=data,
                           skipped=f"a {notebook.language} notebook, not Python")
     numbers = itertools.count()
-    code = [(cell, mask_cell(cell.text, numbers)) for cell in notebook.cells
-            if cell.cell_type == "code" and cell.python]
+    cells, indents = python_cells(notebook)
+    code = [(cell, mask_cell(cell.text, numbers)) for cell in cells]
     tag = hashlib.sha256(data).hexdigest()[:12]
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
     parts = _layout([(c, m) for c, m in code if m.python], header)
@@ -41,6 +42,5 @@ def _audit(path: str, data: bytes, rules: Sequence[ReadinessRule]) -> FileResult
     result = audit_source(path, module.encode("utf-8"), rules)
     if result.error is not None:
         return FileResult(path, original=data, error=_cell_error(path, result.error, parts))
-    findings = sorted((_in_cell(f, parts) for f in result.findings),
-                      key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
+    findings = reindented((_in_cell(f, parts) for f in result.findings), indents)
     return FileResult(path, tuple(_with_file_lines(findings, notebook.text)), original=data)

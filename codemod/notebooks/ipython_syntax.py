@@ -87,6 +87,31 @@ class MaskedCell:
     """For a `%%writefile NAME` cell: NAME, and the cell line where the file's text starts."""
 
 
+_INDENT = re.compile(r"[ \t]+")
+
+
+def leading_indent(text: str) -> str:
+    """The indentation IPython takes off a cell before it runs it (its `leading_indent`
+    clean-up, for a cell pasted indented): the first non-blank line's, when every non-blank
+    line starts with it (only then is putting it back exact); else ''."""
+    lines = split_lines(text)
+    first = next((line for line in lines if line.strip()), "")
+    match = _INDENT.match(first)
+    if match is None:
+        return ""
+    indent = match.group()
+    return indent if all(line.startswith(indent) for line in lines if line.strip()) else ""
+
+
+def dedented(text: str, indent: str) -> str:
+    return "".join(line[len(indent):] if line.startswith(indent) else line
+                   for line in split_lines(text))
+
+
+def indented(text: str, indent: str) -> str:
+    return "".join(indent + line if line.strip() else line for line in split_lines(text))
+
+
 def mask_cell(text: str, numbers: Iterator[int]) -> MaskedCell:
     """Replace the IPython-only lines of one code cell by placeholders."""
     if not _may_hold_ipython(text):

@@ -34,10 +34,12 @@ from neuron_migrate.analysis.statements import statements
 from neuron_migrate.deps import LineEdit, fix_text_lines, is_dependency_file
 from neuron_migrate.deps.launch_paths import HostPaths
 from neuron_migrate.files.diff import split_lines
-from neuron_migrate.notebooks.ipython_syntax import MaskedCell, mask_cell, reference_names, restore_cell
+from neuron_migrate.notebooks.ipython_syntax import (MaskedCell, dedented, indented, leading_indent,
+                                                     mask_cell, reference_names, restore_cell)
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.model import FileResult, Finding, Kind
-from neuron_migrate.notebooks.json_file import Cell, NotebookError, file_lines, read_notebook, write_sources
+from neuron_migrate.notebooks.json_file import (Cell, Notebook, NotebookError, file_lines, read_notebook,
+                                                write_sources)
 from neuron_migrate.registry import Registry
 
 MARKER = "# neuron-migrate-cell"
@@ -90,8 +92,8 @@ def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFi
         return FileResult(path, original=data,
                           skipped=f"a {notebook.language} notebook, not Python")
     numbers = itertools.count()
-    code = [(cell, mask_cell(cell.text, numbers)) for cell in notebook.cells
-            if cell.cell_type == "code" and cell.python]
+    cells, indents = python_cells(notebook)
+    code = [(cell, mask_cell(cell.text, numbers)) for cell in cells]
     first_read = [masked for _, masked in code]
     imported = functools.cache(lambda: _imported_names(first_read))  # read if a cell needs them
     code = [(cell, _referencing(masked, imported)) for cell, masked in code]
@@ -109,12 +111,37 @@ def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFi
     for cell in launches.values():
         new_texts.setdefault(cell.index, cell.text)
     error = next((e for e in errors if e is not None), None)
-    findings.sort(key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
-    findings = _with_file_lines(findings, notebook.text)
+    findings = _with_file_lines(reindented(findings, indents), notebook.text)
+    new_texts = {index: indented(text, indents[index]) if index in indents else text
+                 for index, text in new_texts.items()}
     if error is not None or not new_texts:
         return FileResult(path, tuple(findings), original=data, error=error)
     return FileResult(path, tuple(findings), original=data,
                       new_source=write_sources(notebook, new_texts))
+
+
+def python_cells(notebook: Notebook) -> tuple[list[Cell], dict[int, str]]:
+    """The code cells a Python kernel runs, each as IPython runs it: without the indentation
+    it takes off a cell pasted indented (which does not parse as it is). That indentation,
+    by cell index, goes back on the cell's new text and into its findings' columns."""
+    cells: list[Cell] = []
+    indents: dict[int, str] = {}
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or not cell.python:
+            continue
+        indent = leading_indent(cell.text)
+        if indent:
+            indents[cell.index] = indent
+            cell = dataclasses.replace(cell, text=dedented(cell.text, indent))
+        cells.append(cell)
+    return cells, indents
+
+
+def reindented(findings: Iterable[Finding], indents: dict[int, str]) -> list[Finding]:
+    """Findings in the order of the notebook, their columns counted in the cells as written."""
+    placed = [dataclasses.replace(f, column=f.column + len(indents[f.cell]))
+              if f.cell in indents else f for f in findings]
+    return sorted(placed, key=lambda f: (f.cell or 0, f.line, f.column, f.rule_id))
 
 
 def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
