@@ -335,6 +335,43 @@ def _container_message(value: str) -> str | None:
     return xla_venv_message(venv.group()) if venv else message
 
 
+_XLA_MODULE = re.compile(r"torch_xla(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+class XlaModuleByName(Rule):
+    id = "NM715"
+    name = "xla-module-by-name"
+    kind = ReviewRule.kind
+    summary = "a string naming a torch_xla module, which TorchNeuron does not install"
+    explanation = """\
+What it does: reports string literals that are exactly the name of a torch_xla module
+(`"torch_xla"`, `"torch_xla.core.xla_model"`), as written in `"torch_xla" in sys.modules`,
+`importlib.util.find_spec("torch_xla")`, `importlib.import_module("torch_xla.runtime")`,
+`mock.patch("torch_xla.runtime.world_size")` or `logging.getLogger("torch_xla")`.
+
+Why: these look for the XLA stack by its module name. torch_xla is not installed with
+TorchNeuron, so after the migration the check answers "no XLA" (or the import raises), and
+whatever it guarded takes its other branch: often the CPU path, or no distributed set-up.
+The migration removes the `import torch_xla` lines themselves, so nothing else says so.
+
+What to do: decide what the check was for. To ask whether the Neuron device is there, use
+`torch.neuron.is_available()` (or `torch.accelerator.is_available()`); if the branch only
+served the XLA stack, remove it."""
+    doc_url = D_HOME
+    example = Example.unchanged("import sys\n\nON_XLA = \"torch_xla\" in sys.modules\n")
+
+    def interesting_string(self, value: str) -> bool:
+        return _XLA_MODULE.fullmatch(value) is not None
+
+    def leftover_string(self, value: str) -> str:
+        return (f"{value!r} names a torch_xla module, which TorchNeuron does not install: a "
+                "check for it (sys.modules, find_spec) finds nothing, so what it guards takes "
+                "its other branch, and an import, patch or logger of that name has nothing to "
+                "act on; ask for the device with torch.neuron.is_available(), or remove what "
+                "only served XLA")
+
+
 RULES: tuple[type[Rule], ...] = (XlaFsdp, XlaSpmd, ZeroRedundancy, MetricsAndProfiler,
                                  XlacInternals, NeuronxXlaApis, NeuronxDistributed,
-                                 DeviceQueries, OldInstanceTarget, XlaEraContainer)
+                                 DeviceQueries, OldInstanceTarget, XlaEraContainer,
+                                 XlaModuleByName)
