@@ -164,9 +164,9 @@ def _per_file_ignores(where: str, value: object,
 def check_patterns(patterns: list[str], where: str) -> None:
     """Exclude globs are gitignore patterns: one git cannot read (`!` alone) is an error
     that names it, not a traceback later."""
-    from neuron_migrate.files.discover import invalid_patterns
+    from neuron_migrate.files.discover import gitignore_spec
 
-    for _, pattern in invalid_patterns(patterns)[:1]:
+    for _, pattern in gitignore_spec(patterns)[1][:1]:
         raise ConfigError(f"{where}: {pattern!r} is not a gitignore pattern")
 
 

@@ -142,7 +142,7 @@ class Excludes:
 
     @classmethod
     def of(cls, *groups: tuple[Path, Iterable[str]]) -> Excludes:
-        """Raises ValueError for a pattern git cannot read (`invalid_patterns` tells which
+        """Raises ValueError for a pattern git cannot read (`gitignore_spec` tells which
         first, for a message that names it)."""
         return cls(tuple(Patterns(base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
                          for base, lines in groups if lines))
@@ -277,22 +277,23 @@ def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> bool:
     return False
 
 
-def invalid_patterns(lines: Iterable[str]) -> list[tuple[int, str]]:
-    """The lines (numbered from 1) that are not gitignore patterns pathspec can read, such
-    as `!` alone."""
+def gitignore_spec(lines: Iterable[str]) -> tuple[pathspec.GitIgnoreSpec, list[tuple[int, str]]]:
+    """The spec of the lines pathspec can read, and the lines (numbered from 1) it cannot,
+    such as `!` alone. A file whose lines all read is compiled once."""
     lines = list(lines)
     try:
-        pathspec.GitIgnoreSpec.from_lines(lines)
-        return []
+        return pathspec.GitIgnoreSpec.from_lines(lines), []
     except ValueError:
         pass
-    bad = []
+    bad, good = [], []
     for number, line in enumerate(lines, start=1):
         try:
             pathspec.GitIgnoreSpec.from_lines([line])
         except ValueError:
             bad.append((number, line))
-    return bad
+            continue
+        good.append(line)
+    return pathspec.GitIgnoreSpec.from_lines(good), bad
 
 
 def _load_gitignore(directory: Path, real: Path, notes: list[str]) -> Patterns | None:
@@ -305,14 +306,10 @@ def _load_gitignore(directory: Path, real: Path, notes: list[str]) -> Patterns |
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    bad = invalid_patterns(lines)
-    for number, line in bad:
-        notes.append(f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed "
-                     "over, as git does")
-    if bad:
-        numbers = {number for number, _ in bad}
-        lines = [line for number, line in enumerate(lines, start=1) if number not in numbers]
-    return Patterns(real, pathspec.GitIgnoreSpec.from_lines(lines))
+    spec, bad = gitignore_spec(lines)
+    notes += [f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed over, as "
+              "git does" for number, line in bad]
+    return Patterns(real, spec)
 
 
 def _parent_ignores(directory: Path, notes: list[str]) -> list[Patterns]:
