@@ -9,11 +9,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from yaml.nodes import MappingNode
+from yaml.nodes import MappingNode, Node, SequenceNode
 
 from neuron_migrate.deps import commands, cuda, scan_source, shell, signals, yaml_nodes
-from neuron_migrate.deps.commands import split_words
-from neuron_migrate.deps.entries import Unparsable, line_at
+from neuron_migrate.deps.entries import Unparsable
 from neuron_migrate.deps.lines import logical_lines
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
@@ -25,17 +24,8 @@ LAUNCHING = Registry(all_rules())
 
 def _every_line_split(text: str) -> None:
     """The heredoc check as it was: every logical line split into words."""
-    lines = list(logical_lines(text))
-    for line in lines:
-        for word, following in zip(words := split_words(line), [*words[1:], None]):
-            marker = shell._heredoc_marker(word, following)
-            if marker is None:
-                continue
-            strip_tabs, delimiter = marker
-            body = text[line.last.end:].splitlines()
-            if not any((row.lstrip("\t") if strip_tabs else row) == delimiter for row in body):
-                raise Unparsable(line_at(text, word.start),
-                                 f"the heredoc <<{delimiter} opened here is never ended")
+    for line in logical_lines(text):
+        shell.check_heredoc_line(text, line)
 
 
 def _verdict(check, text: str) -> tuple[int, str] | None:
@@ -79,10 +69,17 @@ second: [x, {y: z}]
 """
 
 
-def test_mappings_are_walks_mappings_in_its_order() -> None:
+def _walk(node: Node) -> list[Node]:
+    """Every node, keys and values alike, in document order (pre-order)."""
+    children = [n for pair in node.value for n in pair] if isinstance(node, MappingNode) else \
+        node.value if isinstance(node, SequenceNode) else []
+    return [node, *(n for child in children for n in _walk(child))]
+
+
+def test_mappings_are_every_mapping_node_in_document_order() -> None:
     for document in yaml_nodes.compose(YAML):
         assert list(yaml_nodes.mappings(document)) == \
-            [n for n in yaml_nodes.walk(document) if isinstance(n, MappingNode)]
+            [n for n in _walk(document) if isinstance(n, MappingNode)]
 
 
 def test_a_text_composed_again_gives_the_same_nodes_and_errors() -> None:

@@ -117,17 +117,21 @@ def _may_act(line: str) -> bool:
 
 def _check_heredocs(text: str, lines: list[LogicalLine]) -> None:
     for line in lines:
-        if "<<" not in line.text:
-            continue  # every marker is a word that starts so: no need to split the line
-        for word, following in zip(words := split_words(line), [*words[1:], None]):
-            marker = _heredoc_marker(word, following)
-            if marker is None:
-                continue
-            strip_tabs, delimiter = marker
-            body = text[line.last.end:].splitlines()
-            if not any((row.lstrip("\t") if strip_tabs else row) == delimiter for row in body):
-                raise Unparsable(line_at(text, word.start),
-                                 f"the heredoc <<{delimiter} opened here is never ended")
+        if "<<" in line.text:  # every marker is a word that starts so: others are not split
+            check_heredoc_line(text, line)
+
+
+def check_heredoc_line(text: str, line: LogicalLine) -> None:
+    """Raises Unparsable when a heredoc the line opens is never ended in `text`."""
+    for word, following in zip(words := split_words(line), [*words[1:], None]):
+        marker = _heredoc_marker(word, following)
+        if marker is None:
+            continue
+        strip_tabs, delimiter = marker
+        body = text[line.last.end:].splitlines()
+        if not any((row.lstrip("\t") if strip_tabs else row) == delimiter for row in body):
+            raise Unparsable(line_at(text, word.start),
+                             f"the heredoc <<{delimiter} opened here is never ended")
 
 
 def _heredoc_marker(word: Word, following: Word | None) -> tuple[bool, str] | None:

@@ -77,20 +77,9 @@ def pairs(node: Node) -> Iterator[tuple[ScalarNode, Node]]:
                 yield key, value
 
 
-def walk(node: Node) -> Iterator[Node]:
-    yield node
-    if isinstance(node, MappingNode):
-        for key, value in node.value:
-            yield from walk(key)
-            yield from walk(value)
-    elif isinstance(node, SequenceNode):
-        for item in node.value:
-            yield from walk(item)
-
-
 def mappings(node: Node) -> Iterator[MappingNode]:
-    """The mapping nodes of `walk(node)`, in its order: only they hold keys to read, and a
-    scalar is not passed up through every generator above it."""
+    """The mapping nodes of the tree, in document order: only they hold keys to read, so
+    scalars are not passed up through every generator above them."""
     if isinstance(node, MappingNode):
         yield node
         for key, value in node.value:
