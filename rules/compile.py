@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from neuron_migrate.model import Kind
@@ -235,6 +237,10 @@ compile."""
               "optimizer = torch.optim.SGD(model.parameters())\n",
     )
     emits = ("torch.nn.Module.compile",)
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "to" and bool(node.args)
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
         if not site.options.compile:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from neuron_migrate.model import Kind
@@ -75,6 +77,10 @@ is reported."""
         dropped = [a.keyword.value for a in node.args
                    if a.keyword is not None and a.keyword.value in _DROPPED]
         return _loader(site, loader.value, device.value, node, dropped)
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            node.func.attr == "per_device_loader"
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
         func = node.func

@@ -79,6 +79,12 @@ class DeviceStringRule(Rule):
                 "names a device here; if it does, change it to "
                 f"{self.strings.neuron(value) or 'neuron'!r}")
 
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        texts = [node] if isinstance(node, ast.Constant) else \
+            getattr(node, "values", [])  # an f-string's parts
+        return any(isinstance(t, ast.Constant) and isinstance(t.value, str)
+                   and self.strings.stack in t.value for t in texts)
+
     def on_string(self, node: cst.SimpleString | cst.FormattedString, site: Site
                   ) -> Outcome | None:
         new = self.strings.renamed(node)

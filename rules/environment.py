@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 
 import libcst as cst
@@ -101,6 +102,11 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
 
     def _wants(self, key: str | None) -> bool:
         return _removable(key) and (key in BF16) == self.emitting_bf16
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        if isinstance(node, ast.Call):
+            return not names.isdisjoint(("setdefault", "putenv", "update"))
+        return "environ" in names  # an assignment to `os.environ[...]` (names: its mapping's)
 
     def on_assign(self, node: cst.Assign | cst.AugAssign, site: Site) -> Outcome | None:
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) \

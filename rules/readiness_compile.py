@@ -84,6 +84,9 @@ inputs to a few fixed shapes (see NM930-NM936). A call with `**kwargs` is left a
         return (f"`{code(call)}`: {what} becomes dynamic=False: the neuron backend compiles "
                 "static shapes only")
 
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        return "compile" in names
+
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
         if not self._neuron(node, site):
             return None

@@ -53,6 +53,19 @@ class Analysis:
     # every call in the file, with the index of the top-level statement that holds it: the
     # walk sees them all, and some rules ask about the whole file (`Site.module_calls`)
     calls: list[tuple[ast.Call, int]] = field(default_factory=list)
+    # flagged statements whose only XLA-era names are imports of the watched packages
+    # (torch_neuronx, neuronx_distributed, ...): most only have references to report,
+    # which `neuron_migrate.engine.review_only` can do without LibCST
+    review_only: list[ast.stmt] = field(default_factory=list)
+    # each statement's enclosing statement, by id (None at the top of the module)
+    parents: dict[int, ast.stmt | None] = field(default_factory=dict)
+
+    def mark_path(self, stmt: ast.stmt | None) -> None:
+        """Put `stmt` and the statements around it on the rewrite's path."""
+        on_path, parents = self.on_path, self.parents
+        while stmt is not None and id(stmt) not in on_path:
+            on_path.add(id(stmt))
+            stmt = parents.get(id(stmt))
 
     @property
     def needs_rewrite(self) -> bool:
@@ -77,7 +90,7 @@ def analyse(
     analysis = walker.finish(tree)
     if entry and analysis.needs_rewrite:
         analysis.entry = entry_statement(tree, lambda s: id(s) in analysis.on_path)
-        walker._mark_path(analysis, analysis.entry)
+        analysis.mark_path(analysis.entry)
     return analysis
 
 
@@ -99,6 +112,7 @@ class _Walker:
         self.calls: list[tuple[ast.Call, int]] = []
         self.top = -1  # the index of the top-level statement being read
         self.flagged_units: list[ast.stmt] = []
+        self.watched_units: list[ast.stmt] = []  # flagged for a watched package's name
         self.scope_of: dict[int, Scope] = {}
         self.fallback: frozenset[str] = frozenset()
         self.imports: list[Binding] = []
@@ -361,14 +375,20 @@ class _Walker:
 
     def finish(self, tree: ast.Module) -> Analysis:
         result = Analysis(tree, scope_of=self.scope_of, module_scope=self.module_scope,
-                          xla_imports=self.imports, calls=self.calls)
+                          xla_imports=self.imports, calls=self.calls,
+                          parents=self.stmt_parent)
         self._resolve_loads(result)
         for unit in self.flagged_units:
             result.flagged.add(id(unit))
-            self._mark_path(result, unit)
+            result.mark_path(unit)
+        for unit in self.watched_units:
+            if id(unit) not in result.flagged:
+                result.review_only.append(unit)
+                result.flagged.add(id(unit))
+                result.mark_path(unit)
         for binding in self.imports:
             if binding.statement is not None:
-                self._mark_path(result, binding.statement)
+                result.mark_path(binding.statement)
         return result
 
     def _mark_device_bindings(self) -> set[str]:
@@ -405,15 +425,11 @@ class _Walker:
                 if binding.string_value is not None or binding.device_value:
                     if id(node) in moved:
                         self.flag(unit)  # `x.to(device)`: rules may act on the placement
-                elif binding.qualname is not None and (
-                        is_xla(binding.qualname)
-                        or binding.qualname.split(".", 1)[0] in self.watched_roots):
-                    self.flag(unit)
-
-    def _mark_path(self, result: Analysis, stmt: ast.stmt | None) -> None:
-        while stmt is not None and id(stmt) not in result.on_path:
-            result.on_path.add(id(stmt))
-            stmt = self.stmt_parent.get(id(stmt))
+                elif binding.qualname is not None:
+                    if is_xla(binding.qualname):
+                        self.flag(unit)
+                    elif binding.qualname.split(".", 1)[0] in self.watched_roots:
+                        self.watched_units.append(unit)
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:

@@ -87,6 +87,11 @@ class Locator:
         line = getattr(node, "lineno", stmt.lineno)
         return line, self._column(line, getattr(node, "col_offset", stmt.col_offset))
 
+    def at(self, node: ast.AST) -> tuple[int, int]:
+        """The position of an `ast` node itself."""
+        line = node.lineno  # type: ignore[attr-defined]
+        return line, self._column(line, node.col_offset)  # type: ignore[attr-defined]
+
     def _index(self, stmt: ast.stmt) -> dict[tuple[str, str | None], list[ast.AST]]:
         index = self._cache.get(id(stmt))
         if index is None:

@@ -25,6 +25,7 @@ from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_to
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
 from neuron_migrate.engine.suppress import Suppressions, read_suppressions
 from neuron_migrate.engine.context import FileContext, Pending
+from neuron_migrate.engine import review_only
 from neuron_migrate.engine.rewrite import ModuleRewriter
 from neuron_migrate.analysis.watch import flag_watched
 
@@ -66,11 +67,18 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
                   ready: Readiness) -> FileResult:
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls, bool(registry.entry))
+    demoted = review_only.demote(analysis, registry, options)
     flag_watched(analysis, registry)
     ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
-    if not analysis.needs_rewrite:
+    if not analysis.needs_rewrite and not demoted:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
+    reviewed = review_only.findings(path, demoted, analysis.flagged, suppressions,
+                                    Locator(text)) if demoted else []
+    if not analysis.needs_rewrite and analysis.entry is None:
+        return FileResult(path, original=data, findings=tuple(sorted(
+            (*reviewed, *_unused(path, suppressions, registry)),
+            key=lambda f: (f.line, f.column, f.rule_id))))
     # --annotate changes files that have nothing to apply (unless their notes are there
     # already), which only the generated file tells
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
@@ -96,7 +104,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     new, rewriter, encoding = done
     if new and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
         new += b"\r"  # LibCST drops a last line ending that is a lone "\r" (old Mac files)
-    findings = tuple(sorted((*_findings(path, rewriter, Locator(text)),
+    findings = tuple(sorted((*_findings(path, rewriter, Locator(text)), *reviewed,
                              *_unused(path, suppressions, registry)),
                             key=lambda f: (f.line, f.column, f.rule_id)))
     if new is None:
