@@ -62,12 +62,13 @@ def test_only_the_statements_nothing_could_act_on_are_demoted() -> None:
     assert {"groups", "rank", "layer", "other", "model_output",
             "table[parallel_state.get_data_parallel_rank"} <= demoted
     for name in ("named", "device_string", "device_prefix", "joined", "escaped",
-                 'env["XLA_FLAGS"]', "os.environ[key_name]", "env[key_name]", "compiled", "moved", "placed", "squares", "scaled",
+                 'env["XLA_FLAGS"]', "os.environ[key_name]", "env[key_name]", "compiled",
+                 "moved", "placed", "squares", "scaled",
                  "keyword_named", "attribute_named", "chained"):
         assert name not in demoted, name  # a token, a hook, a binding or a quirk
     # block headers: what LibCST reads of them is their header
-    assert {"def decorated", "while parallel_state.get_data_parallel_rank", "for index, item in enumerate",
-            "with layers.scope", "class Wide"} <= demoted
+    assert {"def decorated", "while parallel_state.get_data_parallel_rank",
+            "for index, item in enumerate", "with layers.scope", "class Wide"} <= demoted
     assert not {"def parallel_state_user", "class Meta"} & demoted  # names LibCST resolves
 
 

@@ -9,11 +9,13 @@ rewrite's path and its findings are made from the `ast`, the same rule, message 
 the leftover scan gives (`neuron_migrate.engine.residual`).
 
 Only when nothing could act on the statement: a simple statement or the header of an `if`,
-`while`, `for`, `with`, `def` or `class` (no lambda, comprehension or `:=` in it), every name in it resolved without doubt, none owned by a rule's
-`on_call` or `on_reference` or bound by an import the rewrite tracks, no string holding an
-XLA-era token, and every generic hook (`on_any_call`, `on_assign`, `on_string`,
-`on_attribute`) declining it through `Rule.may_act`, which says yes unless a rule says
-otherwise. Anything else goes through LibCST as before.
+`while`, `for`, `with`, `def` or `class` (no lambda, comprehension or `:=` in it); every
+name in it resolved without doubt, none owned by a rule's `on_call` or `on_reference` or
+bound by an import the rewrite tracks, and none that LibCST alone reads as a name (a
+keyword, a parameter, `attr` in `f().attr`) meaning an import; no string holding an XLA-era
+token; and every generic hook (`on_any_call`, `on_assign`, `on_string`, `on_attribute`)
+declining it through `Rule.may_act`, which says yes unless a rule says otherwise. Anything
+else goes through LibCST as before.
 """
 
 from __future__ import annotations
@@ -101,10 +103,10 @@ class _Reader:
         header = self._header(unit)
         if header is None:
             return None
-        if type(unit) in (ast.Assign, ast.AugAssign) and self.assigns:
-            targets = unit.targets if type(unit) is ast.Assign else [unit.target]  # type: ignore[attr-defined]
-            names = frozenset(name for target in targets if type(target) is ast.Subscript
-                              for name in self._names(target.value))  # type: ignore[attr-defined]
+        if isinstance(unit, (ast.Assign, ast.AugAssign)) and self.assigns:
+            targets = unit.targets if isinstance(unit, ast.Assign) else [unit.target]
+            names = frozenset(name for target in targets if isinstance(target, ast.Subscript)
+                              for name in self._names(target.value))
             if any(rule.may_act(unit, names) for rule in self.assigns):
                 return None
         return self.out if all(self._read(node) for node in header) else None
@@ -125,8 +127,8 @@ class _Reader:
             return None
         # LibCST reads the defined name and the parameters' names as names of this scope
         names = [unit.name]  # type: ignore[attr-defined]
-        if kind is ast.ClassDef:
-            header = [*unit.decorator_list, *unit.bases, *unit.keywords]  # type: ignore[attr-defined]
+        if isinstance(unit, ast.ClassDef):
+            header = [*unit.decorator_list, *unit.bases, *unit.keywords]
         else:
             arguments = unit.args  # type: ignore[attr-defined]
             names += [a.arg for a in (*arguments.posonlyargs, *arguments.args,
@@ -212,10 +214,11 @@ class _Reader:
             return frozenset((node.attr,))  # type: ignore[attr-defined]
         if type(node) is not ast.Name:
             return frozenset()
-        resolution = self._resolve(node.id, [])  # type: ignore[attr-defined]
+        name: str = node.id  # type: ignore[attr-defined]
+        resolution = self._resolve(name, [])
         if resolution is None:
-            return frozenset((node.id,))  # type: ignore[attr-defined]
-        return frozenset((node.id, *(q.rsplit(".", 1)[-1] for q in resolution.qualnames)))  # type: ignore[attr-defined]
+            return frozenset((name,))
+        return frozenset((name, *(q.rsplit(".", 1)[-1] for q in resolution.qualnames)))
 
     def _string(self, node: ast.Constant, value: str) -> bool:
         if not self._plain(value):
