@@ -60,11 +60,11 @@ def test_only_the_statements_nothing_could_act_on_are_demoted() -> None:
     demoted = {text[line - 1].strip().split(" = ")[0].split("(")[0]
                for line in _demoted(EDGES)}
     assert {"groups", "rank", "layer", "other", "model_output",
-            "table[parallel_state.get_data_parallel_rank"} <= demoted
+            "table[parallel_state.get_data_parallel_rank", "squares", "scaled", "shadowed",
+            "defaulted", "pairs"} <= demoted
     for name in ("named", "device_string", "device_prefix", "joined", "escaped",
                  'env["XLA_FLAGS"]', "os.environ[key_name]", "env[key_name]", "compiled",
-                 "moved", "placed", "squares", "scaled",
-                 "keyword_named", "attribute_named", "chained"):
+                 "moved", "placed", "keyword_named", "attribute_named", "chained"):
         assert name not in demoted, name  # a token, a hook, a binding or a quirk
     # block headers: what LibCST reads of them is their header
     assert {"def decorated", "while parallel_state.get_data_parallel_rank",

@@ -9,7 +9,7 @@ rewrite's path and its findings are made from the `ast`, the same rule, message 
 the leftover scan gives (`neuron_migrate.engine.residual`).
 
 Only when nothing could act on the statement: a simple statement or the header of an `if`,
-`while`, `for`, `with`, `def` or `class` (no lambda, comprehension or `:=` in it); every
+`while`, `for`, `with`, `def` or `class` (no `:=` in it); every
 name in it resolved without doubt, none owned by a rule's `on_call` or `on_reference` or
 bound by an import the rewrite tracks, and none that LibCST alone reads as a name (a
 keyword, a parameter, `attr` in `f().attr`) meaning an import; no string holding an XLA-era
@@ -33,8 +33,7 @@ from neuron_migrate.engine.suppress import Suppressions, span
 _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Raise,
            ast.Assert, ast.Delete)
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-_BINDS_LOCALS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
-                 ast.NamedExpr)
+_BINDS_LOCALS = (ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 @dataclass(frozen=True)
@@ -96,6 +95,9 @@ class _Reader:
         self.tokens = tuple(t.decode() for t in registry.tokens)
         self.calls, self.assigns = registry.any_call, registry.assign
         self.strings, self.attributes = registry.string, registry.attribute
+        # the names the lambdas and comprehensions around the node being read bind: as to
+        # LibCST's leftover scan, they mean nothing here (in their whole subtree)
+        self.locals: list[set[str]] = []
 
     def reports(self, unit: ast.stmt) -> list[_Report] | None:
         self.scope = self.analysis.scope_of[id(unit)]
@@ -144,8 +146,14 @@ class _Reader:
     def _read(self, node: ast.AST) -> bool:
         """Reads `node` and what it holds in source order; False when LibCST is needed."""
         kind = type(node)
-        if kind in _BINDS_LOCALS:
+        if kind is ast.NamedExpr:
             return False
+        if kind in _BINDS_LOCALS:
+            self.locals.append(_local_names(node))
+            try:
+                return all(self._read(child) for child in ast.iter_child_nodes(node))
+            finally:
+                self.locals.pop()
         if kind is ast.Name or kind is ast.Attribute:
             return self._reference(node)  # type: ignore[arg-type]
         if kind is ast.Constant:
@@ -231,6 +239,8 @@ class _Reader:
         return not any(token in text for token in self.tokens)
 
     def _resolve(self, root: str, attrs: list[str]) -> Resolution | None:
+        if self.locals and any(root in names for names in self.locals):
+            return None
         scope: Scope = self.scope
         memo = scope.resolved
         key = (root, *attrs)
@@ -238,3 +248,27 @@ class _Reader:
         if found is memo:
             found = memo[key] = scope.resolve(root, attrs)
         return found  # type: ignore[return-value]
+
+
+def _local_names(node: ast.AST) -> set[str]:
+    """What a lambda (its parameters) or a comprehension (its `for` targets) binds, as
+    LibCST's scan counts them (`neuron_migrate.engine.transform`)."""
+    if isinstance(node, ast.Lambda):
+        arguments = node.args
+        return {a.arg for a in (*arguments.posonlyargs, *arguments.args,
+                                *arguments.kwonlyargs, arguments.vararg, arguments.kwarg)
+                if a is not None}
+    names: set[str] = set()
+    for comprehension in node.generators:  # type: ignore[attr-defined]
+        names |= _target_names(comprehension.target)
+    return names
+
+
+def _target_names(node: ast.AST) -> set[str]:
+    if isinstance(node, ast.Name):
+        return {node.id}
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return {name for element in node.elts for name in _target_names(element)}
+    if isinstance(node, ast.Starred):
+        return _target_names(node.value)
+    return set()

@@ -34,6 +34,9 @@ moved = layers.ColumnParallelLinear(4, 4).to(xm.xla_device())
 placed = layers.ColumnParallelLinear(4, 4).to("cpu")
 squares = [parallel_state.get_data_parallel_rank() ** 2 for _ in range(2)]
 scaled = lambda x: x * parallel_state.get_data_parallel_rank()
+shadowed = [parallel_state for parallel_state in parallel_state.groups()], layers.Size
+defaulted = lambda layers=layers.Size: layers(parallel_state.get_data_parallel_rank())
+pairs = {rank: layers.ColumnParallelLinear(rank, 4) for (rank, *_) in groups}
 if (n := parallel_state.get_data_parallel_rank()) > 0:
     pass
 keyword_named = dict(parallel_state=parallel_state.get_data_parallel_rank())
