@@ -325,6 +325,7 @@ class _Screen:
 
     def __init__(self) -> None:
         self._console = None
+        self._plain = _plain_stdout()  # asked once: a report prints thousands of lines
 
     @property
     def console(self):  # type: ignore[no-untyped-def]
@@ -335,7 +336,7 @@ class _Screen:
         return self._console
 
     def print(self, text: str, style: str = "") -> None:
-        if self._console is None and _plain_stdout():
+        if self._console is None and self._plain:
             sys.stdout.write(text + "\n")
             return
         from rich.text import Text

@@ -24,6 +24,7 @@ OPTIONS = {
     "select-NM710": Options(select=frozenset({"NM710"})),
     "ignore-NM709": Options(ignore=frozenset({"NM709"}), unsafe_fixes=True),
     "annotate": Options(annotate=True),
+    "trn1": Options(target="trn1"),
 }
 
 
