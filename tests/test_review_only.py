@@ -17,7 +17,7 @@ from neuron_migrate.rules import all_rules
 from tests.conftest import SOURCES, source_id
 
 DATA = Path(__file__).parent / "data" / "review_only"
-EDGES, ONLY_NXD = DATA / "edges.py", DATA / "only_nxd.py"
+EDGES, ONLY_NXD, XLA_REFS = DATA / "edges.py", DATA / "only_nxd.py", DATA / "xla_refs.py"
 OPTIONS = {
     "default": Options(),
     "cuda": Options(sources=frozenset({"xla", "cuda"})),
@@ -39,7 +39,7 @@ def _both(path: Path, options: Options, monkeypatch: pytest.MonkeyPatch):
 
 
 @pytest.mark.parametrize("options", OPTIONS.values(), ids=OPTIONS.keys())
-@pytest.mark.parametrize("source", [EDGES, ONLY_NXD, *SOURCES], ids=source_id)
+@pytest.mark.parametrize("source", [EDGES, ONLY_NXD, XLA_REFS, *SOURCES], ids=source_id)
 def test_reporting_from_the_ast_changes_no_result(source: Path, options: Options,
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     fast, slow = _both(source, options, monkeypatch)
@@ -71,6 +71,21 @@ def test_only_the_statements_nothing_could_act_on_are_demoted() -> None:
     assert {"def decorated", "while parallel_state.get_data_parallel_rank",
             "for index, item in enumerate", "with layers.scope", "class Wide"} <= demoted
     assert not {"def parallel_state_user", "class Meta"} & demoted  # names LibCST resolves
+
+
+def test_torch_xla_names_no_rule_handles_are_reported_and_their_imports_kept() -> None:
+    text = XLA_REFS.read_text().splitlines()
+    demoted = {text[line - 1].strip().split(" = ")[0].split("(")[0]
+               for line in _demoted(XLA_REFS)}
+    # a module used as a value, an unmapped name, an experimental API, metrics queries
+    assert {"kept", "unmapped", "count", "def helper", "if met.counter_value",
+            "return [met.metric_data"} <= demoted
+    assert not {"report", "internal", "device"} & demoted  # a rule handles these calls
+    result = migrate.migrate_source(str(XLA_REFS), XLA_REFS.read_bytes(),
+                                    Registry(all_rules(), Options()))
+    removed = [f.message for f in result.findings if f.rule_id == "NM001"]
+    assert removed == ["remove `from torch_xla.core.xla_model import xla_device`: nothing "
+                       "uses it after the migration"]  # xm, met, xr and pjrt stay
 
 
 def test_a_file_with_only_review_items_is_never_parsed_by_libcst(

@@ -53,10 +53,12 @@ class Analysis:
     # every call in the file, with the index of the top-level statement that holds it: the
     # walk sees them all, and some rules ask about the whole file (`Site.module_calls`)
     calls: list[tuple[ast.Call, int]] = field(default_factory=list)
-    # flagged statements whose only XLA-era names are imports of the watched packages
-    # (torch_neuronx, neuronx_distributed, ...): most only have references to report,
-    # which `neuron_migrate.engine.review_only` can do without LibCST
+    # flagged statements flagged only for naming XLA-era imports (torch_xla, or a watched
+    # package: torch_neuronx, neuronx_distributed, ...): many only have references to
+    # report, which `neuron_migrate.engine.review_only` can do without LibCST
     review_only: list[ast.stmt] = field(default_factory=list)
+    # bindings that statements reported from the `ast` name: the imports the rewrite keeps
+    used: set[int] = field(default_factory=set)
     # each statement's enclosing statement, by id (None at the top of the module)
     parents: dict[int, ast.stmt | None] = field(default_factory=dict)
 
@@ -112,7 +114,7 @@ class _Walker:
         self.calls: list[tuple[ast.Call, int]] = []
         self.top = -1  # the index of the top-level statement being read
         self.flagged_units: list[ast.stmt] = []
-        self.watched_units: list[ast.stmt] = []  # flagged for a watched package's name
+        self.named_units: list[ast.stmt] = []  # flagged for naming an XLA-era import
         self.scope_of: dict[int, Scope] = {}
         self.fallback: frozenset[str] = frozenset()
         self.imports: list[Binding] = []
@@ -381,7 +383,7 @@ class _Walker:
         for unit in self.flagged_units:
             result.flagged.add(id(unit))
             result.mark_path(unit)
-        for unit in self.watched_units:
+        for unit in self.named_units:
             if id(unit) not in result.flagged:
                 result.review_only.append(unit)
                 result.flagged.add(id(unit))
@@ -425,11 +427,10 @@ class _Walker:
                 if binding.string_value is not None or binding.device_value:
                     if id(node) in moved:
                         self.flag(unit)  # `x.to(device)`: rules may act on the placement
-                elif binding.qualname is not None:
-                    if is_xla(binding.qualname):
-                        self.flag(unit)
-                    elif binding.qualname.split(".", 1)[0] in self.watched_roots:
-                        self.watched_units.append(unit)
+                elif binding.qualname is not None and (
+                        is_xla(binding.qualname)
+                        or binding.qualname.split(".", 1)[0] in self.watched_roots):
+                    self.named_units.append(unit)
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:

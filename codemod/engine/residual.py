@@ -78,13 +78,15 @@ class ResidualScanner(_ScopedVisitor):
                                           node))
                 return False
             rule_id = AMBIGUOUS if resolution.ambiguous else UNMAPPED
-            self.findings.append((rule_id, _describe(resolution, node), node))
+            self.findings.append((rule_id, describe(resolution, type(node) is cst.Name), node))
         return False
 
 
-def _describe(resolution: Resolution, node: cst.CSTNode) -> str:
+def describe(resolution: Resolution, plain_name: bool) -> str:
+    """The message for an XLA reference no rule handles; `plain_name`: a bare name, not a
+    dotted one."""
     names = ", ".join(sorted(set(resolution.qualnames)))
-    module_value = isinstance(node, cst.Name) and all(
+    module_value = plain_name and all(
         isinstance(b.statement, ast.Import) for b in resolution.bindings if b.is_import)
     if resolution.ambiguous:
         return (f"`{names}`: this name is also bound to something else in this scope, so "

@@ -1,12 +1,14 @@
-"""Statements whose only XLA-era names are review-only APIs, reported from the `ast` alone.
+"""Statements whose only XLA-era names are APIs no rule rewrites, reported from the `ast`.
 
-Most statements of NeuronX Distributed, transformers-neuronx or XLA-era torch_neuronx code
-only name APIs no rule rewrites (NM709, NM710): LibCST would parse them, every hook would pass
-them by, and the scan for leftovers would report each name. In real checkouts these are about
-two fifths of all findings, and some are the largest statements of a file (tables of rank
-groups), so parsing them cost a sixth of a `check`. Here such a statement is taken off the
-rewrite's path and its findings are made from the `ast`, the same rule, message and position
-the leftover scan gives (`neuron_migrate.engine.residual`).
+Most statements of NeuronX Distributed, transformers-neuronx or XLA-era torch_neuronx code,
+and many of torch_xla's own (internals, metrics, SPMD, experimental APIs), only name APIs no
+rule rewrites (NM709, NM710, NM705, NM707, NM708, NM701): LibCST would parse them, every hook
+would pass them by, and the scan for leftovers would report each name. In real checkouts these
+are about two fifths of all findings, and some are the largest statements of a file (tables
+of rank groups), so parsing them cost a sixth of a `check`. Here such a statement is taken off
+the rewrite's path and its findings are made from the `ast`, the same rule, message and
+position the leftover scan gives (`neuron_migrate.engine.residual`); the imports its names
+resolve to count as used, as the scan counts them, so they stay.
 
 Only when nothing could act on the statement: a simple statement or the header of an `if`,
 `while`, `for`, `with`, `def` or `class` (no `:=` in it); every
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.locate import Locator
 from neuron_migrate.analysis.scopes import Resolution, Scope
+from neuron_migrate.engine.residual import describe
 from neuron_migrate.model import Finding, Kind, Options
-from neuron_migrate.registry import Registry
+from neuron_migrate.registry import UNMAPPED, Registry
 from neuron_migrate.engine.suppress import Suppressions, span
 
 _SIMPLE = (ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Return, ast.Raise,
@@ -43,7 +46,7 @@ class _Report:
     node: ast.AST
 
 
-Demoted = list[tuple[ast.stmt, "list[_Report]"]]
+Demoted = list[tuple[ast.stmt, list[_Report]]]
 
 
 def demote(analysis: Analysis, registry: Registry, options: Options) -> Demoted:
@@ -52,8 +55,12 @@ def demote(analysis: Analysis, registry: Registry, options: Options) -> Demoted:
     if not analysis.review_only or options.annotate:
         return []  # --annotate writes notes above statements: those go through LibCST
     reader = _Reader(analysis, registry)
-    demoted = [(unit, reports) for unit in analysis.review_only
-               if (reports := reader.reports(unit)) is not None]
+    demoted: Demoted = []
+    for unit in analysis.review_only:
+        reports = reader.reports(unit)
+        if reports is not None:
+            demoted.append((unit, reports))
+            analysis.used.update(reader.used)  # the imports they name stay
     if not demoted:
         return []
     for unit, _ in demoted:
@@ -91,7 +98,6 @@ class _Reader:
     def __init__(self, analysis: Analysis, registry: Registry) -> None:
         self.analysis = analysis
         self.registry = registry
-        self.tracked = {id(b) for b in analysis.xla_imports}
         self.tokens = tuple(t.decode() for t in registry.tokens)
         self.calls, self.assigns = registry.any_call, registry.assign
         self.strings, self.attributes = registry.string, registry.attribute
@@ -100,8 +106,11 @@ class _Reader:
         self.locals: list[set[str]] = []
 
     def reports(self, unit: ast.stmt) -> list[_Report] | None:
+        """What the statement reports, or None when it needs LibCST; `used` then holds the
+        bindings its names resolve to."""
         self.scope = self.analysis.scope_of[id(unit)]
         self.out: list[_Report] = []
+        self.used: set[int] = set()
         header = self._header(unit)
         if header is None:
             return None
@@ -198,14 +207,18 @@ class _Reader:
         if resolution is None:
             return True
         registry = self.registry
-        if resolution.ambiguous or resolution.touches_xla or \
-                any(id(b) in self.tracked for b in resolution.bindings) or \
+        if resolution.ambiguous or any(b.star for b in resolution.bindings) or \
                 registry.name_rule(resolution.qualnames) is not None or \
                 registry.call_rule(resolution.qualnames) is not None:
             return False
-        rule = registry.prefix_rule(resolution.qualnames[0])
-        if rule is not None and registry.enabled(rule):
-            self.out.append(_Report(rule.id, rule.leftover_reference(resolution.qualnames[0]),
+        self.used.update(id(b) for b in resolution.bindings)
+        qualname = resolution.qualnames[0]
+        rule = registry.prefix_rule(qualname)
+        if rule is not None:
+            if registry.enabled(rule):
+                self.out.append(_Report(rule.id, rule.leftover_reference(qualname), node))
+        elif resolution.touches_xla:
+            self.out.append(_Report(UNMAPPED, describe(resolution, type(node) is ast.Name),
                                     node))
         return True
 

@@ -62,7 +62,7 @@ class ModuleRewriter:
         self.before: dict[int, tuple[cst.BaseStatement, ...]] = {}  # inserted above a unit
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
-        self.used: set[int] = set()
+        self.used: set[int] = set(analysis.used)  # what the statements it skips name
         self.removals: dict[int, set[int]] = {}
         self.annotations: dict[int, list[str]] = {}
         self.header: set[str] = set()  # the comments above the module's first statement
