@@ -21,7 +21,7 @@ from neuron_migrate import deps
 from neuron_migrate.files.discover import Excludes, discover
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
 from neuron_migrate.model import FileResult, Finding, Kind, Options
-from neuron_migrate.registry import Registry
+from neuron_migrate.registry import DeferredRegistry, Registry
 from neuron_migrate.target import named_instances
 from neuron_migrate.wording import as_written
 
@@ -462,6 +462,7 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
         return
     from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
 
+    _preload(job)
     workers = min(jobs, total)
     pool = ProcessPoolExecutor(max_workers=workers, initializer=_start_worker, initargs=(job,))
     try:
@@ -472,6 +473,19 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
         _stop(pool)
         raise
     pool.shutdown()
+
+
+def _preload(job: Job) -> None:
+    """Load the rules and the engine (LibCST) here, before the workers start: forked, they
+    inherit them instead of each importing them again, and the report, which reads the
+    rules' texts, would otherwise load them in this process once the workers are done, a
+    pause at the end of every run. Objects that exist now are kept out of collections, as at
+    the start of the run (`_fewer_collections`)."""
+    from neuron_migrate.engine import migrate  # noqa: F401  (LibCST, the engine)
+
+    if isinstance(job.registry, DeferredRegistry):
+        job.registry.loaded
+    gc.freeze()
 
 
 def _stop(pool: ProcessPoolExecutor) -> None:
