@@ -74,7 +74,9 @@ class Locator:
     """Maps (statement, signature, rank) to a 1-based line and character column."""
 
     def __init__(self, text: str) -> None:
-        self._lines = _NEWLINE.split(text)
+        # in ASCII text a byte is a character: no line needs to be looked at (and
+        # `isascii` is a flag of the string, not a scan)
+        self._lines: list[str] | None = None if text.isascii() else _NEWLINE.split(text)
         self._cache: dict[int, dict[tuple[str, str | None], list[ast.AST]]] = {}
 
     def position(self, stmt: ast.stmt, signature: tuple[str, str | None] | None,
@@ -104,7 +106,7 @@ class Locator:
 
     def _column(self, line: int, byte_offset: int) -> int:
         """`ast` columns count UTF-8 bytes; reports count characters, from 1."""
-        if 0 < line <= len(self._lines):
+        if self._lines is not None and 0 < line <= len(self._lines):
             text = self._lines[line - 1]
             return len(text.encode("utf-8")[:byte_offset].decode("utf-8", "replace")) + 1
         return byte_offset + 1
