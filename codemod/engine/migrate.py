@@ -73,8 +73,9 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     if not analysis.needs_rewrite and not demoted:
         return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
+    locator = Locator(text)
     reviewed = review_only.findings(path, demoted, analysis.flagged, suppressions,
-                                    Locator(text)) if demoted else []
+                                    locator) if demoted else []
     if not analysis.needs_rewrite and analysis.entry is None:
         return FileResult(path, original=data, findings=tuple(sorted(
             (*reviewed, *_unused(path, suppressions, registry)),
@@ -104,7 +105,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     new, rewriter, encoding = done
     if new and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
         new += b"\r"  # LibCST drops a last line ending that is a lone "\r" (old Mac files)
-    findings = tuple(sorted((*_findings(path, rewriter, Locator(text)), *reviewed,
+    findings = tuple(sorted((*_findings(path, rewriter, locator), *reviewed,
                              *_unused(path, suppressions, registry)),
                             key=lambda f: (f.line, f.column, f.rule_id)))
     if new is None:
