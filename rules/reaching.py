@@ -60,21 +60,32 @@ def reaching(tree: ast.Module, at: ast.stmt, target: str,
 
 def ancestors(tree: ast.Module, at: ast.stmt) -> list[ast.AST] | None:
     """The scopes and compound statements around `at`, outermost first (None if not in tree)."""
+    parents = _parents(tree)
+    parent = parents.get(id(at))
+    if parent is None:
+        return None
     path: list[ast.AST] = []
+    while parent is not tree:
+        path.append(parent)
+        parent = parents[id(parent)]
+    return [tree, *reversed(path)]
 
-    def search(node: ast.AST) -> bool:
+
+@functools.lru_cache(maxsize=4)
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """Each statement, `except` clause and `case` of the module (and any node directly in
+    one), by id, with what holds it: asked for every call a rule follows, so the module is
+    walked once (as `_declared`: the cache holds the trees, so an id is never reused)."""
+    parents: dict[int, ast.AST] = {}
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if child is at:
-                return True
-            if isinstance(child, ast.stmt) or isinstance(child, ast.excepthandler) \
-                    or type(child).__name__ == "match_case":
-                path.append(child)
-                if search(child):
-                    return True
-                path.pop()
-        return False
-
-    return [tree, *path] if search(tree) else None
+            if id(child) not in parents:  # the first holder found, as a search from the top
+                parents[id(child)] = node
+            if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                stack.append(child)
+    return parents
 
 
 def definitions_of(tree: ast.Module, at: ast.stmt, dotted: str
@@ -345,7 +356,10 @@ def _assigns(function: ast.AST, target: str) -> bool:
                for n in _own_statements(function))
 
 
+@functools.lru_cache(maxsize=256)
 def _assigned_in_body(function: ast.AST, target: str) -> bool:
+    """Asked again for each call a rule follows in the same function: kept (ast nodes are
+    keys by identity, and the cache holds them)."""
     return _assigns(function, target) or any(
         isinstance(n, ast.NamedExpr) and n.target.id == target for n in ast.walk(function))
 
