@@ -223,11 +223,14 @@ class Rule:
 
     def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
         """Whether `on_any_call`, `on_assign`, `on_string` or `on_attribute` could act on this
-        `ast` node (a call, an assignment statement, a string or f-string, an attribute);
-        `names`: what the called name (for an assignment: a subscripted target's mapping)
-        could be known by: its last part, and the last part of what a name was imported as. The engine reports a statement that only names review-only APIs from
-        the `ast`, without LibCST, only when every such hook says no; so the answer is yes
-        unless the rule overrides it with a test as wide as its hook's."""
+        `ast` node (a call, an assignment statement, a string or f-string, an attribute).
+        `names`: what the called name (for an assignment, a subscripted target's mapping)
+        could be known by: its last part, and the last part of what it was imported as.
+
+        The engine reports a statement that only names APIs no rule rewrites from the `ast`,
+        without LibCST (`neuron_migrate.engine.review_only`), only when every such hook says
+        no; so the answer is yes unless the rule overrides it with a test as wide as its
+        hook's."""
         return True
 
     def on_entry(self, site: Site) -> Insert | Review | None:

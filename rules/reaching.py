@@ -73,17 +73,16 @@ def ancestors(tree: ast.Module, at: ast.stmt) -> list[ast.AST] | None:
 
 @functools.lru_cache(maxsize=4)
 def _parents(tree: ast.Module) -> dict[int, ast.AST]:
-    """Each statement, `except` clause and `case` of the module (and any node directly in
-    one), by id, with what holds it: asked for every call a rule follows, so the module is
-    walked once (as `_declared`: the cache holds the trees, so an id is never reused)."""
+    """Each statement, `except` clause and `case` of the module, by id, with what holds it:
+    asked for every call a rule follows, so the module is walked once (as `_declared`: the
+    cache holds the trees, so an id is never reused)."""
     parents: dict[int, ast.AST] = {}
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         for child in ast.iter_child_nodes(node):
-            if id(child) not in parents:  # the first holder found, as a search from the top
-                parents[id(child)] = node
             if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)):
+                parents[id(child)] = node
                 stack.append(child)
     return parents
 

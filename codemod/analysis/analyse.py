@@ -69,6 +69,16 @@ class Analysis:
             on_path.add(id(stmt))
             stmt = parents.get(id(stmt))
 
+    def mark_paths(self) -> None:
+        """Put what the rewrite reaches on its path: the flagged statements, the XLA
+        imports and the script's entry, with the statements around them."""
+        for unit_id in self.flagged:  # ids: `mark_path` goes on from the parent
+            self.on_path.add(unit_id)
+            self.mark_path(self.parents.get(unit_id))
+        for binding in self.xla_imports:
+            self.mark_path(binding.statement)
+        self.mark_path(self.entry)
+
     @property
     def needs_rewrite(self) -> bool:
         return bool(self.flagged or self.xla_imports)
@@ -380,17 +390,12 @@ class _Walker:
                           xla_imports=self.imports, calls=self.calls,
                           parents=self.stmt_parent)
         self._resolve_loads(result)
-        for unit in self.flagged_units:
-            result.flagged.add(id(unit))
-            result.mark_path(unit)
+        result.flagged.update(id(unit) for unit in self.flagged_units)
         for unit in self.named_units:
             if id(unit) not in result.flagged:
                 result.review_only.append(unit)
                 result.flagged.add(id(unit))
-                result.mark_path(unit)
-        for binding in self.imports:
-            if binding.statement is not None:
-                result.mark_path(binding.statement)
+        result.mark_paths()
         return result
 
     def _mark_device_bindings(self) -> set[str]:

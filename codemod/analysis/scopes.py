@@ -168,6 +168,16 @@ class Scope:
         )
         return resolution.extend(attrs)
 
+    def resolve_cached(self, root: str, attrs: list[str]) -> Resolution | None:
+        """`resolve`, kept in `resolved`: the rewriter and the reader of review-only
+        statements ask for the same names again and again."""
+        key = (root, *attrs)
+        memo = self.resolved
+        found = memo.get(key, memo)  # the memo itself stands for "not asked yet"
+        if found is memo:
+            found = memo[key] = self.resolve(root, attrs)
+        return found  # type: ignore[return-value]
+
     def module_name(self, qualname: str) -> str | None:
         """A name that refers here to the module `qualname` (`torch`, or an alias such as
         `th`): the innermost scope's first such binding that is not shadowed here. For the

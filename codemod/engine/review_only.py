@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.locate import Locator
-from neuron_migrate.analysis.scopes import Resolution, Scope
+from neuron_migrate.analysis.scopes import Resolution
 from neuron_migrate.engine.residual import describe
 from neuron_migrate.model import Finding, Kind, Options
 from neuron_migrate.registry import UNMAPPED, Registry
@@ -66,12 +66,7 @@ def demote(analysis: Analysis, registry: Registry, options: Options) -> Demoted:
     for unit, _ in demoted:
         analysis.flagged.discard(id(unit))
     analysis.on_path.clear()
-    for unit_id in analysis.flagged:
-        analysis.on_path.add(unit_id)
-        analysis.mark_path(analysis.parents.get(unit_id))
-    for binding in analysis.xla_imports:
-        analysis.mark_path(binding.statement)
-    analysis.mark_path(analysis.entry)
+    analysis.mark_paths()
     return demoted
 
 
@@ -254,13 +249,7 @@ class _Reader:
     def _resolve(self, root: str, attrs: list[str]) -> Resolution | None:
         if self.locals and any(root in names for names in self.locals):
             return None
-        scope: Scope = self.scope
-        memo = scope.resolved
-        key = (root, *attrs)
-        found = memo.get(key, memo)
-        if found is memo:
-            found = memo[key] = scope.resolve(root, attrs)
-        return found  # type: ignore[return-value]
+        return self.scope.resolve_cached(root, attrs)
 
 
 def _local_names(node: ast.AST) -> set[str]:

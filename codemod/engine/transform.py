@@ -148,12 +148,7 @@ class _ScopedVisitor:
         if self.locals and any(name in names for names in self.locals):
             return None
         attrs.reverse()
-        key = (name, *attrs)
-        memo = self.scope.resolved
-        found = memo.get(key, memo)  # the memo itself stands for "not asked yet"
-        if found is memo:
-            found = memo[key] = self.scope.resolve(name, attrs)
-        return found  # type: ignore[return-value]
+        return self.scope.resolve_cached(name, attrs)
 
     def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
                 applied: bool, suggestion: str | None = None) -> Pending:
