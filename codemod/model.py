@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import enum
+import operator
 import sys
 import warnings
 from dataclasses import dataclass, field
@@ -52,6 +53,10 @@ class Finding:
         # A repository's findings repeat a few messages thousands of times; one shared copy of
         # each keeps a large run's results small (and pickles each once per batch from -j).
         object.__setattr__(self, "message", sys.intern(self.message))
+
+
+BY_POSITION = operator.attrgetter("line", "column", "rule_id")
+"""The order reports list a file's findings in: by line, column, then rule."""
 
 
 @dataclass(frozen=True)

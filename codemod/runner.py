@@ -20,7 +20,7 @@ import pathspec
 from neuron_migrate import deps
 from neuron_migrate.files.discover import Excludes, discover
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
-from neuron_migrate.model import FileResult, Finding, Kind, Options
+from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options
 from neuron_migrate.registry import DeferredRegistry, Registry
 from neuron_migrate.target import named_instances
 from neuron_migrate.wording import as_written
@@ -344,8 +344,7 @@ def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = Tr
         scanned = {(f.line, f.column) for f in pins.findings}
         code = [f for f in result.findings
                 if f.kind is not Kind.REVIEW or (f.line, f.column) not in scanned]
-        findings = tuple(sorted((*code, *pins.findings),
-                                key=lambda f: (f.line, f.column, f.rule_id)))
+        findings = tuple(sorted((*code, *pins.findings), key=BY_POSITION))
         result = dataclasses.replace(result, findings=findings)
     return result
 

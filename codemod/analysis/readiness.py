@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from neuron_migrate.engine.failsafe import never_raise
-from neuron_migrate.model import FileResult, Finding, Kind, parsed
+from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, parsed
 from neuron_migrate.analysis.readiness_facts import Facts, facts_of
 from neuron_migrate.analysis.readiness_plan import Plan, Scope
 from neuron_migrate.rule import Rule
@@ -160,7 +160,7 @@ def check_tree(path: str, data: bytes, tree: ast.Module, rules: Sequence[Readine
     if plan.rules:
         walk = _Walk(path, facts, plan, suppressions, engine, ready)
         walk.block(tree.body, None, False, False, ())
-        ready.findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+        ready.findings.sort(key=BY_POSITION)
     return ready
 
 

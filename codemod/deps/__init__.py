@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.deps.ids import LAUNCH, PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.deps.launch_paths import ContainerPaths, HostPaths
-from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.model import BY_POSITION, FileResult, Finding
 from neuron_migrate.registry import Registry
 
 if TYPE_CHECKING:  # the scanners (and packaging, tomlkit) load when a file needs them
@@ -191,7 +191,7 @@ def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool
 
 
 def _ordered(findings: list[Finding]) -> tuple[Finding, ...]:
-    return tuple(sorted(findings, key=lambda f: (f.line, f.column, f.rule_id)))
+    return tuple(sorted(findings, key=BY_POSITION))
 
 
 def scan_text_lines(path: str, lines: list[tuple[int, str]], registry: Registry,

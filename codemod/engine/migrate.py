@@ -19,7 +19,7 @@ from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.analysis.locate import Locator
 from neuron_migrate.engine.mask import Masked, mask
-from neuron_migrate.model import FileResult, Finding, Kind, Options, parsed
+from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options, parsed
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
 from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_torch
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
@@ -58,7 +58,7 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     if not ready.findings:
         return result
     findings = sorted((*result.findings, *ready.findings),
-                      key=lambda f: (f.line, f.column, f.rule_id))
+                      key=BY_POSITION)
     return dataclasses.replace(result, findings=tuple(findings))
 
 
@@ -79,7 +79,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     if not analysis.needs_rewrite and analysis.entry is None:
         return FileResult(path, original=data, findings=tuple(sorted(
             (*reviewed, *_unused(path, suppressions, registry)),
-            key=lambda f: (f.line, f.column, f.rule_id))))
+            key=BY_POSITION)))
     # --annotate changes files that have nothing to apply (unless their notes are there
     # already), which only the generated file tells
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
@@ -107,7 +107,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
         new += b"\r"  # LibCST drops a last line ending that is a lone "\r" (old Mac files)
     findings = tuple(sorted((*_findings(path, rewriter, locator), *reviewed,
                              *_unused(path, suppressions, registry)),
-                            key=lambda f: (f.line, f.column, f.rule_id)))
+                            key=BY_POSITION))
     if new is None:
         return FileResult(path, findings=findings, original=data, encoding=encoding,
                           modified=any(f.applied for f in findings))
@@ -266,7 +266,7 @@ def _findings(path: str, rewriter: ModuleRewriter, locator: Locator) -> tuple[Fi
             findings.append(Finding(path, line, column, item.rule_id, Kind.REVIEW, item.message))
     for note in rewriter.import_notes:
         findings.append(_import_finding(path, note, locator))
-    findings.sort(key=lambda f: (f.line, f.column, f.rule_id))
+    findings.sort(key=BY_POSITION)
     return tuple(findings)
 
 
