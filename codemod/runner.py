@@ -200,9 +200,9 @@ def process(path: Path, job: Job | None = None) -> FileResult:
 
 
 def _process(path: Path, job: Job) -> FileResult:
-    if job.audit:
-        return _audit(path, job)
     with _collected_after():
+        if job.audit:
+            return _audit(path, job)
         result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate,
                               job.code)
     if not job.keep_sources and (not result.changed or not job.write) and \
@@ -427,11 +427,11 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
 
 @contextlib.contextmanager
 def _fewer_collections() -> Iterator[None]:
-    """Migrating a file allocates a great many short-lived LibCST nodes and almost no cycles,
-    so the cyclic collector ran often and each full collection walked every object imported
-    at start-up: a quarter of a run's time. Objects that exist now are frozen out of
-    collections (worker processes inherit that), and young objects are collected less often.
-    Memory stays flat: files are still processed one at a time."""
+    """Each full collection walked every object imported at start-up: objects that exist now
+    are frozen out of collections (worker processes inherit that). Files are migrated with the
+    collector off (`_collected_after`); between them (results arriving, the report) young
+    objects are collected less often. Memory stays flat: files are still processed one at a
+    time."""
     thresholds = gc.get_threshold()
     gc.freeze()
     gc.set_threshold(50_000, 20, 20)

@@ -23,8 +23,8 @@ class _Node:
         self.payload: list[list[int]] = []
 
 
-def _job() -> Job:
-    return Job(Registry([], Options()), write=False, keep_sources=False)
+def _job(audit: bool = False) -> Job:
+    return Job(Registry([], Options()), write=False, keep_sources=False, audit=audit)
 
 
 def _cyclic_migration(seen: dict[str, object], garbage: int = 5_000
@@ -48,20 +48,23 @@ def _cyclic_migration(seen: dict[str, object], garbage: int = 5_000
     return migrate
 
 
-def _process_with_thresholds(tmp_path: Path, thresholds: tuple[int, int, int]) -> None:
+def _process_with_thresholds(tmp_path: Path, thresholds: tuple[int, int, int],
+                             audit: bool = False) -> None:
     saved = gc.get_threshold()
     gc.set_threshold(*thresholds)
     try:
-        runner.process(tmp_path / "a.py", _job())
+        runner.process(tmp_path / "a.py", _job(audit))
     finally:
         gc.set_threshold(*saved)
 
 
+@pytest.mark.parametrize("audit", [False, True], ids=["migrate", "audit"])
 def test_no_collection_while_a_file_is_migrated(monkeypatch: pytest.MonkeyPatch,
-                                                 tmp_path: Path) -> None:
+                                                 tmp_path: Path, audit: bool) -> None:
     seen: dict[str, object] = {}
-    monkeypatch.setattr(runner, "migrate_path", _cyclic_migration(seen, garbage=60_000))
-    _process_with_thresholds(tmp_path, (1_000, 10, 10))  # would collect many times
+    monkeypatch.setattr(runner, "_audit" if audit else "migrate_path",
+                        _cyclic_migration(seen, garbage=60_000))
+    _process_with_thresholds(tmp_path, (1_000, 10, 10), audit)  # would collect many times
     assert seen["enabled"] is False
     assert seen["collections"] == 0
     assert gc.isenabled()
