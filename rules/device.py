@@ -174,7 +174,10 @@ pass "neuron" too, and the message says so. A value also passed to `init_process
 still right: the native process-group backend is also called `neuron`. When the value comes
 from, or goes to, somewhere neuron-migrate cannot follow (an environment variable, a function
 it cannot see), none of its strings is renamed and each is reported with the reason; so is a
-value that only serves as a label (a command-line choice that never selects a device)."""
+value that only serves as a label (a command-line choice, or a module-level name or class
+attribute other modules can read, that never selects a device here). An enum member's value
+is never renamed: `Backend("xla")` would no longer find the member, and it could become an
+alias of another."""
     doc_url = D_HOME
     example = Example(
         before="def place(x, requested=\"xla\"):\n"

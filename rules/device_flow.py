@@ -54,7 +54,8 @@ def judge(flow: Flow, site: Site) -> Verdict:
         return Verdict(False, "", deferred=True)
     sources = [(source, _source_kind(source)) for source in flow.sources]
     others = _others(flow, renamed=False)
-    blocked = [_goes(u) for u, k in ends if k == "unknown"]
+    blocked = _enum_members(flow, sources)  # first: the gravest
+    blocked += [_goes(u) for u, k in ends if k == "unknown"]
     blocked += [f"its value comes from {s.label}" + (f" (line {s.line})" if s.line else "")
                 + ", which neuron-migrate cannot follow" for s, k in sources if k == "external"]
     blocked += _unindexed(flow, sources)
@@ -123,9 +124,12 @@ def _argument_kind(call: ast.Call, index: int | None, keyword: str | None, use: 
 
 def _source_kind(source: Source) -> str:
     """device (a device, or a device's type: renamed by the migration too), interface (the
-    command line, callers outside the file) or external (anything else)."""
-    if source.kind in ("option", "parameter", "module"):
+    command line, callers outside the file, other modules), enum (an enum member's value) or
+    external (anything else)."""
+    if source.kind in ("option", "parameter", "module", "class"):
         return "interface"
+    if source.kind == "enum":
+        return "enum"
     node = source.node
     if source.kind != "expr" or node is None:
         return "external"
@@ -135,6 +139,22 @@ def _source_kind(source: Source) -> str:
             source.scope.qualname(ast_dotted(node.func)) in _DEVICE_GETTERS:
         return "device"
     return "external"
+
+
+def _enum_members(flow: Flow, sources: list[tuple[Source, str]]) -> list[str]:
+    """The member a literal of the flow is the value of (attributes of one name share a
+    flow across classes: `A.XLA = "XLA"` and `B.XLA = "xla"`)."""
+    members = [s for s, k in sources if k == "enum"]
+    lines = flow.lines()
+    members.sort(key=lambda s: s.line not in lines)
+    return [_enum_member(members[0], flow)] if members else []
+
+
+def _enum_member(source: Source, flow: Flow) -> str:
+    old = next((n.value for n in flow.literals if isinstance(n, ast.Constant)), "xla")
+    return (f"it is {source.label}: with another value, `{source.owner}(\"{old}\")` would "
+            "no longer find the member, and the member would become an alias of any other "
+            "that has that value")
 
 
 def _unindexed(flow: Flow, sources: list[tuple[Source, str]]) -> list[str]:

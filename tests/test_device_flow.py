@@ -231,6 +231,43 @@ def test_a_label_on_the_command_line_that_never_selects_a_device_is_left() -> No
     assert {f.kind for f in findings if f.rule_id == "NM102"} == {Kind.REVIEW}
 
 
+def test_an_enum_member_keeps_its_value_even_beside_a_device_use() -> None:
+    """Renamed, `Backend("xla")` would fail and XLA would become an alias of NEURON."""
+    new, findings = _migrate("""\
+        import enum
+        class Mode(enum.Enum):
+            XLA = "XLA"  # one attribute name, so one flow with the member below
+        class Base(str, enum.Enum):
+            pass
+        class Backend(Base):
+            XLA = "xla"
+            NEURON = "neuron"
+        def place(t):
+            return t.to(Backend.XLA.value)
+    """)
+    assert 'XLA = "xla"' in new
+    review = [f for f in findings if f.rule_id == "NM102"]
+    assert [f.kind for f in review] == [Kind.REVIEW]
+    assert "enum member `Backend.XLA`" in review[0].message and \
+        'Backend("xla")' in review[0].message
+
+
+def test_a_class_attribute_is_read_by_other_modules_like_a_module_level_name() -> None:
+    new, findings = _migrate("""\
+        class Defaults:
+            kind = "xla"
+            _private = "xla"
+        class Placement:
+            device = "xla"
+            def place(self, t):
+                return t.to(self.device)
+    """)
+    assert 'kind = "xla"' in new  # nothing here makes it a device: reported
+    assert '_private = "neuron"' in new and 'device = "neuron"' in new
+    review = [f for f in findings if f.rule_id == "NM102" and not f.applied]
+    assert len(review) == 1 and "class attribute `Defaults.kind`" in review[0].message
+
+
 def test_an_index_compared_with_the_xla_device_itself_is_reported() -> None:
     new, findings = _migrate("""\
         import torch_xla.core.xla_model as xm

@@ -29,6 +29,7 @@ from neuron_migrate.analysis.flow_direct import direct_flow
 from neuron_migrate.analysis.flow_graph import Flow, Function, Key, Source, starred
 from neuron_migrate.analysis.flow_index import Index, children, definitions, index_file
 from neuron_migrate.analysis.flow_values import Values
+from neuron_migrate.analysis.locate import ast_dotted
 
 __all__ = ["Flow", "Flows", "Source", "string_flows"]
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
@@ -112,6 +113,26 @@ def string_flows(analysis: Analysis, literal: Callable[[ast.expr], bool],
     return Flows(analysis, literal, device_calls)
 
 
+_ENUM_BASES = ("Enum", "Flag")  # Enum, IntEnum, StrEnum, Flag, IntFlag, a project's BaseEnum
+
+
+def _enum(node: ast.ClassDef, classes: list[ast.ClassDef], seen: frozenset[int] = frozenset()
+          ) -> bool:
+    """Whether the class derives from an enum: a base named like one, or a class of the
+    file (by name) that does."""
+    for base in node.bases:
+        name = ast_dotted(base)
+        if name is None:
+            continue
+        if name.rpartition(".")[2].endswith(_ENUM_BASES):
+            return True
+        for other in classes:
+            if other.name == name and id(other) not in seen and \
+                    _enum(other, classes, seen | {id(node)}):
+                return True
+    return False
+
+
 class _Builder(Values):
     """The walk over statements: assignments, returns, loops, tests; and, at the end, the
     functions called from outside the file."""
@@ -181,7 +202,7 @@ class _Builder(Values):
             if default is not None and param is not None:
                 self.union(param, self.value(default))
         self.function.append(function)
-        outer_class, self.class_body = self.class_body, False
+        outer_class, self.class_body = self.class_body, None
         self.block(node.body)
         self.class_body = outer_class
         self.function.pop()
@@ -191,7 +212,7 @@ class _Builder(Values):
         scope = self.scope
         for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self.discard(expr)
-        outer, self.class_body = self.class_body, True
+        outer, self.class_body = self.class_body, node
         self.function.append(None)
         self.block(node.body)
         self.function.pop()
@@ -318,9 +339,24 @@ class _Builder(Values):
             self.end(value, node, target)
             return
         self.union(key, value)
-        if self.class_body and isinstance(target, ast.Name):  # a class attribute: `self.x`
+        if self.class_body is not None and isinstance(target, ast.Name):  # `self.x`, `C.x`
             self.union(key, ("attribute", target.id))
             self.add_name(("attribute", target.id), target.id)
+            self._class_attribute(key, self.class_body, target)
+
+    def _class_attribute(self, key: Key, owner: ast.ClassDef, target: ast.Name) -> None:
+        """A class attribute is read wherever its class is imported, as a module-level name
+        is; an enum member's value is also how a lookup by value (`Backend("xla")`) finds
+        the member, and renamed it could alias another member."""
+        if target.id.startswith("_"):
+            return
+        where = f"`{owner.name}.{target.id}`"
+        if _enum(owner, self.index.classes):
+            self.add_source(key, Source("enum", f"the value of the enum member {where}",
+                                        target.lineno, owner=owner.name))
+        else:
+            self.add_source(key, Source("class", f"the class attribute {where}, which other "
+                                        "modules can read", 0))
 
     def unpack(self, target: ast.Tuple | ast.List, value: ast.expr) -> bool:
         """`a, b = x, y` and `device, kind = resolve()` element by element."""

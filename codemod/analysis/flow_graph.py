@@ -21,15 +21,17 @@ class Source:
 
     `kind` is "expr" (an expression the flow does not follow: the rule judges `node`),
     "option" (a command-line option), "parameter" (a parameter of a function called from
-    outside the file), "module" (a module-level name other modules can import) or "name" (a
-    name bound outside the file, or by an import, loop or `with`)."""
+    outside the file), "module" (a module-level name other modules can import), "class" (a
+    class attribute, which they can read too), "enum" (an enum member's value, which lookups
+    by value find it by) or "name" (a name bound outside the file, or by an import, loop or
+    `with`)."""
 
     kind: str
     label: str
     line: int
     node: ast.AST | None = None
     scope: Scope | None = None
-    owner: str = ""  # for "parameter": the function
+    owner: str = ""  # for "parameter": the function; for "enum": the class
 
 
 @dataclass(eq=False)
@@ -106,7 +108,7 @@ class Graph:
         self.literal_keys: list[Key] = []  # the keys `literal_key` made, in order
         self.scope: Scope | None = None
         self.function: list[Function | None] = [None]
-        self.class_body = False
+        self.class_body: ast.ClassDef | None = None  # the class whose body is walked
         self.locals: list[tuple[int, set[str]]] = []
         self.guard: int | None = None
         self.unit: ast.stmt | None = None  # the statement being walked
