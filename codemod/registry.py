@@ -19,6 +19,7 @@ UNUSED_SUPPRESSION = "NM002"
 UNMAPPED = "NM701"
 AMBIGUOUS = "NM702"
 STAR_IMPORT = "NM703"
+XLA_BY_NAME = "NM715"
 """Findings the engine itself makes; their documentation lives in `rules/` like any other."""
 
 

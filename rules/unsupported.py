@@ -342,7 +342,8 @@ class XlaModuleByName(Rule):
     id = "NM715"
     name = "xla-module-by-name"
     kind = ReviewRule.kind
-    summary = "a string naming a torch_xla module, which TorchNeuron does not install"
+    summary = ("a string naming a torch_xla module, or a `try` importing one, that looks for "
+               "the XLA stack TorchNeuron does not install")
     explanation = """\
 What it does: reports string literals that are exactly the name of a torch_xla module
 (`"torch_xla"`, `"torch_xla.core.xla_model"`), as written in `"torch_xla" in sys.modules`,
@@ -354,6 +355,12 @@ TorchNeuron, so after the migration the check answers "no XLA" (or the import ra
 whatever it guarded takes its other branch: often the CPU path, or no distributed set-up.
 The migration removes the `import torch_xla` lines themselves, so nothing else says so.
 
+It also reports a `try: import torch_xla... except ImportError:` that detected the stack by
+importing it, once the migration removes the import: the other way round, the `try` body now
+always runs and the `except` branch never does, on every machine (`HAVE_XLA = True` even on a
+CPU or GPU host). A branch that could only stop the program (`raise`, `sys.exit`) is not
+reported, nor is a guard that goes whole (`except ImportError: xm = None`).
+
 What to do: decide what the check was for. To ask whether the Neuron device is there, use
 `torch.neuron.is_available()` (or `torch.accelerator.is_available()`); if the branch only
 served the XLA stack, remove it."""
@@ -362,6 +369,14 @@ served the XLA stack, remove it."""
 
     def interesting_string(self, value: str) -> bool:
         return _XLA_MODULE.fullmatch(value) is not None
+
+    def import_probe(self, line: int, handler_line: int) -> str:
+        """The message for a `try` whose torch_xla import the migration removes."""
+        return (f"the `try` on line {line} detected PyTorch/XLA by importing it; without that "
+                "import its body always runs and its `except` branch (line "
+                f"{handler_line}) never does for want of torch_xla, so what it decides now "
+                "takes the TorchNeuron path on every machine; if it must still work without "
+                "Neuron (CPU, GPU), ask for the device instead: torch.neuron.is_available()")
 
     def leftover_string(self, value: str) -> str:
         return (f"{value!r} names a torch_xla module, which TorchNeuron does not install: a "

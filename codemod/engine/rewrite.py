@@ -21,6 +21,7 @@ from neuron_migrate.engine.imports import (ImportNote, add_helpers, add_imports,
 from neuron_migrate.model import Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.nameguard import exports
+from neuron_migrate.engine.probes import probe_notes
 from neuron_migrate.engine.mask import hidden_units
 from neuron_migrate.engine.pairing import (StructureMismatch, check_pair, map_blocks, paired_units,
                                           unit_count)
@@ -102,10 +103,12 @@ class ModuleRewriter:
         """Rewrite the flagged statements and decide which imports go: every finding is known
         after this, before the module is rebuilt."""
         self._visit(module.body, self.analysis.tree.body)
+        silenced = lambda rule_id, unit: self.context.suppressions.silences(  # noqa: E731
+            rule_id, *span(unit))
         self.removals, self.import_notes = plan_removals(
-            self.analysis.xla_imports, self.used, self.registry,
-            lambda rule_id, unit: self.context.suppressions.silences(rule_id, *span(unit)),
-            self._kept())
+            self.analysis.xla_imports, self.used, self.registry, silenced, self._kept())
+        self.import_notes += probe_notes(self.analysis, self.removals, self.registry, silenced,
+                                         self._dead_import_guard)
 
     def _kept(self) -> Callable[[Binding], str | None]:
         """Why an import the rewritten code does not use must stay, if it must: a module-level

@@ -1,0 +1,60 @@
+"""Imports that detected the XLA stack: `try: import torch_xla... except ImportError:`.
+
+Removing such an import is right for the migration (the code it guarded is TorchNeuron code
+now), but it changes what the `try` decides: its body always runs and its `except` branch
+never does for want of torch_xla, on every machine. That is reported (NM715), unless the
+whole statement goes (a dead import guard) or the branch could only stop the program (a
+missing torch_xla was an error, which it no longer is).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+
+from neuron_migrate.analysis.analyse import Analysis, catches_import_error
+from neuron_migrate.engine.imports import ImportNote
+from neuron_migrate.registry import XLA_BY_NAME, Registry
+
+
+def probe_notes(analysis: Analysis, removals: dict[int, set[int]], registry: Registry,
+                silenced: Callable[[str, ast.stmt], bool],
+                gone: Callable[[ast.Try], bool]) -> list[ImportNote]:
+    """A review note on each `try` that loses an XLA import its `except ImportError` branch
+    depended on. `gone`: whether the rewrite removes the whole `try`."""
+    rule = registry.by_id.get(XLA_BY_NAME)
+    if rule is None or not registry.enabled(rule):
+        return []
+    notes: list[ImportNote] = []
+    seen: set[int] = set()
+    for binding in analysis.xla_imports:
+        statement = binding.statement
+        if statement is None or binding.alias_index not in removals.get(id(statement), ()):
+            continue
+        parent = analysis.parents.get(id(statement))
+        if not isinstance(parent, ast.Try) or id(parent) in seen or \
+                not any(s is statement for s in parent.body):
+            continue
+        seen.add(id(parent))
+        handlers = [h for h in parent.handlers if catches_import_error(h) and not _stops(h)]
+        if not handlers or gone(parent) or silenced(XLA_BY_NAME, parent):
+            continue
+        notes.append(ImportNote(XLA_BY_NAME, rule.import_probe(  # type: ignore[attr-defined]
+            parent.lineno, handlers[0].lineno), parent, False))
+    return notes
+
+
+def _stops(handler: ast.ExceptHandler) -> bool:
+    """Whether the branch ends by raising or exiting: without torch_xla the program stopped."""
+    last = handler.body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.Assert):
+        return isinstance(last.test, ast.Constant) and not last.test.value
+    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
+        func = last.value.func
+        name = func.id if isinstance(func, ast.Name) else \
+            f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute) and \
+            isinstance(func.value, ast.Name) else None
+        return name in ("exit", "quit", "sys.exit", "os._exit")
+    return False
