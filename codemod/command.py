@@ -169,7 +169,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
     if stdin:
-        job = Job(registry, writes, keep, fix_pins=request.mode != "scan",
+        job = Job(registry, writes, keep,
                   per_file_ignores=_per_file(config), code=not scan_only)
         return execute_stdin(request.stdin_filename, job, _excludes(config, request), scan_only,
                              lambda result: _report(result, registry, request, where))
@@ -187,7 +187,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
                      excludes=_excludes(config, request),
                      jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
                      keep_sources=keep, progress=advance,
-                     python=not scan_only, fix_pins=request.mode != "scan",
+                     python=not scan_only,
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only, audit=request.mode == "audit")
     if not _report(result, registry, request, where):

@@ -57,8 +57,8 @@ def test_modes_that_write_nothing_apply_nothing(repo: Path, mode: tuple[str, ...
     report = _report(*mode, "src", "missing")
     assert report["mode"] == {"check": "check", "apply": "dry-run", "scan": "scan"}[mode[0]]
     assert not any(f["applied"] for f in report["findings"])
-    # `scan` makes no rewrite (its --fix does); check and dry-run say what apply would write
-    assert any(f["applies"] for f in report["findings"]) == (mode[0] != "scan")
+    # check and dry-run say what apply would write; scan, what scan --fix would
+    assert any(f["applies"] for f in report["findings"])
     assert {p: p.read_bytes() for p in before} == before
     _errors_are_complete(report)
     assert report["errors"][-1] == "missing: no such file or directory"

@@ -20,6 +20,8 @@ def test_scan_exit_codes_and_fix(in_tmp: Path) -> None:
     (in_tmp / "requirements.txt").write_text(XLA_PINS)
     run = cli("scan", ".")
     assert run.exit_code == 1 and "NM801" in run.stdout
+    # it says what `scan --fix` would write, as `check` does for `apply`: fixes, not review
+    assert "1 would change" in run.stdout and "0 to review" in run.stdout
     assert (in_tmp / "requirements.txt").read_text() == XLA_PINS  # report only
     fixed = cli("scan", "--fix", ".")
     assert fixed.exit_code == 0
