@@ -81,6 +81,21 @@ def test_an_import_the_migration_keeps_changes_nothing_and_is_not_reported() -> 
     assert found == []
 
 
+def test_a_try_that_keeps_one_torch_xla_import_still_probes_and_is_not_reported() -> None:
+    new, found = _probes("""\
+        try:
+            import torch_xla.core.xla_model as xm
+            import torch_xla.runtime as xr
+            HAVE = True
+        except ImportError:
+            HAVE = False
+        xm.set_replication("xla:0", [])  # keeps `xm`
+        print(xr.world_size())  # rewritten: `xr` goes
+    """)
+    assert "torch_xla.runtime" not in new and "torch_xla.core.xla_model" in new
+    assert found == []
+
+
 def test_the_report_obeys_suppressions_and_selection() -> None:
     source = """\
         try:  # neuron-migrate: ignore[NM715]

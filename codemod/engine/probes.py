@@ -37,11 +37,20 @@ def probe_notes(analysis: Analysis, removals: dict[int, set[int]], registry: Reg
             continue
         seen.add(id(parent))
         handlers = [h for h in parent.handlers if catches_import_error(h) and not _stops(h)]
-        if not handlers or gone(parent) or silenced(XLA_BY_NAME, parent):
+        if not handlers or gone(parent) or silenced(XLA_BY_NAME, parent) or \
+                _still_probes(parent, analysis, removals):
             continue
         notes.append(ImportNote(XLA_BY_NAME, rule.import_probe(  # type: ignore[attr-defined]
             parent.lineno, handlers[0].lineno), parent, False))
     return notes
+
+
+def _still_probes(unit: ast.Try, analysis: Analysis, removals: dict[int, set[int]]) -> bool:
+    """Whether a torch_xla import the rewrite keeps is still in the `try` body, so that the
+    `try` still fails without torch_xla."""
+    body = {id(statement) for statement in unit.body}
+    return any(id(b.statement) in body and b.alias_index not in removals.get(id(b.statement), ())
+               for b in analysis.xla_imports)
 
 
 def _stops(handler: ast.ExceptHandler) -> bool:
