@@ -355,10 +355,10 @@ TorchNeuron, so after the migration the check answers "no XLA" (or the import ra
 whatever it guarded takes its other branch: often the CPU path, or no distributed set-up.
 The migration removes the `import torch_xla` lines themselves, so nothing else says so.
 
-It also reports a `try: import torch_xla... except ImportError:` that detected the stack by
-importing it, once the migration removes the import: the other way round, the `try` body now
-always runs and the `except` branch never does, on every machine (`HAVE_XLA = True` even on a
-CPU or GPU host). A branch that could only stop the program (`raise`, `sys.exit`) is not
+It also reports a `try: import torch_xla... except ImportError:` (or `with
+contextlib.suppress(ImportError):`) that detected the stack by importing it, once the
+migration removes the import: the other way round, the body now always runs and the `except`
+branch never does, on every machine (`HAVE_XLA = True` even on a CPU or GPU host). A branch that could only stop the program (`raise`, `sys.exit`) is not
 reported, nor is a guard that goes whole (`except ImportError: xm = None`).
 
 What to do: decide what the check was for. To ask whether the Neuron device is there, use
@@ -370,13 +370,20 @@ served the XLA stack, remove it."""
     def interesting_string(self, value: str) -> bool:
         return _XLA_MODULE.fullmatch(value) is not None
 
-    def import_probe(self, line: int, handler_line: int) -> str:
-        """The message for a `try` whose torch_xla import the migration removes."""
-        return (f"the `try` on line {line} detected PyTorch/XLA by importing it; without that "
-                "import its body always runs and its `except` branch (line "
-                f"{handler_line}) never does for want of torch_xla, so what it decides now "
-                "takes the TorchNeuron path on every machine; if it must still work without "
-                "Neuron (CPU, GPU), ask for the device instead: torch.neuron.is_available()")
+    def import_probe(self, line: int, handler_line: int | None) -> str:
+        """The message for a `try` (`handler_line`: its `except ImportError` branch) or a
+        `with suppress(ImportError)` (None) whose torch_xla import the migration removes."""
+        if handler_line is None:
+            what = (f"the `with` on line {line} suppressed the ImportError of a missing "
+                    "torch_xla, skipping the rest of its body; without that import the body "
+                    "always runs")
+        else:
+            what = (f"the `try` on line {line} detected PyTorch/XLA by importing it; without "
+                    "that import its body always runs and its `except` branch (line "
+                    f"{handler_line}) never does for want of torch_xla")
+        return (f"{what}, so what it decides now takes the TorchNeuron path on every machine; "
+                "if it must still work without Neuron (CPU, GPU), ask for the device instead: "
+                "torch.neuron.is_available()")
 
     def leftover_string(self, value: str) -> str:
         return (f"{value!r} names a torch_xla module, which TorchNeuron does not install: a "

@@ -96,6 +96,21 @@ def test_a_try_that_keeps_one_torch_xla_import_still_probes_and_is_not_reported(
     assert found == []
 
 
+def test_a_with_that_suppresses_the_import_error_is_reported() -> None:
+    new, found = _probes("""\
+        import contextlib
+        HAVE_XLA = False
+        with contextlib.suppress(ImportError):
+            import torch_xla.core.xla_model as xm
+            HAVE_XLA = True
+        def step():
+            xm.mark_step()
+    """)
+    assert "torch_xla" not in new
+    assert [(f.line, f.kind) for f in found] == [(3, Kind.REVIEW)]
+    assert "the `with` on line 3" in found[0].message
+
+
 def test_the_report_obeys_suppressions_and_selection() -> None:
     source = """\
         try:  # neuron-migrate: ignore[NM715]

@@ -452,7 +452,12 @@ def catches_import_error(handler: ast.ExceptHandler) -> bool:
     if handler.type is None:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERRORS for t in types)
+    return any(is_import_error(t) for t in types)
+
+
+def is_import_error(node: ast.AST) -> bool:
+    """`ImportError`, or an exception class that includes it."""
+    return isinstance(node, ast.Name) and node.id in _IMPORT_ERRORS
 
 
 # Fields `children` does not enter: expression contexts and operators (leaves that bind and

@@ -1,4 +1,5 @@
-"""Imports that detected the XLA stack: `try: import torch_xla... except ImportError:`.
+"""Imports that detected the XLA stack: `try: import torch_xla... except ImportError:`, or
+`with suppress(ImportError): import torch_xla...`.
 
 Removing such an import is right for the migration (the code it guarded is TorchNeuron code
 now), but it changes what the `try` decides: its body always runs and its `except` branch
@@ -12,7 +13,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from neuron_migrate.analysis.analyse import Analysis, catches_import_error
+from neuron_migrate.analysis.analyse import Analysis, catches_import_error, is_import_error
+from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.registry import XLA_BY_NAME, Registry
 
@@ -20,8 +22,9 @@ from neuron_migrate.registry import XLA_BY_NAME, Registry
 def probe_notes(analysis: Analysis, removals: dict[int, set[int]], registry: Registry,
                 silenced: Callable[[str, ast.stmt], bool],
                 gone: Callable[[ast.Try], bool]) -> list[ImportNote]:
-    """A review note on each `try` that loses an XLA import its `except ImportError` branch
-    depended on. `gone`: whether the rewrite removes the whole `try`."""
+    """A review note on each `try` (or `with suppress(ImportError)`) that loses an XLA import
+    its `except ImportError` branch (or the rest of its body) depended on. `gone`: whether the
+    rewrite removes the whole `try`."""
     rule = registry.by_id.get(XLA_BY_NAME)
     if rule is None or not registry.enabled(rule):
         return []
@@ -32,20 +35,41 @@ def probe_notes(analysis: Analysis, removals: dict[int, set[int]], registry: Reg
         if statement is None or binding.alias_index not in removals.get(id(statement), ()):
             continue
         parent = analysis.parents.get(id(statement))
-        if not isinstance(parent, ast.Try) or id(parent) in seen or \
+        if not isinstance(parent, (ast.Try, ast.With)) or id(parent) in seen or \
                 not any(s is statement for s in parent.body):
             continue
         seen.add(id(parent))
-        handlers = [h for h in parent.handlers if catches_import_error(h) and not _stops(h)]
-        if not handlers or gone(parent) or silenced(XLA_BY_NAME, parent) or \
-                _still_probes(parent, analysis, removals):
+        if isinstance(parent, ast.With):
+            if not _suppresses_import_error(parent):
+                continue
+            branch = None
+        else:
+            handlers = [h for h in parent.handlers if catches_import_error(h) and not _stops(h)]
+            if not handlers or gone(parent):
+                continue
+            branch = handlers[0].lineno
+        if silenced(XLA_BY_NAME, parent) or _still_probes(parent, analysis, removals):
             continue
         notes.append(ImportNote(XLA_BY_NAME, rule.import_probe(  # type: ignore[attr-defined]
-            parent.lineno, handlers[0].lineno), parent, False))
+            parent.lineno, branch), parent, False))
     return notes
 
 
-def _still_probes(unit: ast.Try, analysis: Analysis, removals: dict[int, set[int]]) -> bool:
+def _suppresses_import_error(unit: ast.With) -> bool:
+    """`with contextlib.suppress(ImportError):` (or ModuleNotFoundError, Exception)."""
+    for item in unit.items:
+        call = item.context_expr
+        if isinstance(call, ast.Call) and ast_dotted(call.func) in _SUPPRESS and \
+                any(is_import_error(a) for a in call.args):
+            return True
+    return False
+
+
+_SUPPRESS = frozenset({"suppress", "contextlib.suppress"})
+
+
+def _still_probes(unit: ast.Try | ast.With, analysis: Analysis,
+                  removals: dict[int, set[int]]) -> bool:
     """Whether a torch_xla import the rewrite keeps is still in the `try` body, so that the
     `try` still fails without torch_xla."""
     body = {id(statement) for statement in unit.body}
