@@ -170,11 +170,7 @@ thread) is dropped; the call is synchronous now."""
         if args is None:
             call_args: list[cst.Arg] = []
         elif isinstance(args.value, (cst.Tuple, cst.List)):
-            call_args = [cst.Arg(e.value, comma=e.comma) if not isinstance(e, cst.StarredElement)
-                         else cst.Arg(e.value, star="*", comma=e.comma)
-                         for e in args.value.elements]
-            if call_args:
-                call_args[-1] = call_args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            call_args = _closure_args(closure.value, args.value)
         else:
             call_args = [cst.Arg(args.value, star="*")]
         new = cst.Call(closure.value, call_args)
@@ -184,5 +180,26 @@ thread) is dropped; the call is synchronous now."""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: runs now instead of at the next "
                        f"mark_step; tensor values are available eagerly{note}")
 
+
+def _closure_args(closure: cst.BaseExpression, args: cst.Tuple | cst.List) -> list[cst.Arg]:
+    """The elements as arguments: on one line when the call fits one (the tuple's own line
+    breaks and indentation would not fit it), else with the tuple's layout, as when a comment
+    sits among them."""
+    def arguments(commas: bool) -> list[cst.Arg]:
+        found = [cst.Arg(e.value, star="*" if isinstance(e, cst.StarredElement) else "",
+                         comma=e.comma if commas else cst.MaybeSentinel.DEFAULT)
+                 for e in args.elements]
+        if found:
+            found[-1] = found[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return found
+
+    flat = arguments(commas=False)
+    text = code(cst.Call(closure, flat))
+    if "#" in code(args) or "\n" in text or len(text) > _ONE_LINE:
+        return arguments(commas=True)
+    return flat
+
+
+_ONE_LINE = 72  # the call's own length: with its indentation, within most projects' limit
 
 RULES: tuple[type[Rule], ...] = (MarkStep, StepContext, WaitDeviceOps, StepClosure)
