@@ -298,9 +298,9 @@ class ModuleRewriter:
                     elif trailing is not None:
                         moved.append(cst.EmptyLine(comment=trailing))
                     lines = [*(carry if _has_comment(carry) else []), *statement.leading_lines,
-                             *moved]
-                    out.append(new[0].with_changes(leading_lines=[*lines,
-                                                                  *new[0].leading_lines]))
+                             *moved, *new[0].leading_lines]
+                    out.append(new[0].with_changes(
+                        leading_lines=_unspaced(lines) if first else lines))
                     out.extend(new[1:])
                 elif smalls is None:
                     out.append(_attach(carry, self._annotate(statement, units), first=first))
@@ -310,7 +310,8 @@ class ModuleRewriter:
                         units), first=first))
                     out.extend(inserted)
                 elif inserted:
-                    out.append(_attach([*carry, *statement.leading_lines, *moved], inserted[0]))
+                    out.append(_attach([*carry, *statement.leading_lines, *moved], inserted[0],
+                                       first=first))
                     out.extend(inserted[1:])
                 else:
                     lines = self._unheaded(statement, units, statements[index + 1:],
@@ -339,8 +340,9 @@ class ModuleRewriter:
                 inner, inner_carry = self._suite_statements(header.body, unit.body)  # type: ignore[attr-defined]
                 lines = [*(carry if _has_comment(carry) else []), *header.leading_lines]
                 if inner:
+                    lines = [*lines, *inner[0].leading_lines]
                     out.append(inner[0].with_changes(
-                        leading_lines=[*lines, *inner[0].leading_lines]))
+                        leading_lines=_unspaced(lines) if first else lines))
                     out.extend(inner[1:])
                     carry = inner_carry
                 else:
@@ -497,8 +499,7 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
     """
     own = list(statement.leading_lines)
     if first:
-        while own and own[0].comment is None:
-            own.pop(0)
+        own = _unspaced(own)
     if _has_comment(lines):
         own = [*lines, *own]
     elif lines and not own and not first:
@@ -506,6 +507,15 @@ def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,
     if own == list(statement.leading_lines):
         return statement
     return statement.with_changes(leading_lines=own)
+
+
+def _unspaced(lines: list[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """The lines without the blank ones before the first comment: the first statement of a
+    block does not start with a gap."""
+    start = 0
+    while start < len(lines) and lines[start].comment is None:
+        start += 1
+    return lines[start:]
 
 
 def _noted(statements: tuple[cst.BaseStatement, ...],
