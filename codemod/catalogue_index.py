@@ -68,6 +68,7 @@ RULES = (
     ('NM713', 'xla-era-container', 'review', 'XLA-era Neuron container images and DLAMI virtualenvs named in Python code'),
     ('NM714', 'xla-stack-install-in-code', 'review', 'pip installs of the XLA-era stack written in Python strings'),
     ('NM715', 'xla-module-by-name', 'review', 'a string naming a torch_xla module, or a `try` importing one, that looks for the XLA stack TorchNeuron does not install'),
+    ('NM716', 'lightning-xla', 'review', "Lightning's XLA accelerator, strategies and plugins need PyTorch/XLA"),
     ('NM801', 'xla-lineage-torch-neuronx', 'fix', 'a torch-neuronx pin whose torch part is 2.9 or lower is the XLA library'),
     ('NM802', 'unpinned-torch-neuronx', 'fix', 'an unpinned torch-neuronx, or a range admitting XLA versions, may install XLA'),
     ('NM803', 'beta-torch-neuronx', 'unsafe-fix', 'torch-neuronx 2.10 to 2.13 are native beta builds; move to the 2.14 family'),

@@ -6,18 +6,18 @@ from neuron_migrate.rule import Rule
 from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_dependencies,
                                   cuda_distributed, cuda_libraries, cuda_placement,
                                   cuda_precision, cuda_runtime, data, dependencies, device,
-                                  device_queries, entry_group, environment, installs, launch,
-                                  memory, optimizer, precision, process_group, ranks,
+                                  device_queries, entry_group, environment, frameworks, installs,
+                                  launch, memory, optimizer, precision, process_group, ranks,
                                   readiness_compile, readiness_dtypes, readiness_environment,
                                   readiness_features, readiness_shapes, review, runtime, saving,
                                   step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
             optimizer, launch, entry_group, saving, data, utilities, precision, runtime, compile,
-            environment, unsupported, installs, dependencies, readiness_dtypes, readiness_features,
-            readiness_compile, readiness_shapes, readiness_environment, cuda_placement,
-            cuda_runtime, cuda_precision, cuda_distributed, cuda_compile, cuda_libraries,
-            cuda_dependencies)
+            environment, unsupported, frameworks, installs, dependencies, readiness_dtypes,
+            readiness_features, readiness_compile, readiness_shapes, readiness_environment,
+            cuda_placement, cuda_runtime, cuda_precision, cuda_distributed, cuda_compile,
+            cuda_libraries, cuda_dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:
