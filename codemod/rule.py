@@ -152,6 +152,11 @@ class Site(Protocol):
         """Every call in `module_tree`, with the index in its body of the top-level statement
         that holds it, in no particular order (the analysis collected them on its walk)."""
 
+    def catching(self, exceptions: frozenset[str]) -> ast.ExceptHandler | None:
+        """The `except` branch that catches one of `exceptions` (by class name; also
+        `Exception`, `BaseException` and a bare `except:`) raised by the matched node: of a
+        `try` whose body holds it, in the same function."""
+
 
 @dataclass(frozen=True)
 class Example:

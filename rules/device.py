@@ -118,7 +118,10 @@ the plain form is right in data-parallel scripts.
 
 What differs: an explicit index (`xm.xla_device(n)`) is kept as `torch.device("neuron", n)`;
 check that the index still means what you want, since each process sees its own core as
-index 0. `devkind=` has no equivalent and is reported for review."""
+index 0. `devkind=` has no equivalent and is reported for review. So is a call inside a `try`
+that catches RuntimeError (or any exception): `xm.xla_device()` raised it when no device was
+there, `torch.device("neuron")` never does, so such a test for the device is rewritten by
+hand (`torch.neuron.is_available()`)."""
     doc_url = D_SETUP_TS
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
@@ -137,6 +140,12 @@ index 0. `devkind=` has no equivalent and is reported for review."""
                 sum(a.keyword is None for a in node.args) > 1:
             return Review(f"`{code(node)}`: the device kind has no native equivalent; "
                           "use `torch.device(\"neuron\")`")
+        handler = site.catching(frozenset({"RuntimeError"}))
+        if handler is not None:  # `try: xm.xla_device() except RuntimeError:` asks for a device
+            return Review(f"`{code(node)}` raised RuntimeError when no XLA device was there, "
+                          f"which the `except` on line {handler.lineno} catches; "
+                          "`torch.device(\"neuron\")` never raises, so that test would always "
+                          "pass: ask `torch.neuron.is_available()` instead")
         device = site.ref("torch.device")
         if device is None:
             return Review("`torch` means something else here; use `torch.device(\"neuron\")`")

@@ -168,6 +168,18 @@ class UnitSite:
     def module_calls(self) -> Sequence[tuple[ast.Call, int]]:
         return self._rewriter.analysis.calls
 
+    def catching(self, exceptions: frozenset[str]) -> ast.ExceptHandler | None:
+        parents = self._rewriter.analysis.parents
+        child: ast.stmt = self._rewriter.ast_unit
+        parent = parents.get(id(child))
+        while parent is not None and not isinstance(parent, _DEFINITIONS):
+            if isinstance(parent, _TRIES) and any(s is child for s in parent.body):
+                for handler in parent.handlers:
+                    if _catches(handler, exceptions):
+                        return handler
+            child, parent = parent, parents.get(id(parent))
+        return None
+
     def string_flow(self) -> Flow | None:
         rewriter = self._rewriter
         analysis = rewriter.analysis
@@ -190,6 +202,19 @@ _SAFE_PARENTS: tuple[type, ...] = (
     cst.Arg, cst.Assign, cst.AnnAssign, cst.AugAssign, cst.Return, cst.Expr, cst.If, cst.While,
     cst.Element, cst.DictElement, cst.WithItem, cst.Assert,
 )
+
+
+_DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+_TRIES = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
+_ANY_ERROR = frozenset({"Exception", "BaseException"})
+
+
+def _catches(handler: ast.ExceptHandler, exceptions: frozenset[str]) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and (t.id in exceptions or t.id in _ANY_ERROR)
+               for t in types)
 
 
 def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
