@@ -117,6 +117,10 @@ class Site(Protocol):
     def parent(self) -> cst.CSTNode | None:
         """The node the matched node sits in."""
 
+    @property
+    def argument_of(self) -> tuple[cst.Call, cst.Arg] | None:
+        """When the matched node is an argument of a call: that call and the argument."""
+
     def device_binding(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a name assigned an XLA device ("xla" or `xm.xla_device()`)."""
 

@@ -98,25 +98,73 @@ REDUCE_MAX → MAX, REDUCE_MIN → MIN, REDUCE_MUL → PRODUCT.
 Why: torch.distributed collectives (and the helpers neuron-migrate writes for xm.all_reduce)
 take a `ReduceOp`; the XLA constants were plain strings.
 
-What differs: REDUCE_AND and REDUCE_OR are reported for review: whether the neuron backend
-supports the bitwise reductions is not confirmed by AWS's documentation."""
+What differs: the XLA constants were strings ("sum", "max"), so a constant is rewritten only
+where its value goes straight into a collective that takes a ReduceOp once migrated: the
+reduction of `xm.all_reduce` / `xm.reduce_scatter` (which NM207 rewrites) or `op=` of a
+torch.distributed call. Anywhere else (compared, a dict key, a parameter's default, assigned,
+returned, passed to another function) it is reported with the member to use: the code that
+reads it may still expect the string, and is changed with it by hand. REDUCE_AND and
+REDUCE_OR are reported too: whether the neuron backend supports the bitwise reductions is not
+confirmed by AWS's documentation."""
     doc_url = D_DIST
     example = Example(
-        before="import torch_xla.core.xla_model as xm\n\nop = xm.REDUCE_SUM\n",
-        after="import torch\n\nop = torch.distributed.ReduceOp.SUM\n",
+        before="import torch.distributed as dist\nimport torch_xla.core.xla_model as xm\n\n"
+               "dist.all_reduce(loss, op=xm.REDUCE_SUM)\n",
+        after="import torch.distributed as dist\n\ndist.all_reduce(loss, op=dist.ReduceOp.SUM)\n",
     )
     names = frozenset(f"{XM}.{name}" for name in (*_REDUCE_OPS, "REDUCE_AND", "REDUCE_OR"))
     emits = ("torch.distributed.ReduceOp",)
 
     def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
-        member = _REDUCE_OPS.get((site.qualname or "").rsplit(".", 1)[-1])
+        name = (site.qualname or "").rsplit(".", 1)[-1]
+        member = _REDUCE_OPS.get(name)
         if member is None:
             return Review(f"`{code(node)}`: check that the neuron backend supports this "
                           "reduction (torch.distributed.ReduceOp.BAND / BOR)")
         new = site.ref(f"torch.distributed.ReduceOp.{member}")
         if new is None:
             return Review(f"`{code(node)}`: `torch` means something else here")
+        where = _elsewhere(site)
+        if where is not None:
+            return Review(f"`{code(node)}` is the string {name[7:].lower()!r}; here it is "
+                          f"{where}, where code may still read it as that string (a "
+                          "comparison, a lookup): change it together with what reads it",
+                          suggestion=code(new))
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+_TAKES_OP = frozenset({f"{XM}.all_reduce", f"{XM}.reduce_scatter"})
+"""The XLA collectives whose rewrite (NM207) takes a ReduceOp as its first argument."""
+
+
+def _elsewhere(site: Site) -> str | None:
+    """Where the constant's value goes, unless it is straight into a collective that takes a
+    ReduceOp once migrated: the op of xm.all_reduce / xm.reduce_scatter, or `op=` of a
+    torch.distributed call. The XLA constant was a string, so a comparison, a dict key, a
+    default or another function may still expect one."""
+    found = site.argument_of
+    if found is not None:
+        call, arg = found
+        qualname = site.qualname_of(call.func) or ""
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if qualname in _TAKES_OP and (keyword == "reduce_type" or
+                                      keyword is None and call.args[0] is arg):
+            return None
+        if qualname.startswith("torch.distributed.") and keyword == "op":
+            return None
+        return f"passed to `{code(call.func)}`"
+    parent = site.parent
+    if isinstance(parent, cst.Comparison) or isinstance(parent, cst.ComparisonTarget):
+        return "compared"
+    if isinstance(parent, (cst.DictElement, cst.Dict)):
+        return "a key or value of a dict"
+    if isinstance(parent, cst.Param):
+        return "a parameter's default"
+    if isinstance(parent, cst.Return):
+        return "returned"
+    if isinstance(parent, (cst.Assign, cst.AnnAssign, cst.AssignTarget)):
+        return "assigned"
+    return "used"
 
 
 class TensorCollectives(Rule):

@@ -130,6 +130,15 @@ class UnitSite:
         """The node the matched node sits in (as it was before any rewrite)."""
         return self._rewriter.parents[-1] if self._rewriter.parents else None
 
+    @property
+    def argument_of(self) -> tuple[cst.Call, cst.Arg] | None:
+        parents = self._rewriter.parents
+        if len(parents) >= 2 and isinstance(parents[-1], cst.Arg) and \
+                isinstance(parents[-2], cst.Call) and \
+                any(a is parents[-1] for a in parents[-2].args):
+            return parents[-2], parents[-1]
+        return None
+
     def device_binding(self, expr: cst.BaseExpression) -> bool:
         """Whether `expr` is a name assigned an XLA device ("xla", or `xm.xla_device()`)."""
         if not isinstance(expr, cst.Name):
