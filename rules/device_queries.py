@@ -35,7 +35,10 @@ capitals is the same "NEURON", so comparisons such as `xr.device_type() == "NEUR
 
 What differs: nothing on Trainium. The argument of xla_device_hw must name a device (a
 torch.device, or a string such as "neuron"); a literal "xla" or "xla:N" argument is renamed
-to "neuron"."""
+to "neuron". `xr.device_type()` returned None when no PJRT device was configured, and its
+replacement never does: where the call is tested for None or for truth (`xr.device_type() is
+not None`, `if xr.device_type():`), it is reported instead, with `torch.neuron.is_available()`
+as the way to ask."""
     doc_url = D_HOME
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
@@ -49,6 +52,12 @@ to "neuron"."""
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         torch_ = site.ref("torch")
         if site.qualname == f"{XR}.device_type":
+            if _tested_for_none(node, site.parent):
+                return Review(f"`{code(node)}` returned None when no PJRT device was "
+                              "configured, which this test asks; its replacement names a "
+                              "device type on every host (\"CPU\" without an accelerator), so "
+                              "the test would always give the same answer: ask "
+                              "`torch.neuron.is_available()` instead")
             if node.args or torch_ is None:
                 return Review(f"`{code(node)}`: use `torch.accelerator.current_accelerator()"
                               ".type.upper()` (\"NEURON\" on Trainium)")
@@ -140,5 +149,25 @@ convert=False)` (a sync without a copy) are reported for review."""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: the same data on the device (a "
                        "lone tensor in a list, as before)")
 
+
+
+def _tested_for_none(node: cst.Call, parent: cst.CSTNode | None) -> bool:
+    """Whether the call's value is tested for None or for truth (`is not None`, `if
+    xr.device_type():`), the one question its native replacement answers differently."""
+    if isinstance(parent, cst.Comparison):
+        return any(_none(t.comparator) for t in parent.comparisons) or (
+            parent.left is not node and _none(parent.left))
+    if isinstance(parent, cst.ComparisonTarget):
+        return True  # `None is xr.device_type()`: what it is compared with is on the left
+    if isinstance(parent, (cst.If, cst.While)):
+        return parent.test is node
+    if isinstance(parent, cst.IfExp):
+        return parent.test is node
+    return isinstance(parent, cst.BooleanOperation) or \
+        isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)
+
+
+def _none(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Name) and node.value == "None"
 
 RULES: tuple[type[Rule], ...] = (XlaDeviceHw, TensorTransfers)
