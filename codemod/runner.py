@@ -79,7 +79,6 @@ class Job:
     registry: Registry
     write: bool
     keep_sources: bool
-    fix_pins: bool = True  # rewrite pins in dependency files and Dockerfiles
     per_file_ignores: PerFileIgnores | None = None
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
     code: bool = True  # Python code migrated too; `scan` reads dependencies only
@@ -203,8 +202,7 @@ def _process(path: Path, job: Job) -> FileResult:
     with _collected_after():
         if job.audit:
             return _audit(path, job)
-        result = migrate_path(path, job.registry_for(path), job.fix_pins, job.generate,
-                              job.code)
+        result = migrate_path(path, job.registry_for(path), job.generate, job.code)
     if not job.keep_sources and (not result.changed or not job.write) and \
             result.original is not None:  # less to send
         result = dataclasses.replace(result, original=None, new_source=None,
@@ -292,14 +290,14 @@ MAX_BYTES = 5 * 1024 * 1024
 """Larger files are generated or data, not code a person wrote: skipped, with a message."""
 
 
-def migrate_path(path: Path, registry: Registry, fix_pins: bool = True,
-                 generate: bool = True, code: bool = True) -> FileResult:
+def migrate_path(path: Path, registry: Registry, generate: bool = True,
+                 code: bool = True) -> FileResult:
     """One file, by kind: Python code, a notebook, or a dependency/container file. Without
     `code`, only dependency findings: a notebook's install lines, a setup.py's pins."""
     data = _read(path, "not migrated")
     if isinstance(data, FileResult):
         return data
-    return migrate_bytes(str(path), data, registry, fix_pins, generate, code)
+    return migrate_bytes(str(path), data, registry, generate, code)
 
 
 def _read(path: Path, skipped: str) -> bytes | FileResult:
@@ -318,25 +316,25 @@ def _read(path: Path, skipped: str) -> bytes | FileResult:
         return FileResult(name, error=str(error))
 
 
-def migrate_bytes(name: str, data: bytes, registry: Registry, fix_pins: bool = True,
-                  generate: bool = True, code: bool = True) -> FileResult:
+def migrate_bytes(name: str, data: bytes, registry: Registry, generate: bool = True,
+                  code: bool = True) -> FileResult:
     """A file's bytes, by the kind its name says, notebooks included: the file read from
     disk, or the source `check -` reads from standard input under `--stdin-filename`."""
     if Path(name).suffix == ".ipynb":
-        result = _notebook(name, data, registry, code, fix_pins)
+        result = _notebook(name, data, registry, code)
     else:
-        result = migrate_data(name, data, registry, fix_pins, generate, code)
+        result = migrate_data(name, data, registry, generate, code)
     instances = named_instances(data)
     return dataclasses.replace(result, instances=instances) if instances else result
 
 
-def migrate_data(name: str, data: bytes, registry: Registry, fix_pins: bool = True,
-                 generate: bool = True, code: bool = True) -> FileResult:
+def migrate_data(name: str, data: bytes, registry: Registry, generate: bool = True,
+                 code: bool = True) -> FileResult:
     """A file's bytes, by the kind its name says: Python code or a dependency/container
     file (also what a notebook's `%%writefile NAME` cell writes)."""
     kind = deps.kind_of(Path(name))
     if kind is not None and kind != "setup.py":
-        return deps.scan_source(name, data, registry, fix=fix_pins)
+        return deps.scan_source(name, data, registry, fix=True)
     if kind == "setup.py" and not code:
         return deps.scan_source(name, data, registry, fix=False)
     result = _migrate_code(name, data, registry, generate)
@@ -367,11 +365,10 @@ def migrate_source(path: str, data: bytes, registry: Registry, options: Options 
     return migrate.migrate_source(path, data, registry, options, generate)
 
 
-def _notebook(name: str, data: bytes, registry: Registry, code: bool,
-              fix: bool) -> FileResult:
+def _notebook(name: str, data: bytes, registry: Registry, code: bool) -> FileResult:
     from neuron_migrate.notebooks.migrate import migrate_notebook
 
-    return migrate_notebook(name, data, registry, migrate_data, code, fix=fix or code)
+    return migrate_notebook(name, data, registry, migrate_data, code)
 
 
 def accepts(job_python: bool) -> Callable[[Path], bool]:
@@ -390,7 +387,7 @@ def default_jobs() -> int:
 def run(paths: Iterable[Path], registry: Registry, write: bool,
         excludes: Iterable[str] | Excludes = (), jobs: int = 1, keep_sources: bool = True,
         progress: Progress | None = None, python: bool = True,
-        fix_pins: bool = True, strict: bool = False,
+        strict: bool = False,
         per_file_ignores: PerFileIgnores | None = None,
         protected: frozenset[Path] = frozenset(),
         only: frozenset[Path] | None = None, audit: bool = False) -> RunResult:
@@ -406,8 +403,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         found.files = [f for f in found.files if accepts(False)(f)]
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
-    job = Job(registry, write, keep_sources, fix_pins, per_file_ignores, protected, python,
-              audit)
+    job = Job(registry, write, keep_sources, per_file_ignores, protected, python, audit)
     results: list[FileResult] = []
     interrupts = _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(

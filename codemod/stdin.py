@@ -77,7 +77,7 @@ def migrate_stdin(name: str | None, data: bytes, job: Job, excludes: Excludes,
                                            "not migrated")
     else:
         registry = job.registry_for(path) if name is not None else job.registry
-        result = migrate_bytes(shown, data, registry, job.fix_pins, job.generate, job.code)
+        result = migrate_bytes(shown, data, registry, job.generate, job.code)
     return RunResult((result,), written=job.write, strict=strict)
 
 

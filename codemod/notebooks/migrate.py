@@ -62,18 +62,18 @@ class Part:
 
 WrittenFile = Callable[..., FileResult]
 """How the file a `%%writefile NAME` cell writes is migrated: as a file of that name, called
-`(name, data, registry, fix, code=...)`. The run hands in its own (`runner.migrate_data`), so
+`(name, data, registry, code=...)`. The run hands in its own (`runner.migrate_data`), so
 that notebooks, which the run dispatches to, do not import the run."""
 
 
 def migrate_notebook(path: str, data: bytes, registry: Registry, written_file: WrittenFile,
-                     code: bool = True, fix: bool = True) -> FileResult:
+                     code: bool = True) -> FileResult:
     """Migrate one `.ipynb` file's bytes. Never raises for bad input: problems become `error`.
 
     Without `code` (what `scan` does), only the install and shell lines and the dependency
-    files `%%writefile` cells write are read; without `fix`, their pins are only reported."""
+    files `%%writefile` cells write are read."""
     return never_raise(path, data,
-                       lambda: _migrate(path, data, registry, written_file, code, fix),
+                       lambda: _migrate(path, data, registry, written_file, code),
                        (NotebookError,))
 
 
@@ -85,7 +85,7 @@ def migrate_source(path: str, data: bytes, registry: Registry) -> FileResult:
 
 
 def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFile,
-             code_too: bool = True, fix: bool = True) -> FileResult:
+             code_too: bool = True) -> FileResult:
     notebook = read_notebook(path, data)
     if notebook.language is not None and not notebook.language.lower().startswith(
             ("python", "ipython")):
@@ -97,13 +97,13 @@ def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFi
     first_read = [masked for _, masked in code]
     imported = functools.cache(lambda: _imported_names(first_read))  # read if a cell needs them
     code = [(cell, _referencing(masked, imported)) for cell, masked in code]
-    findings, launches = _shell_findings(path, code, registry, fix)
+    findings, launches = _shell_findings(path, code, registry)
     if launches:  # `!python train.py` lines now read `!torchrun ...` (NM816): cells read anew
         code = [(cell, _referencing(mask_cell(cell.text, numbers), imported))
                 for cell in (launches.get(c.index, c) for c, _ in code)]
     new_texts: dict[int, str] = {}
     errors = [_written_file(path, cell, masked.written, registry, written_file, findings,
-                            new_texts, fix, code_too)
+                            new_texts, code_too)
               for cell, masked in code if masked.written is not None
               and (code_too or is_dependency_file(Path(masked.written[0])))]
     if code_too:
@@ -168,14 +168,14 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
 
 def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Registry,
                   migrate_data: WrittenFile, findings: list[Finding], new_texts: dict[int, str],
-                  fix: bool = True, code_too: bool = True) -> str | None:
+                  code_too: bool = True) -> str | None:
     """Migrate the file a `%%writefile` cell writes, as a file of its name; adds to the two
     collections as `_migrate_cells` does, and returns the error if it cannot be migrated."""
     name, first = written
     if not name.endswith(".py") and not is_dependency_file(Path(name)):
         return None
     lines = split_lines(cell.text)
-    result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry, fix,
+    result = migrate_data(name, "".join(lines[first - 1:]).encode("utf-8"), registry,
                           code=code_too)
     shift = first - 1
     if result.error is not None:
@@ -329,7 +329,7 @@ def _same_edges(new: str, original: str) -> str:
 
 
 def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
-                    registry: Registry, fix: bool = True) -> tuple[list[Finding], dict[int, Cell]]:
+                    registry: Registry) -> tuple[list[Finding], dict[int, Cell]]:
     """The dependency and environment checks over `!pip install`, `%env` and `%%bash` lines;
     and the cells whose launch lines were rewritten to torchrun (NM816), by index."""
     findings: list[Finding] = []
@@ -339,8 +339,7 @@ def _shell_findings(path: str, code: Sequence[tuple[Cell, MaskedCell]],
     paths = HostPaths(Path(path), _written_files(path, code), widen=True)
     for cell, masked in code:
         if masked.shell_lines:
-            found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths,
-                                          fix=fix)
+            found, edits = fix_text_lines(path, list(masked.shell_lines), registry, paths)
             findings += [dataclasses.replace(f, cell=cell.index, cell_id=cell.cell_id)
                          for f in found]
             if edits:
