@@ -154,7 +154,7 @@ def _elsewhere(site: Site) -> str | None:
             return None
         return f"passed to `{code(call.func)}`"
     parent = site.parent
-    if isinstance(parent, cst.Comparison) or isinstance(parent, cst.ComparisonTarget):
+    if isinstance(parent, (cst.Comparison, cst.ComparisonTarget)):
         return "compared"
     if isinstance(parent, (cst.DictElement, cst.Dict)):
         return "a key or value of a dict"

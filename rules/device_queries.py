@@ -159,9 +159,7 @@ def _tested_for_none(node: cst.Call, parent: cst.CSTNode | None) -> bool:
             parent.left is not node and _none(parent.left))
     if isinstance(parent, cst.ComparisonTarget):
         return True  # `None is xr.device_type()`: what it is compared with is on the left
-    if isinstance(parent, (cst.If, cst.While)):
-        return parent.test is node
-    if isinstance(parent, cst.IfExp):
+    if isinstance(parent, (cst.If, cst.While, cst.IfExp)):
         return parent.test is node
     return isinstance(parent, cst.BooleanOperation) or \
         isinstance(parent, cst.UnaryOperation) and isinstance(parent.operator, cst.Not)

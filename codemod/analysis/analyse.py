@@ -449,10 +449,16 @@ def imported_names(body: list[ast.stmt]) -> frozenset[str]:
 
 
 def catches_import_error(handler: ast.ExceptHandler) -> bool:
+    return catches(handler, _IMPORT_ERRORS)
+
+
+def catches(handler: ast.ExceptHandler, names: frozenset[str]) -> bool:
+    """Whether the `except` branch catches one of the exception classes `names` (a bare
+    `except:` catches everything)."""
     if handler.type is None:
         return True
     types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(is_import_error(t) for t in types)
+    return any(isinstance(t, ast.Name) and t.id in names for t in types)
 
 
 def is_import_error(node: ast.AST) -> bool:

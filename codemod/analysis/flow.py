@@ -212,11 +212,12 @@ class _Builder(Values):
         scope = self.scope
         for expr in (*node.decorator_list, *node.bases, *(k.value for k in node.keywords)):
             self.discard(expr)
-        outer, self.class_body = self.class_body, node
+        outer = self.class_body, self.class_enum
+        self.class_body, self.class_enum = node, None
         self.function.append(None)
         self.block(node.body)
         self.function.pop()
-        self.class_body = outer
+        self.class_body, self.class_enum = outer
         self.scope = scope
 
     def _return(self, node: ast.Return) -> None:
@@ -351,7 +352,9 @@ class _Builder(Values):
         if target.id.startswith("_"):
             return
         where = f"`{owner.name}.{target.id}`"
-        if _enum(owner, self.index.classes):
+        if self.class_enum is None:  # asked once per class, and only of one that has some
+            self.class_enum = _enum(owner, self.index.classes)
+        if self.class_enum:
             self.add_source(key, Source("enum", f"the value of the enum member {where}",
                                         target.lineno, owner=owner.name))
         else:

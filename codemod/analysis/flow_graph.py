@@ -109,6 +109,7 @@ class Graph:
         self.scope: Scope | None = None
         self.function: list[Function | None] = [None]
         self.class_body: ast.ClassDef | None = None  # the class whose body is walked
+        self.class_enum: bool | None = None  # whether that class is an enum (None: not asked)
         self.locals: list[tuple[int, set[str]]] = []
         self.guard: int | None = None
         self.unit: ast.stmt | None = None  # the statement being walked

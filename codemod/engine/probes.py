@@ -84,10 +84,8 @@ def _stops(handler: ast.ExceptHandler) -> bool:
         return True
     if isinstance(last, ast.Assert):
         return isinstance(last.test, ast.Constant) and not last.test.value
-    if isinstance(last, ast.Expr) and isinstance(last.value, ast.Call):
-        func = last.value.func
-        name = func.id if isinstance(func, ast.Name) else \
-            f"{func.value.id}.{func.attr}" if isinstance(func, ast.Attribute) and \
-            isinstance(func.value, ast.Name) else None
-        return name in ("exit", "quit", "sys.exit", "os._exit")
-    return False
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
+        ast_dotted(last.value.func) in _EXITS
+
+
+_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})

@@ -103,12 +103,13 @@ class ModuleRewriter:
         """Rewrite the flagged statements and decide which imports go: every finding is known
         after this, before the module is rebuilt."""
         self._visit(module.body, self.analysis.tree.body)
-        silenced = lambda rule_id, unit: self.context.suppressions.silences(  # noqa: E731
-            rule_id, *span(unit))
         self.removals, self.import_notes = plan_removals(
-            self.analysis.xla_imports, self.used, self.registry, silenced, self._kept())
-        self.import_notes += probe_notes(self.analysis, self.removals, self.registry, silenced,
-                                         self._dead_import_guard)
+            self.analysis.xla_imports, self.used, self.registry, self._silenced, self._kept())
+        self.import_notes += probe_notes(self.analysis, self.removals, self.registry,
+                                         self._silenced, self._dead_import_guard)
+
+    def _silenced(self, rule_id: str, unit: ast.stmt) -> bool:
+        return self.context.suppressions.silences(rule_id, *span(unit))
 
     def _kept(self) -> Callable[[Binding], str | None]:
         """Why an import the rewritten code does not use must stay, if it must: a module-level

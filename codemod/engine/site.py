@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
+from neuron_migrate.analysis.analyse import catches
 from neuron_migrate.analysis.flow import Flow, string_flows
 from neuron_migrate.model import Options
 from neuron_migrate.rule import Role
@@ -184,7 +185,7 @@ class UnitSite:
         while parent is not None and not isinstance(parent, _DEFINITIONS):
             if isinstance(parent, _TRIES) and any(s is child for s in parent.body):
                 for handler in parent.handlers:
-                    if _catches(handler, exceptions):
+                    if catches(handler, exceptions | _ANY_ERROR):
                         return handler
             child, parent = parent, parents.get(id(parent))
         return None
@@ -216,14 +217,6 @@ _SAFE_PARENTS: tuple[type, ...] = (
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _TRIES = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _ANY_ERROR = frozenset({"Exception", "BaseException"})
-
-
-def _catches(handler: ast.ExceptHandler, exceptions: frozenset[str]) -> bool:
-    if handler.type is None:
-        return True
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return any(isinstance(t, ast.Name) and (t.id in exceptions or t.id in _ANY_ERROR)
-               for t in types)
 
 
 def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
