@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from . import NAME, compile_backend, device_module, distributed, kernels, neuronx_stub
-from . import limits, ordinals, patches, serialization
+from . import fsdp, limits, ordinals, patches, serialization
 
 TESTED_MINORS = ("2.13", "2.14")
 
@@ -99,6 +99,7 @@ def install(*, quiet: bool = True) -> types.ModuleType:
     distributed.register_backend()
     patches.patch_pin_memory()
     patches.patch_accelerator()
+    fsdp.install()
     serialization.patch()
     sys.modules.setdefault("torch_neuronx", neuronx_stub.build(module))
     _installed.append(module)

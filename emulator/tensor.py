@@ -82,7 +82,8 @@ class NeuronTensor(torch.Tensor):
     def untyped_storage(self) -> torch.UntypedStorage:
         # ...but torch itself (Dynamo's meta conversion) must see the placeholder
         caller = sys._getframe(1).f_globals.get("__name__", "")
-        if caller == "torch" or caller.startswith("torch."):
+        if (caller == "torch" or caller.startswith("torch.")) and \
+                not caller.startswith(_PAYLOAD_STORAGE_CALLERS):
             placeholder = super().untyped_storage()
             # ...except an empty one around a FakeTensor, which meta conversion resizes to 0
             # bytes: on the placeholder that needs a C++ PrivateUse1 hook
@@ -109,6 +110,12 @@ class NeuronTensor(torch.Tensor):
     def __torch_dispatch__(cls, func: Any, types: Any, args: tuple = (),
                            kwargs: dict | None = None) -> Any:
         return run_on_cpu(func, args, kwargs or {})
+
+
+_PAYLOAD_STORAGE_CALLERS = ("torch.distributed.fsdp.",)
+"""torch code that gets the payload's storage, not the placeholder: FSDP2 frees an unsharded
+parameter's memory after forward (`storage.resize_(0)`) and allocates it again before the next
+all-gather writes into it, which the placeholder refuses ("invalid python storage")."""
 
 
 def _is_fake(t: torch.Tensor) -> bool:
