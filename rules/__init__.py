@@ -10,11 +10,11 @@ from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_depen
                                   launch, memory, optimizer, precision, process_group, ranks,
                                   readiness_compile, readiness_dtypes, readiness_environment,
                                   readiness_features, readiness_shapes, review, runtime, saving,
-                                  step, unsupported, utilities)
+                                  sharding, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
             optimizer, launch, entry_group, saving, data, utilities, precision, runtime, compile,
-            environment, unsupported, frameworks, installs, dependencies, readiness_dtypes,
+            environment, unsupported, sharding, frameworks, installs, dependencies, readiness_dtypes,
             readiness_features, readiness_compile, readiness_shapes, readiness_environment,
             cuda_placement, cuda_runtime, cuda_precision, cuda_distributed, cuda_compile,
             cuda_libraries, cuda_dependencies)

@@ -1,4 +1,4 @@
-"""NM704-NM715: XLA-era APIs with no mechanical native replacement, each with what to do."""
+"""NM705-NM715: XLA-era APIs with no mechanical native replacement, each with what to do."""
 
 from __future__ import annotations
 
@@ -30,28 +30,6 @@ def _example(line: str, imports: str) -> Example:
     return Example(before=source, after=source)
 
 
-class XlaFsdp(ReviewRule):
-    id = "NM704"
-    name = "xla-fsdp"
-    summary = "torch_xla FSDP is replaced by torch.distributed FSDP (FSDP2) by hand"
-    explanation = """\
-What it does: reports `XlaFullyShardedDataParallel` (and its MiCS variant),
-`checkpoint_module` and `consolidate_sharded_model_checkpoints` from
-`torch_xla.distributed.fsdp`.
-
-Why: TorchNeuron supports PyTorch's own FSDP (FSDP1 and FSDP2's `fully_shard`); the XLA
-wrapper's options and its sharded checkpoint layout have no one-to-one mapping.
-
-What to do: shard with `torch.distributed.fsdp.fully_shard` on a DeviceMesh (AWS recommends
-SimpleFSDP when the model is also compiled), use `torch.utils.checkpoint` for activation
-checkpointing, and `torch.distributed.checkpoint` to save and load sharded state."""
-    doc_url = D_BP
-    example = _example("model = FSDP(model)", "from torch_xla.distributed.fsdp import "
-                       "XlaFullyShardedDataParallel as FSDP")
-    guidance = {"torch_xla.distributed.fsdp": "use torch.distributed.fsdp.fully_shard (FSDP2) "
-                "on a DeviceMesh; sharded checkpoints go through torch.distributed.checkpoint"}
-
-
 class XlaSpmd(ReviewRule):
     id = "NM705"
     name = "xla-spmd"
@@ -75,28 +53,6 @@ express each `mark_sharding` as a DTensor placement (Shard(dim) / Replicate())."
         "torch_xla.experimental.xla_sharding": "express the sharding with DeviceMesh and DTensor",
         f"{XR}.use_spmd": "there is no SPMD mode to switch on; use DTensor on a DeviceMesh",
     }
-
-
-class ZeroRedundancy(ReviewRule):
-    id = "NM706"
-    name = "xla-zero1"
-    summary = "torch_xla's ZeRO-1 optimizer becomes ZeroRedundancyOptimizer or FSDP by hand"
-    explanation = """\
-What it does: reports `torch_xla.distributed.zero_redundancy_optimizer`.
-
-Why: ZeRO-1 sharded optimizer state across data-parallel ranks with XLA collectives.
-PyTorch's `torch.distributed.optim.ZeroRedundancyOptimizer` and FSDP do the same job with
-torch.distributed; AWS has not confirmed ZeroRedundancyOptimizer on the neuron backend.
-
-What to do: prefer FSDP2 (`fully_shard`), which shards optimizer state too; or try
-ZeroRedundancyOptimizer and verify it on Trainium."""
-    doc_url = D_BP
-    example = _example("opt = ZeroRedundancyOptimizer(params, torch.optim.AdamW)",
-                       "from torch_xla.distributed.zero_redundancy_optimizer import "
-                       "ZeroRedundancyOptimizer")
-    guidance = {"torch_xla.distributed.zero_redundancy_optimizer":
-                "use FSDP2 (fully_shard) or torch.distributed.optim.ZeroRedundancyOptimizer "
-                "(unconfirmed on the neuron backend)"}
 
 
 class MetricsAndProfiler(ReviewRule):
@@ -395,7 +351,7 @@ served the XLA stack, remove it."""
                 "only served XLA")
 
 
-RULES: tuple[type[Rule], ...] = (XlaFsdp, XlaSpmd, ZeroRedundancy, MetricsAndProfiler,
+RULES: tuple[type[Rule], ...] = (XlaSpmd, MetricsAndProfiler,
                                  XlacInternals, NeuronxXlaApis, NeuronxDistributed,
                                  DeviceQueries, OldInstanceTarget, XlaEraContainer,
                                  XlaModuleByName)

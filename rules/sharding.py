@@ -1,0 +1,249 @@
+"""NM704, NM706: XLA's sharded data parallelism. FSDP becomes FSDP2's `fully_shard`; the ZeRO-1
+optimizers become PyTorch's ZeroRedundancyOptimizer with XLA's averaging and clipping kept.
+
+What each XLA argument becomes is decided in `rules/sharding_args.py`; this module holds the
+rules, their documentation and the follow-up sites (methods the XLA objects had and the native
+ones lack or change: `clip_grad_norm_`, `state_dict`, `init_zero`, ...).
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from neuron_migrate.engine.quote import code
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.rules.helpers import defined
+from neuron_migrate.rules.sharding_args import Bound, fsdp_options, zero_options
+from neuron_migrate.rules.sharding_sites import bound_to, proven_pure_data_parallel
+from neuron_migrate.rules.support import argument, has_star_args, keyword_arg, relaid
+
+D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
+D_FSDP2 = "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"
+D_ZERO = "https://docs.pytorch.org/docs/stable/distributed.optim.html"
+XLA_FSDP = "torch_xla.distributed.fsdp"
+FSDP_CLASSES = frozenset({
+    f"{XLA_FSDP}.XlaFullyShardedDataParallel",
+    f"{XLA_FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel",
+})
+XLA_ZERO_MODULE = "torch_xla.distributed.zero_redundancy_optimizer"
+XLA_ZERO = frozenset({f"{XLA_ZERO_MODULE}.ZeroRedundancyOptimizer"})
+NXD_ZERO = frozenset({
+    "neuronx_distributed.optimizer.NeuronZero1Optimizer",
+    "neuronx_distributed.optimizer.zero_redundancy_optimizer.NeuronZero1Optimizer",
+})
+ZERO_CLASSES = XLA_ZERO | NXD_ZERO
+
+
+class XlaFsdp(Rule):
+    id = "NM704"
+    name = "xla-fsdp"
+    kind = Kind.FIX
+    summary = ("`XlaFullyShardedDataParallel(module)` becomes FSDP2's `fully_shard(module)`; "
+               "options without an FSDP2 form are reported")
+    explanation = """\
+What it does: `XlaFullyShardedDataParallel(module, ...)` becomes a call of
+`torch.distributed.fsdp.fully_shard(module, ...)` (FSDP2) through a small helper defined in
+your file, which makes sure a process group exists first (XLA's FSDP also ran in one process
+without one). fully_shard shards the parameters over the processes in place, moves them to
+the neuron device and returns the module, so `model = FSDP(model)` keeps working; nested
+wrapping (inner layers first, then the whole model) maps one to one. `compute_dtype=`
+becomes `mp_policy=MixedPrecisionPolicy(param_dtype=...)` (with `reduce_dtype=torch.float32`
+for `fp32_reduce_scatter=True`); `reshard_after_forward=False` is kept. `model.clip_grad_norm_(
+max_norm)` becomes `torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)`, which
+computes the global norm over FSDP2's sharded gradients.
+
+Why: TorchNeuron runs PyTorch's own FSDP2 on the `neuron` backend. Like XLA's FSDP it
+averages the gradients over the processes during backward, so `optimizer.step()` stays as it
+is (and `xm.optimizer_step` was already wrong with FSDP).
+
+What differs: XLA-compiler options (`flatten_parameters`, `execute_sharding_on_init`, the
+optimization barriers, `mark_step_on_finalization`, `pin_layout_in_collective_ops`,
+`shard_param_on_dim_0`, `_shard_size_multiple`, ...) are dropped: FSDP2 shards each parameter
+on dim 0 and needs none of them. XLA cast the buffers to `buffer_dtype` (by default
+`compute_dtype`); FSDP2 leaves buffers alone, so `compute_dtype=` without
+`buffer_dtype=torch.float32` is an unsafe fix. Reported for review: `auto_wrap_policy` /
+`auto_wrapper_callable` (call fully_shard on each submodule, then on the root),
+`sharding_groups` (pass `mesh=` a DeviceMesh), `param_init_fn`, other `buffer_dtype`s; a
+model's `state_dict()` / `load_state_dict()` (FSDP2's hold DTensor shards: save with
+`torch.distributed.checkpoint`) and `get_shard_metadata()`; the rest of
+`torch_xla.distributed.fsdp` (`checkpoint_module` is `torch.utils.checkpoint`,
+`consolidate_sharded_model_checkpoints` has no counterpart)."""
+    doc_url = D_FSDP2
+    example = Example(
+        before="from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP\n\n"
+               "model = FSDP(model, flatten_parameters=True)\n",
+        after="import os\nimport torch.distributed.fsdp\n\n\n"
+              + defined("_neuron_fully_shard") + "\n\nmodel = _neuron_fully_shard(model)\n",
+    )
+    calls = FSDP_CLASSES
+    prefixes = (XLA_FSDP,)
+    attributes = frozenset({"clip_grad_norm_", "state_dict", "load_state_dict",
+                            "get_shard_metadata"})
+    emits = ("torch.distributed.fsdp.fully_shard", "torch.distributed.fsdp.MixedPrecisionPolicy",
+             "torch.distributed.init_process_group", "torch.distributed.HashStore",
+             "torch.nn.utils.clip_grad_norm_")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        module = argument(node.args, 0, "module")
+        if module is None or has_star_args(node.args):
+            return Review(f"`{code(node)}`: cannot see the module; call "
+                          "torch.distributed.fsdp.fully_shard(module) by hand")
+        options = fsdp_options(Bound.of(node.args, ("module",)), site)
+        if isinstance(options, Review):
+            return Review(f"`{code(node)}`: {options.message}")
+        args = [cst.Arg(module.value), *(keyword_arg(k, v) for k, v in options.keywords)]
+        new = node.with_changes(func=site.helper("_neuron_fully_shard"),
+                                args=relaid(node.args, args))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: FSDP2 shards the parameters in "
+                       f"place and averages the gradients during backward{options.note}",
+                       kind=options.kind)
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        func = node.func if isinstance(node, ast.Call) else node
+        return isinstance(func, ast.Attribute) and func.attr in self.attributes
+
+    def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        func = node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "clip_grad_norm_"
+                and bound_to(func.value, site, FSDP_CLASSES)):
+            return None
+        groups = argument(node.args, 2, "groups")
+        if has_star_args(node.args) or (groups is not None and code(groups.value) != "None"):
+            return Review(f"`{code(node)}`: groups or unpacked arguments; use "
+                          "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)")
+        clip = site.ref("torch.nn.utils.clip_grad_norm_")
+        if clip is None:
+            return Review(f"`{code(node)}`: `torch` means something else here; use "
+                          "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)")
+        parameters = cst.Call(cst.Attribute(func.value, cst.Name("parameters")))
+        kept = [a for a in node.args if a is not groups]
+        new = cst.Call(clip, [cst.Arg(parameters), *(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                     for a in kept)])
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the global norm over FSDP2's "
+                       "sharded gradients (a DTensor)")
+
+    def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
+        method = node.attr.value
+        if method == "clip_grad_norm_" or not bound_to(node.value, site, FSDP_CLASSES):
+            return None
+        if method == "get_shard_metadata":
+            return Review(f"`{code(node)}`: FSDP2 has no shard metadata; save and load sharded "
+                          "state with torch.distributed.checkpoint")
+        return Review(f"`{code(node)}`: FSDP2's {method} holds DTensor shards, not XLA's "
+                      "flattened per-rank shards; save with torch.distributed.checkpoint "
+                      "(dcp.save / dcp.load), or get_model_state_dict(model, "
+                      "options=StateDictOptions(full_state_dict=True)) for one whole file")
+
+    def leftover_reference(self, qualname: str) -> str:
+        if qualname.endswith("checkpoint_module"):
+            return (f"`{qualname}`: wrap the block's forward in torch.utils.checkpoint."
+                    "checkpoint (or checkpoint_wrapper from torch.distributed.algorithms)")
+        return (f"`{qualname}`: no FSDP2 counterpart; sharded checkpoints go through "
+                "torch.distributed.checkpoint")
+
+
+class ZeroRedundancy(Rule):
+    id = "NM706"
+    name = "xla-zero1"
+    kind = Kind.FIX
+    summary = ("XLA's and NxD's ZeRO-1 optimizers become ZeroRedundancyOptimizer with XLA's "
+               "gradient averaging and clipping kept")
+    explanation = """\
+What it does: `ZeroRedundancyOptimizer(params, optimizer_class, ...)` from
+`torch_xla.distributed.zero_redundancy_optimizer`, and NxD's `NeuronZero1Optimizer`, become a
+small subclass of `torch.distributed.optim.ZeroRedundancyOptimizer` defined in your file. The
+optimizer state is sharded over the processes as before; its `step()` first does what XLA's
+did besides: average the gradients over the processes (one all_reduce per ~25 MB bucket of
+flattened gradients), and with `grad_clipping` (the default) clip them to `max_norm` (default
+1.0) by their global norm, kept in `optimizer.grad_norm` as XLA and NxD kept it. The base
+optimizer's keyword arguments (`lr=`, `betas=`, ...) are passed on.
+
+Why: PyTorch's ZeroRedundancyOptimizer only shards the optimizer state; it expects
+DistributedDataParallel to have averaged the gradients. Without the averaging each process
+would step with its own gradients; without the clipping, training would change.
+
+What differs: native ZeRO gives each process whole parameters to update (XLA gave each a
+slice of every parameter); for element-wise optimizers (SGD, Adam, AdamW) the result is the
+same. The parameters are updated in their own dtype: XLA kept float32 master shards
+(`optimizer_dtype`) of bfloat16 parameters. `pin_layout`, `coalesce_cc` and the bucket sizes
+are dropped (XLA collective tuning). A process group is needed, even in one process (the
+helper makes one there). Reported for review: `optimizer_dtype`, `sharding_groups` /
+`grad_norm_groups` (use `process_group=` a `dist.new_group(...)`), `lazy_init` and
+`init_zero()`, `use_grad_acc_hook`, `save_master_weights`, `higher_cc_precision`; NxD's
+optimizer unless the file shows tensor and pipeline parallel sizes of 1; and the state:
+`optimizer.state_dict()` needs `optimizer.consolidate_state_dict(to=0)` on every process first
+and then holds the whole state on rank 0 (XLA's held this process's shard), and
+`load_state_dict()` takes that whole state."""
+    doc_url = D_ZERO
+    example = Example(
+        before="from torch_xla.distributed.zero_redundancy_optimizer import "
+               "ZeroRedundancyOptimizer\n\n"
+               "optimizer = ZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, "
+               "lr=1e-3, max_norm=0.5)\n",
+        after="import os\nimport torch.distributed.optim\n\n\n"
+              + defined("_NeuronZeroRedundancyOptimizer") + "\n\n"
+              "optimizer = _NeuronZeroRedundancyOptimizer(model.parameters(), "
+              "torch.optim.AdamW, lr=1e-3, max_norm=0.5)\n",
+    )
+    calls = ZERO_CLASSES
+    prefixes = (XLA_ZERO_MODULE,)
+    attributes = frozenset({"state_dict", "load_state_dict", "init_zero",
+                            "save_sharded_state_dict", "load_sharded_state_dict"})
+    emits = ("torch.distributed.optim.ZeroRedundancyOptimizer",
+             "torch.distributed.optim.ZeroRedundancyOptimizer.consolidate_state_dict",
+             "torch.distributed.all_reduce", "torch.distributed.init_process_group",
+             "torch.distributed.HashStore", "torch.nn.utils.clip_grad_norm_", "torch.cat")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        params = argument(node.args, 0, "params")
+        optimizer_class = argument(node.args, 1, "optimizer_class")
+        if params is None or optimizer_class is None or has_star_args(node.args):
+            return Review(f"`{code(node)}`: cannot see the parameters and the optimizer class;"
+                          " use torch.distributed.optim.ZeroRedundancyOptimizer by hand and "
+                          "average the gradients before its step")
+        if site.qualname in NXD_ZERO and not proven_pure_data_parallel(site):
+            return Review(f"`{code(node)}`: this file does not show NxD's tensor and pipeline "
+                          "parallel sizes to be 1, so the data-parallel ranks ZeRO-1 shards "
+                          "over are not all processes; shard over the DeviceMesh's "
+                          "data-parallel group (process_group=mesh['dp'].get_group())")
+        options = zero_options(Bound.of(node.args, ("params", "optimizer_class")), site,
+                               nxd=site.qualname in NXD_ZERO)
+        if isinstance(options, Review):
+            return Review(f"`{code(node)}`: {options.message}")
+        args = [cst.Arg(params.value), cst.Arg(optimizer_class.value),
+                *(keyword_arg(k, v) for k, v in options.keywords)]
+        new = node.with_changes(func=site.helper("_NeuronZeroRedundancyOptimizer"),
+                                args=relaid(node.args, args))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the optimizer state stays "
+                       "sharded; its step averages the gradients over the processes (and "
+                       f"clips them, with grad_clipping) as XLA's did{options.note}")
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr in self.attributes
+
+    def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
+        if not bound_to(node.value, site, ZERO_CLASSES):
+            return None
+        method, owner = node.attr.value, code(node.value)
+        if method == "state_dict":
+            return Review(f"`{code(node)}`: the native ZeroRedundancyOptimizer's state_dict() "
+                          f"raises until `{owner}.consolidate_state_dict(to=0)` ran on every "
+                          "process, and then holds the whole state on rank 0 only (XLA's held "
+                          "this process's shard): consolidate, then save on rank 0")
+        if method == "load_state_dict":
+            return Review(f"`{code(node)}`: the native load_state_dict takes the whole "
+                          "consolidated state (from state_dict() on rank 0 after "
+                          "consolidate_state_dict), not one process's XLA shard")
+        return Review(f"`{code(node)}`: the native ZeroRedundancyOptimizer has no {method}; "
+                      "it shards when it is made, and its state is saved with "
+                      "consolidate_state_dict(to=0) and state_dict() on rank 0")
+
+    def leftover_reference(self, qualname: str) -> str:
+        return (f"`{qualname}`: use torch.distributed.optim.ZeroRedundancyOptimizer and average "
+                "the gradients before its step (DDP, or all_reduce)")
+
+
+RULES: tuple[type[Rule], ...] = (XlaFsdp, ZeroRedundancy)
