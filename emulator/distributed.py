@@ -15,6 +15,7 @@ import torch
 
 from . import NAME
 from .counters import COUNTERS
+from .layout import current_layout
 from .tensor import payload
 
 
@@ -55,8 +56,10 @@ class ReplicaCheck:
 
     It uses a gloo group of its own, on a store of its own (``NEURON_EMU_CHECK_PORT``), so it
     works whether or not the script builds a process group, and never interleaves with the
-    script's collectives. Wrong for jobs whose ranks legitimately hold different parameters
-    (FSDP shards, tensor or pipeline parallelism).
+    script's collectives. With a DeviceMesh, a rank is compared only with the ranks that hold
+    the same parameters (its replica group, emulator/layout.py: the same coordinates on every
+    model-parallel and parameter-sharding dimension). Without one, every rank is taken for a
+    replica, which is wrong for FSDP over a mesh-less group.
     """
 
     def __init__(self, rank: int, world_size: int, address: str, port: int) -> None:
@@ -92,16 +95,19 @@ class ReplicaCheck:
         return had
 
     def __call__(self, optimizer: torch.optim.Optimizer, step: int) -> None:
-        with torch.no_grad():
-            params = [payload(p).double() for g in optimizer.param_groups for p in g["params"]]
+        layout = current_layout(self.rank)
+        with torch.no_grad():  # a DTensor's own shard: its sum would be a collective
+            params = [payload(getattr(p, "_local_tensor", p)).double()
+                      for g in optimizer.param_groups for p in g["params"]]
             local = torch.tensor([sum(float(p.sum()) for p in params),
-                                  sum(float((p * p).sum()) for p in params)], dtype=torch.float64)
+                                  sum(float((p * p).sum()) for p in params),
+                                  min(layout.replica_group) if layout else 0], dtype=torch.float64)
         gathered = [torch.empty_like(local) for _ in range(self.world_size)]
         self._gloo().allgather([gathered], [local]).wait()
-        sums = [float(t[0]) for t in gathered]
-        squares = [float(t[1]) for t in gathered]
-        if not (_close(sums) and _close(squares)):
-            raise ReplicasDiverged(step, sums)
+        for group in {float(t[2]) for t in gathered}:  # ranks with the same replica group
+            same = [t for t in gathered if float(t[2]) == group]
+            if not (_close([float(t[0]) for t in same]) and _close([float(t[1]) for t in same])):
+                raise ReplicasDiverged(step, [float(t[0]) for t in gathered])
 
 
 def _close(values: list[float]) -> bool:
