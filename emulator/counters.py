@@ -18,9 +18,14 @@ class Counters:
     optimizer_steps: int = 0
     graphs_compiled: int = 0
     # data parallelism (emulator/parallelism.py): elements in the largest cross-rank reduction
-    # since the last optimizer step, and whether a process group was ever seen
-    largest_reduction: int = 0
+    # since the last optimizer step per group of ranks (None: a group not resolved), and
+    # whether a process group was ever seen
+    reductions: dict[frozenset[int] | None, int] = field(default_factory=dict)
     process_group_seen: bool = False
+    # the loss of each optimizer step (emulator/losses.py): the sum of the scalars backward()
+    # was called on since the previous step (None: no such call), and the sum so far
+    losses: list[float | None] = field(default_factory=list)
+    pending_loss: float | None = None
     # TorchNeuron's limits (emulator/limits.py): float64 tensors made on the device, and the
     # stack where the first one was made
     float64_tensors: int = 0
@@ -42,7 +47,8 @@ class Counters:
                 "ops": self.ops(),
                 "float64_tensors": self.float64_tensors,
                 "float64_first": self.float64_first,
-                "compiled": [stats.as_dict() for stats in self.compiled.values()]}
+                "compiled": [stats.as_dict() for stats in self.compiled.values()],
+                "losses": list(self.losses)}
 
 
 COUNTERS = Counters()

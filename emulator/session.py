@@ -1,4 +1,5 @@
-"""The smoke run inside one worker: count steps, stop after K, check replicas, report.
+"""The smoke run inside one worker: count steps, record their losses, stop after K, check
+replicas, report.
 
 Configured by the smoke runner through the environment (the user's script is not touched):
 - ``NEURON_EMU_REPORT``: where this worker writes its JSON outcome when it exits;
@@ -37,6 +38,7 @@ from typing import Any
 import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
+from . import layout, losses
 from .counters import COUNTERS
 from .diagnosis import diagnose, pick_frame
 from .distributed import ReplicaCheck
@@ -65,6 +67,8 @@ def start() -> None:
     steps = int(os.environ.get("NEURON_EMU_STEPS", "0"))
     _check = ReplicaCheck.from_environment()
     _parallelism = ParallelismCheck.from_environment()
+    layout.watch()
+    losses.watch()
     register_optimizer_step_post_hook(_after_step(steps, _check, _parallelism))
     previous_hook = sys.excepthook
 
@@ -124,6 +128,7 @@ def _after_step(limit: int, check: ReplicaCheck | None,
         if nested_step():  # an inner optimizer stepped by a wrapper: the outer step counts
             return
         COUNTERS.optimizer_steps += 1
+        losses.close_step()  # first: a check that raises below ends the run after this step
         if parallelism is not None:
             parallelism(optimizer, COUNTERS.optimizer_steps)
         if check is not None:
@@ -166,12 +171,15 @@ def _type_name(kind: type) -> str:
 def _parallelism_facts() -> dict[str, Any]:
     """What the runner needs to judge data parallelism: the world size, whether a process
     group was ever seen (a script may destroy it before exit), the first step that did not
-    average its gradients, and how many did not."""
+    average its gradients, how many did not, and the layout of the mesh the script built."""
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():
         COUNTERS.process_group_seen = True
-    return {"world_size": int(os.environ.get("WORLD_SIZE", "1") or 1),
+    rank = int(os.environ.get("RANK", "0") or 0)
+    found = layout.current_layout(rank)
+    return {"layout": None if found is None else found.as_dict(),
+            "world_size": int(os.environ.get("WORLD_SIZE", "1") or 1),
             "process_group": COUNTERS.process_group_seen,
             "parallelism": None if _parallelism is None else _parallelism.first_problem,
             "steps_without_averaging": 0 if _parallelism is None

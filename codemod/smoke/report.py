@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING, Any
 from neuron_migrate.smoke.paths import relative
 
 if TYPE_CHECKING:
-    from neuron_migrate.smoke.run import SmokeResult
+    from neuron_migrate.smoke.summary import SmokeResult
 
 POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
                "supports, its numerics, its compiler or its speed.")
 
 
 def render_json(result: SmokeResult) -> str:
+    return json.dumps(json_data(result), indent=2)
+
+
+def json_data(result: SmokeResult) -> dict[str, Any]:
     data = asdict(result)
     data["workers"] = [{"rank": w.rank, "returncode": w.returncode, "killed": w.killed,
                         "optimizer_steps": (w.outcome or {}).get("optimizer_steps")}
@@ -23,11 +27,16 @@ def render_json(result: SmokeResult) -> str:
     data["exit_code"] = result.exit_code()
     data["distinct_ops"] = len(result.ops)
     data["positioning"] = POSITIONING
-    return json.dumps(data, indent=2)
+    return data
 
 
 def render_text(result: SmokeResult) -> list[tuple[str, str]]:
     """(line, style) pairs; styles: heading, error, warning, dim, plain."""
+    return [*run_lines(result), *_inventory_lines(result)]
+
+
+def run_lines(result: SmokeResult) -> list[tuple[str, str]]:
+    """What the run did, without the op inventory: what a layout comparison shows per run."""
     workers = f"{result.nproc} process{'es' if result.nproc > 1 else ''}"
     verdict = "PASSED" if result.passed else "FAILED"
     if result.passed and result.warnings:
@@ -41,6 +50,9 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
         lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
                       "different collectives, or for a process group that never forms)", "error"))
     lines.extend((f"  warning: {text}", "warning") for text in result.warnings)
+    if result.layout:
+        lines.append((f"  mesh (the script's DeviceMesh): {result.layout['mesh']}", "plain"))
+    lines.extend((f"  note: {text}", "dim") for text in result.notes)
     if result.error:
         lines.extend(_error_lines(result))
     elif not result.passed and not result.timed_out and not result.install_failed:
@@ -54,8 +66,12 @@ def render_text(result: SmokeResult) -> list[tuple[str, str]]:
     lines.append((f"  optimizer steps: {result.optimizer_steps}{stop}", "plain"))
     lines.append((f"  graphs compiled: {result.graphs_compiled}", "plain"))
     lines.extend(_compiled_lines(result))
-    lines.append((f"  distinct ops executed on the device (aten, and c10d collectives): "
-                  f"{len(result.ops)}", "plain"))
+    return lines
+
+
+def _inventory_lines(result: SmokeResult) -> list[tuple[str, str]]:
+    lines = [(f"  distinct ops executed on the device (aten, and c10d collectives): "
+              f"{len(result.ops)}", "plain")]
     if result.ops:
         lines.append(("    " + ", ".join(f"{name} {count}" for name, count in result.ops.items()),
                       "dim"))

@@ -7,17 +7,20 @@ device API on CPU*: device placement, API and backend names, compile rules, dist
 wiring, checkpoints. It says nothing about which ops Trainium supports, its numerics, its
 compiler or its speed: every op runs on the CPU.
 
+With two or more `--layout NPROC[:EXTRA ARGS]`, the script runs once per layout and the loss
+of every optimizer step is compared across them (smoke/layouts.py).
+
 Exit status: 0 when the script ran, 1 when it failed (or timed out; with --check-replicas,
-when data parallelism was lost or the replicas diverged), 2 on usage errors and when the
-emulator cannot be installed in the interpreter.
+when data parallelism was lost or the replicas diverged; with layouts, when their losses
+differ), 2 on usage errors and when the emulator cannot be installed in the interpreter.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
-import re
 import shutil
 import signal
 import socket
@@ -26,22 +29,23 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from neuron_migrate import emulator
-from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
-from neuron_migrate.smoke.report import float64_warning, render_json, render_text
-from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
+from neuron_migrate.smoke.layout_report import render_comparison_json, render_comparison_text
+from neuron_migrate.smoke.layouts import DEFAULT_RTOL, LayoutSpec, compare_layouts, parse_layout
+from neuron_migrate.smoke.report import render_json, render_text
+from neuron_migrate.smoke.summary import (  # noqa: F401 - Worker, _error_from_stderr: the API
+    SmokeResult, Worker, _error_from_stderr, summarise)
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
-INSTALL_FAILED = 3  # emulator/bootstrap/sitecustomize.py exits with this when it cannot install
 GRACE_SECONDS = 5.0  # how long the other workers may take to fail on their own, as torchrun waits
 FORMATS = ("text", "json")
 
@@ -57,54 +61,6 @@ class SmokeOptions:
     python: str = sys.executable
     logs: Path | None = None
     max_recompiles: int | None = None
-
-
-@dataclass
-class Worker:
-    """One process: its exit, what its session reported, and the end of its stderr."""
-
-    rank: int
-    script: str = ""
-    returncode: int | None = None
-    ended_at: float | None = None
-    killed: bool = False
-    outcome: dict[str, Any] | None = None
-    stderr_tail: str = ""
-
-    @property
-    def error(self) -> dict[str, Any] | None:
-        if self.outcome and self.outcome.get("error"):
-            return self.outcome["error"]
-        if self.returncode not in (0, None) and not self.killed:
-            return _error_from_stderr(self.stderr_tail, self.script)
-        return None
-
-
-@dataclass
-class SmokeResult:
-    script: str
-    nproc: int
-    passed: bool
-    timed_out: bool = False
-    install_failed: str | None = None
-    failing_rank: int | None = None
-    error: dict[str, Any] | None = None
-    optimizer_steps: int = 0
-    graphs_compiled: int = 0
-    ops: dict[str, int] = field(default_factory=dict)
-    compiled: list[dict[str, Any]] = field(default_factory=list)
-    float64_tensors: int = 0
-    float64_location: dict[str, Any] | None = None
-    stopped_after_steps: int | None = None
-    steps_requested: int | None = None
-    seconds: float = 0.0
-    warnings: list[str] = field(default_factory=list)
-    workers: list[Worker] = field(default_factory=list)
-
-    def exit_code(self) -> int:
-        if self.install_failed is not None:
-            return 2
-        return 0 if self.passed else 1
 
 
 _HANDED_OUT: set[int] = set()
@@ -227,106 +183,10 @@ def _tail(path: Path, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
-
-
 def _as_path(script: Path) -> str:
     """The script as Python must read it: a name such as `-c` or `-m` would be an option."""
     text = str(script)
     return text if not text.startswith("-") else os.path.join(os.curdir, text)
-
-
-def _error_from_stderr(stderr: str, script: str) -> dict[str, Any] | None:
-    """For a worker that died without a session report (a crash in C++, os._exit, sys.exit
-    after printing a traceback): the last traceback in its stderr."""
-    found = diagnose_text(stderr)
-    if found is None:
-        return None
-    name, message, cause = found
-    frames = [{"file": f, "line": int(n), "function": fn or ""} for f, n, fn in _FRAME.findall(stderr)]
-    return {"type": name, "message": message, "location": pick_frame(frames, script),
-            "frames": frames, "cause": None if cause is None else asdict(cause), "step": None}
-
-
-def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
-              seconds: float) -> SmokeResult:
-    result = SmokeResult(script=str(options.script), nproc=options.nproc or 1, passed=False,
-                         timed_out=timed_out, seconds=round(seconds, 2), workers=workers,
-                         steps_requested=options.steps)
-    outcomes = [w.outcome for w in workers if w.outcome]
-    result.optimizer_steps = max((o["optimizer_steps"] for o in outcomes), default=0)
-    result.graphs_compiled = max((o["graphs_compiled"] for o in outcomes), default=0)
-    ops: dict[str, int] = {}
-    for outcome in outcomes:
-        for name, count in outcome["ops"].items():
-            ops[name] = ops.get(name, 0) + count
-    result.ops = dict(sorted(ops.items()))
-    result.compiled = _compiled(outcomes)
-    result.float64_tensors = max((o.get("float64_tensors", 0) for o in outcomes), default=0)
-    first = next((o["float64_first"] for o in outcomes if o.get("float64_first")), None)
-    result.float64_location = pick_frame(first, str(options.script)) if first else None
-    if result.float64_tensors:
-        result.warnings.append(float64_warning(result.float64_tensors, result.float64_location))
-    result.stopped_after_steps = next((o["stopped_after_steps"] for o in outcomes
-                                       if o.get("stopped_after_steps")), None)
-    install = [w for w in workers if w.returncode == INSTALL_FAILED and "could not install" in w.stderr_tail]
-    if install:
-        result.install_failed = install[0].stderr_tail.splitlines()[-1]
-        return result
-    failed = sorted((w for w in workers if w.returncode != 0 and not w.killed),
-                    key=lambda w: (w.error is None, (w.error or {}).get("time") or w.ended_at or 0.0))
-    if failed:
-        first = failed[0]
-        # ranks that hit the same error at about the same time: name the lowest, as torchrun does
-        same = [w for w in failed if w.error and first.error and _kind(w.error) == _kind(first.error)]
-        first = min(same, key=lambda w: w.rank) if same else first
-        result.failing_rank, result.error = first.rank, _with_origin(first.error)
-    result.passed = not timed_out and not failed and all(w.returncode == 0 for w in workers)
-    if not failed and not timed_out:
-        _judge_parallelism(result, outcomes, options.check_replicas)
-    return result
-
-
-def _compiled(outcomes: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each compiled function once, with the most any worker compiled for it (ranks compile
-    the same graphs; a rank that stopped early compiled fewer)."""
-    merged: dict[str, dict[str, Any]] = {}
-    for outcome in outcomes:
-        for index, entry in enumerate(outcome.get("compiled", [])):
-            key = f"{entry['function']}#{index}"
-            known = merged.setdefault(key, dict(entry))
-            for count in ("graphs", "shapes", "recompiles", "calls"):
-                known[count] = max(known[count], entry[count])
-    return list(merged.values())
-
-
-def _kind(error: dict[str, Any]) -> tuple[str, str]:
-    """Errors alike across ranks: the same type and cause (messages may name the rank)."""
-    cause = error.get("cause")
-    return error["type"], cause["key"] if cause else error["message"]
-
-
-def _with_origin(error: dict[str, Any] | None) -> dict[str, Any] | None:
-    """The error, with the rule that wrote the code it was raised in, when the tool wrote it."""
-    return None if error is None else dict(error, origin=origin(error))
-
-
-def _judge_parallelism(result: SmokeResult, outcomes: list[dict[str, Any]],
-                       check_replicas: bool) -> None:
-    """Lost data parallelism that no worker raised (they raise only under --check-replicas,
-    and only at a step): a warning, or with --check-replicas the run's failure."""
-    problems = parallelism_problems(outcomes, result.nproc)
-    if not problems:
-        return
-    if not check_replicas:
-        result.warnings.extend(problem_lines(problems))
-        return
-    first = problems[0]
-    cause = diagnose("DataParallelismLost", first["message"])
-    result.passed, result.failing_rank = False, first["rank"]
-    result.error = {"type": "DataParallelismLost", "message": first["message"], "location": None,
-                    "frames": [], "step": first["step"], "origin": None,
-                    "cause": None if cause is None else asdict(cause)}
 
 
 # ---------------------------------------------------------------------------- command
@@ -350,8 +210,13 @@ def smoke(
         "process group (without this option these are warnings); and compare parameter "
         "checksums across the replicas after every step, failing when they diverge. Catches "
         "xm.optimizer_step turned into a bare optimizer.step() without DDP. Needs --nproc 2 "
-        "or more. Both checks assume data parallelism: they are wrong for tensor or pipeline "
-        "parallelism, and the checksums for FSDP.")] = False,
+        "or more. With a DeviceMesh, both follow its layout: gradients must be averaged over "
+        "the data-parallel dimensions (named dp, data_parallel, dp_replicate or dp_shard; "
+        "any other name, or a mesh given to parallelize_module, is model parallel) and only "
+        "ranks holding the same shards are compared; a tensor-parallel run with no "
+        "data-parallel dimension is not checked for averaging, and one with no replicas "
+        "compares no checksums (the report says so). Without a mesh every rank counts as a "
+        "data-parallel replica, which is wrong for FSDP's checksums.")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, metavar="S",
         help="Kill the run (every worker's process group) after S seconds.")] = 300.0,
@@ -370,7 +235,20 @@ def smoke(
         "2.14); default: the one running neuron-migrate.")] = None,
     logs: Annotated[Optional[Path], typer.Option(
         "--logs", metavar="DIR", help="Keep each worker's stdout and stderr in this folder "
-        "(rankN.out, rankN.err).")] = None,
+        "(rankN.out, rankN.err; with layouts, in layoutN/ per layout).")] = None,
+    layouts: Annotated[Optional[list[str]], typer.Option(
+        "--layout", metavar="NPROC[:ARGS]",
+        help="Run the script at this layout: NPROC workers (as --nproc), ARGS (split as a "
+        "shell does) added after the SCRIPT_ARGS, e.g. --layout 1 --layout \"2:--tp 2\". "
+        "Give two or more: each runs in turn and the loss of every optimizer step (the "
+        "one-element tensor backward() was called on, summed over the backward calls of a "
+        "step, averaged over the workers) is compared with the first layout's; the run "
+        "fails at the first step that differs by more than --rtol. Proves that a data- or "
+        "tensor-parallel layout trains as one process does.")] = None,
+    rtol: Annotated[Optional[float], typer.Option(
+        "--rtol", min=0, metavar="R",
+        help=f"With layouts: the relative difference two losses may have at a step "
+        f"(default {DEFAULT_RTOL:g}).")] = None,
 ) -> None:
     """Run a migrated script on an emulated `neuron` device on this CPU, unchanged.
 
@@ -385,21 +263,60 @@ def smoke(
     and the aten ops executed with their counts (to compare with AWS's operator support
     table). Sparse and nested tensors on the device fail the run, as on TorchNeuron.
 
-    Exit status: 0 when the script ran, 1 when it failed, 2 on usage errors or when the
-    emulator cannot be installed in the interpreter.
+    With two or more --layout, runs the script at each and compares the loss of every
+    optimizer step, naming the first step at which a layout differs from the first.
+
+    Exit status: 0 when the script ran (and the layouts agree), 1 when it failed (or they
+    differ), 2 on usage errors or when the emulator cannot be installed in the interpreter.
     """
-    options = _options(script, script_args, nproc, steps, check_replicas, timeout, fmt, python, logs,
-                       max_recompiles)
+    specs = _layouts(layouts, nproc, check_replicas, rtol)
+    # with layouts, --check-replicas applies to those of several workers (checked above)
+    options = _options(script, script_args, nproc, steps, check_replicas and not specs, timeout,
+                       fmt, python, logs, max_recompiles)
+    if specs:
+        options = dataclasses.replace(options, check_replicas=check_replicas)
+        comparison = compare_layouts(options, specs, DEFAULT_RTOL if rtol is None else rtol,
+                                     run_smoke)
+        _print(fmt, render_comparison_json(comparison), render_comparison_text(comparison))
+        raise typer.Exit(comparison.exit_code())
     result = run_smoke(options)
-    if fmt == "json":
-        sys.stdout.write(render_json(result) + "\n")
-    else:
-        console = Console(highlight=False, soft_wrap=True)
-        styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
-                  "dim": "dim", "plain": ""}
-        for line, style in render_text(result):
-            console.print(Text(line, style=styles[style]))
+    _print(fmt, render_json(result), render_text(result))
     raise typer.Exit(result.exit_code())
+
+
+def _print(fmt: str, json_text: str, lines: list[tuple[str, str]]) -> None:
+    if fmt == "json":
+        sys.stdout.write(json_text + "\n")
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
+              "dim": "dim", "plain": ""}
+    for line, style in lines:
+        console.print(Text(line, style=styles[style]))
+
+
+def _layouts(texts: list[str] | None, nproc: int | None, check_replicas: bool,
+             rtol: float | None) -> list[LayoutSpec]:
+    """The layouts to compare, or none; usage errors (exit 2) for what cannot be compared."""
+    if not texts:
+        if rtol is not None:
+            raise typer.BadParameter("compares layouts: give two or more --layout",
+                                     param_hint="--rtol")
+        return []
+    if nproc is not None:
+        raise typer.BadParameter("each --layout gives its own number of workers: drop --nproc",
+                                 param_hint="--nproc")
+    if len(texts) < 2:
+        raise typer.BadParameter("give two or more layouts to compare (for one, use --nproc "
+                                 "and put its arguments after --)", param_hint="--layout")
+    try:
+        specs = [parse_layout(text) for text in texts]
+    except ValueError as error:
+        raise typer.BadParameter(str(error), param_hint="--layout") from None
+    if check_replicas and all(spec.nproc < 2 for spec in specs):
+        raise typer.BadParameter("needs data-parallel replicas: a layout of 2 workers or more",
+                                 param_hint="--check-replicas")
+    return specs
 
 
 def _options(script: Path, script_args: list[str] | None, nproc: int | None, steps: int | None,
