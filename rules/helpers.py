@@ -10,25 +10,16 @@ process train alone. The test suite executes every one of them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Helper:
-    source: str
-    requires: tuple[str, ...] = ()
-    imports: tuple[str, ...] = ("torch",)
+from neuron_migrate.rules.helpers_base import Helper
+from neuron_migrate.rules.helpers_base import helper as _helper
+from neuron_migrate.rules.parallel_helpers import PARALLEL_HELPERS
+from neuron_migrate.rules.sharding_helpers import SHARDING_HELPERS
 
 
 def defined(name: str) -> str:
     """The text the engine writes for `name`: the helpers it requires, then itself (for the
     rules' before/after examples)."""
     return "\n\n".join(HELPERS[n].source for n in (*HELPERS[name].requires, name))
-
-
-def _helper(source: str, requires: tuple[str, ...] = (),
-            imports: tuple[str, ...] = ("torch",)) -> Helper:
-    return Helper(source.strip("\n") + "\n", requires, imports)
 
 
 HELPERS: dict[str, Helper] = {
@@ -95,13 +86,13 @@ def _neuron_optimizer_step(optimizer, optimizer_args=None):
     return optimizer.step(**(optimizer_args or {}))
 ''', requires=("_neuron_distributed", "_neuron_reduce_gradients")),
     "_neuron_all_reduce": _helper('''
-def _neuron_all_reduce(op, value, scale=1.0):
+def _neuron_all_reduce(op, value, scale=1.0, group=None):
     """xm.all_reduce: a tensor is reduced into a new tensor; a list is reduced in place."""
     tensors = list(value) if isinstance(value, (list, tuple)) else [value.clone()]
     distributed = _neuron_distributed()
     for tensor in tensors:
         if distributed:
-            torch.distributed.all_reduce(tensor, op=op)
+            torch.distributed.all_reduce(tensor, op=op, group=group)
         if scale != 1.0:
             tensor.mul_(scale)
     return value if isinstance(value, (list, tuple)) else tensors[0]
@@ -326,3 +317,16 @@ def _neuron_check_env_flag(name, default=""):
     return flag == "true" or (flag.isdigit() and int(flag) > 0)
 ''', imports=()),
 }
+
+
+def _merged(*tables: dict[str, Helper]) -> None:
+    """Add the families' own helper tables; a name defined twice would silently replace one
+    helper's text with another's in every file that asks for it."""
+    for table in tables:
+        clash = HELPERS.keys() & table.keys()
+        if clash:
+            raise AssertionError(f"helpers defined twice: {sorted(clash)}")
+        HELPERS.update(table)
+
+
+_merged(PARALLEL_HELPERS, SHARDING_HELPERS)

@@ -14,17 +14,18 @@ from neuron_migrate.rules.helpers_base import Helper, helper
 
 SHARDING_HELPERS: dict[str, Helper] = {
     "_neuron_average_gradients": helper('''
-def _neuron_average_gradients(params, bucket_bytes=25 * 1024 * 1024):
-    """Average the gradients of `params` over all processes, as XLA's ZeRO-1 step did: flat
-    buckets of about `bucket_bytes` (one dtype and device each), one all_reduce per bucket,
-    never one per parameter."""
-    if not _neuron_distributed() or torch.distributed.get_world_size() == 1:
+def _neuron_average_gradients(params, bucket_bytes=25 * 1024 * 1024, group=None):
+    """Average the gradients of `params` over the processes of `group` (all by default), as
+    XLA's ZeRO-1 step did: flat buckets of about `bucket_bytes` (one dtype and device each),
+    one all_reduce per bucket, never one per parameter. A tensor-parallel (DTensor) gradient
+    is averaged shard by shard with the same shard of the other replicas."""
+    if not _neuron_distributed() or torch.distributed.get_world_size(group) == 1:
         return
-    world_size = torch.distributed.get_world_size()
+    world_size = torch.distributed.get_world_size(group)
 
     def average(grads):
         flat = torch.cat([grad.reshape(-1) for grad in grads])
-        torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM)
+        torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM, group=group)
         flat.div_(world_size)
         for grad, part in zip(grads, flat.split([grad.numel() for grad in grads])):
             grad.copy_(part.view_as(grad))
@@ -33,9 +34,10 @@ def _neuron_average_gradients(params, bucket_bytes=25 * 1024 * 1024):
     for param in params:
         if param.grad is None:
             continue
-        key = (param.grad.dtype, param.grad.device)
-        buckets.setdefault(key, []).append(param.grad)
-        sizes[key] = sizes.get(key, 0) + param.grad.numel() * param.grad.element_size()
+        grad = param.grad.to_local() if hasattr(param.grad, "to_local") else param.grad
+        key = (grad.dtype, grad.device)
+        buckets.setdefault(key, []).append(grad)
+        sizes[key] = sizes.get(key, 0) + grad.numel() * grad.element_size()
         if sizes[key] >= bucket_bytes:
             average(buckets.pop(key))
             sizes.pop(key)

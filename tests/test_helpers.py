@@ -3,6 +3,7 @@ two-process gloo group, and check they do what the XLA calls did."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import re
 import socket
@@ -22,6 +23,8 @@ from neuron_migrate.rules.helpers import HELPERS
 def _namespace() -> dict:
     namespace: dict = {"torch": torch, "os": os}
     for helper in HELPERS.values():
+        for module in helper.imports:  # the migrated file imports them (`torch.distributed.optim`)
+            importlib.import_module(module)
         exec(compile(helper.source, "<helper>", "exec"), namespace)  # noqa: S102
     return namespace
 
@@ -71,7 +74,23 @@ def _collective_calls() -> dict[str, Callable[[], object]]:
         "_neuron_mesh_reduce": lambda: H["_neuron_mesh_reduce"](t, max),
         "_neuron_save": lambda: H["_neuron_save"]({"w": t}, os.devnull, master_only=False),
         "_neuron_broadcast_master_param": lambda: H["_neuron_broadcast_master_param"](model),
+        "_neuron_average_in_group": lambda: H["_neuron_average_in_group"](optimizer, None,
+                                                                          step=True),
+        "_neuron_average_gradients": lambda: H["_neuron_average_gradients"](model.parameters()),
+        "_neuron_process_group": lambda: _own_group(H["_neuron_process_group"]),
+        "_neuron_fully_shard": lambda: _own_group(H["_neuron_fully_shard"], torch.nn.Linear(2, 1)),
+        "_NeuronZeroRedundancyOptimizer": lambda: _own_group(
+            H["_NeuronZeroRedundancyOptimizer"], model.parameters(), torch.optim.SGD, lr=1.0),
     }
+
+
+def _own_group(helper: Callable[..., object], *args: object, **kwargs: object) -> None:
+    """Run a helper that makes a one-process group where there is none, then end the group."""
+    try:
+        helper(*args, **kwargs)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
 
 
 def test_every_collective_helper_is_exercised() -> None:
@@ -159,6 +178,14 @@ def _worker(rank: int, port: int, results: dict) -> None:
     model(torch.tensor([[float(rank)]])).sum().backward()  # grads 0 and 1: mean 0.5
     h["_neuron_optimizer_step"](optimizer)
     out["weight"] = model.weight.item()
+    wide = torch.nn.Linear(2, 3).double()  # two dtypes, each averaged in one flat all-reduce
+    narrow = torch.nn.Linear(1, 1)
+    both = torch.optim.SGD([*wide.parameters(), *narrow.parameters()], lr=1.0)
+    for param in both.param_groups[0]["params"]:
+        param.grad = torch.full_like(param, float(rank))
+    h["_neuron_average_in_group"](both, dist.group.WORLD)
+    out["grouped"] = sorted({float(v) for p in both.param_groups[0]["params"]
+                             for v in p.grad.flatten()})
     results[rank] = out
     dist.destroy_process_group()
 
@@ -182,3 +209,4 @@ def test_two_process_semantics_match_xla() -> None:
         assert out["gather"] == [1.0, 2.0]
         assert out["objects"] == ["rank0", "rank1"]
         assert out["weight"] == pytest.approx(0.5)  # averaged gradient, same on both replicas
+        assert out["grouped"] == [0.5]  # every gradient of both dtypes is the mean of 0 and 1

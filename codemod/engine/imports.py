@@ -112,13 +112,28 @@ def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cs
     if not modules:
         return statements
     index = _insertion_index(statements)
-    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(cst.Name(m))])])
-           for m in sorted(modules)]
+    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(_dotted(m))])])
+           for m in _outermost(modules)]
     following = statements[index:]
     if following and not _is_import_line(following[0], future=False) and \
             not following[0].leading_lines:
         following[0] = following[0].with_changes(leading_lines=[cst.EmptyLine()])
     return statements[:index] + new + following
+
+
+def _outermost(modules: set[str]) -> list[str]:
+    """The modules to import, sorted, without a bare package that a dotted import of one of
+    its submodules binds anyway (`import torch.distributed.tensor.parallel` binds `torch`)."""
+    return sorted(m for m in modules
+                  if not any(other.startswith(m + ".") for other in modules))
+
+
+def _dotted(module: str) -> cst.Name | cst.Attribute:
+    parts = module.split(".")
+    node: cst.Name | cst.Attribute = cst.Name(parts[0])
+    for part in parts[1:]:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
 
 
 def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],

@@ -1,0 +1,141 @@
+"""Plain-PyTorch helpers for code migrated from NeuronX Distributed (NxD) model parallelism.
+
+NxD kept the process layout in module globals of `parallel_state`, which every module of a
+program read (a model file asks the tensor-parallel size while the training script set it).
+The native layout is a DeviceMesh; to be readable from every migrated module of the program
+without importing anything of neuron-migrate, the mesh lives in one registry module in
+`sys.modules` that the first `_neuron_init_mesh` creates. The helpers below are copied into
+each migrated file like the others (`rules/helpers.py`), so every copy reads the same mesh.
+"""
+
+from __future__ import annotations
+
+from neuron_migrate.rules.helpers_base import Helper, helper
+
+TP_IMPORTS = ("torch", "torch.distributed.tensor.parallel")
+"""What a file that builds tensor-parallel layers needs at module level: the styles are
+written out at each layer (`torch.distributed.tensor.parallel.ColwiseParallel(...)`)."""
+
+PARALLEL_HELPERS: dict[str, Helper] = {
+    "_neuron_mesh": helper('''
+def _neuron_mesh(required=True):
+    """The (data parallel, tensor parallel) DeviceMesh that replaced NxD's parallel_state,
+    shared by every module of the program through one registry module."""
+    import sys
+
+    mesh = getattr(sys.modules.get("_neuron_parallel_layout"), "mesh", None)
+    if mesh is None and required:
+        raise RuntimeError(
+            "the model-parallel layout is not initialized: the call that replaced "
+            "parallel_state.initialize_model_parallel must run first")
+    return mesh
+''', imports=()),
+    "_neuron_init_mesh": helper('''
+def _neuron_init_mesh(tensor_model_parallel_size=1):
+    """parallel_state.initialize_model_parallel: the processes as data-parallel replicas of
+    tensor-parallel groups, tensor-parallel ranks contiguous as NxD placed them."""
+    import sys
+    import types
+
+    from torch.distributed.device_mesh import init_device_mesh
+
+    if not torch.distributed.is_initialized():
+        torch.distributed.init_process_group("neuron")
+    world_size = torch.distributed.get_world_size()
+    if world_size % tensor_model_parallel_size:
+        raise ValueError(
+            f"the world size {world_size} is not a multiple of the tensor-parallel size "
+            f"{tensor_model_parallel_size}")
+    layout = sys.modules.setdefault("_neuron_parallel_layout",
+                                    types.ModuleType("_neuron_parallel_layout"))
+    layout.mesh = init_device_mesh(
+        "neuron", (world_size // tensor_model_parallel_size, tensor_model_parallel_size),
+        mesh_dim_names=("dp", "tp"))
+    return layout.mesh
+'''),
+    "_neuron_destroy_mesh": helper('''
+def _neuron_destroy_mesh():
+    """parallel_state.destroy_model_parallel: forget the layout (its groups end with the
+    process group)."""
+    import sys
+
+    sys.modules.pop("_neuron_parallel_layout", None)
+''', imports=()),
+    "_neuron_tensor_parallel": helper('''
+def _neuron_tensor_parallel(module, style, init_method=None):
+    """Shard a full-size layer over the tensor-parallel ranks with a parallel style, as NxD's
+    parallel layers were built: `init_method` sees the whole weight (NxD initialised one
+    master weight and split it) and rank 0's values are scattered, so every layout starts
+    from the same model."""
+    if init_method is not None:
+        with torch.no_grad():
+            init_method(module.weight)
+    return torch.distributed.tensor.parallel.parallelize_module(
+        module, _neuron_mesh()["tp"], style)
+''', requires=("_neuron_mesh",), imports=TP_IMPORTS),
+    "_neuron_parallel_cross_entropy": helper('''
+def _neuron_parallel_cross_entropy(logits, target, label_smoothing=0.0):
+    """NxD's parallel_cross_entropy: the per-token loss (no reduction) of logits whose last
+    dimension (the vocabulary) is split over the tensor-parallel ranks. The shards are
+    gathered (differentiably) and the loss taken on the whole vocabulary."""
+    from torch.distributed.tensor import DTensor, Shard
+
+    mesh = _neuron_mesh()["tp"]
+    if mesh.size() > 1:
+        logits = DTensor.from_local(logits, mesh, [Shard(logits.dim() - 1)]).full_tensor()
+    loss = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.size(-1)), target.reshape(-1), reduction="none",
+        label_smoothing=label_smoothing)
+    return loss.view_as(target)
+''', requires=("_neuron_mesh",)),
+    "_neuron_clip_grad_norm": helper('''
+def _neuron_clip_grad_norm(parameters, max_norm, norm_type=2.0):
+    """NxD's grads.clip_grad_norm: clip by the norm of the whole model's gradients, a
+    tensor-parallel weight counted over all its shards and a replicated one once; returns
+    the total norm."""
+    from torch.distributed.tensor import DTensor
+
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    norms = []
+    for grad in grads:
+        norm = torch.linalg.vector_norm(grad, norm_type)
+        norms.append(norm.full_tensor() if isinstance(norm, DTensor) else norm)
+    total = torch.linalg.vector_norm(torch.stack([n.to(norms[0].device) for n in norms]),
+                                     norm_type)
+    scale = float(max_norm) / (float(total) + 1e-6)
+    if scale < 1.0:
+        with torch.no_grad():
+            for grad in grads:
+                grad.mul_(scale)
+    return total
+'''),
+    "_neuron_average_in_group": helper('''
+def _neuron_average_in_group(optimizer, group, optimizer_args=None, step=False):
+    """Average the gradients of the optimizer's parameters over the processes of `group`
+    (xm.reduce_gradients / optimizer_step with NxD's data-parallel replica groups), then
+    step if asked."""
+    _neuron_average_gradients(
+        [param for param_group in optimizer.param_groups for param in param_group["params"]],
+        group=group)
+    if step:
+        return optimizer.step(**(optimizer_args or {}))
+    return None
+''', requires=("_neuron_distributed", "_neuron_average_gradients")),
+    "_neuron_redistribute": helper('''
+def _neuron_redistribute(tensor, source, target, grad=None):
+    """NxD's region mappings over the "tp" mesh dimension: what this rank holds is read as
+    the `source` placement and its part of the `target` placement is returned; backward
+    moves the gradient the other way (as the gradient placement `grad` when given)."""
+    from torch.distributed.tensor import DTensor
+
+    mesh = _neuron_mesh()["tp"]
+    moved = DTensor.from_local(tensor, mesh, [source], run_check=False)
+    if target != source:
+        moved = moved.redistribute(mesh, [target])
+    return moved.to_local(grad_placements=None if grad is None else [grad])
+''', requires=("_neuron_mesh",), imports=("torch", "torch.distributed.tensor")),
+}
