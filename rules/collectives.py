@@ -14,7 +14,9 @@ from neuron_migrate.engine.quote import code
 from neuron_migrate.engine.cst_names import dotted
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.review_base import ReviewRule
-from neuron_migrate.rules.support import argument, has_star_args, string_value, template
+from neuron_migrate.rules.nxd_layout import mesh_group, replica_dimension
+from neuron_migrate.rules.support import (argument, has_star_args, keyword_arg, string_value,
+                                          template)
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"
@@ -187,7 +189,9 @@ What differs: nothing for these arguments; in a single process without a process
 helpers return the input (scaled), and with WORLD_SIZE > 1 and no group they raise instead of
 reducing nothing. `groups=`, `pin_layout=` and `output=` have no direct equivalent and are
 reported for review: use `dist.new_group(ranks)` for groups; pin_layout has no meaning
-natively."""
+natively. `groups=` that lists NeuronX Distributed's data- or tensor-parallel replica groups
+(`parallel_state.get_data_parallel_replica_groups()`) becomes `group=` the matching
+dimension's group of the DeviceMesh that replaced NxD's layout (NM240)."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
@@ -211,8 +215,10 @@ natively."""
         name = (site.qualname or "").rsplit(".", 1)[-1]
         if has_star_args(node.args):
             return Review(f"`{code(node)}`: unpacked arguments; rewrite by hand")
+        group = self._mesh_group(name, node.args, site)
         option = next((a.keyword.value for a in node.args
-                       if a.keyword is not None and a.keyword.value in self._REVIEW), None)
+                       if a.keyword is not None and a.keyword.value in self._REVIEW
+                       and (group is None or a.keyword.value != "groups")), None)
         positional_limit = 2 if name == "all_gather" else 5 if name == "reduce_scatter" else 3
         if option is not None or sum(a.keyword is None for a in node.args) > positional_limit:
             what = f"`{option}`" if option else "groups passed by position"
@@ -229,8 +235,22 @@ natively."""
         args = [a.with_changes(keyword=cst.Name(self._RENAMED[a.keyword.value]))
                 if a.keyword is not None and a.keyword.value in self._RENAMED else a
                 for a in args]
+        if group is not None:
+            args = [keyword_arg("group", group) if a.keyword is not None and
+                    a.keyword.value == "groups" else a for a in args]
         new = node.with_changes(func=site.helper(self._HELPERS[name]), args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}` (same result as the XLA call)")
+
+    @staticmethod
+    def _mesh_group(name: str, args: list[cst.Arg] | tuple[cst.Arg, ...], site: Site
+                    ) -> cst.BaseExpression | None:
+        """For `xm.all_reduce(..., groups=<NxD's replica groups>)`: the process group of the
+        mesh dimension that replaced them (the same processes, so the same reduction)."""
+        groups = next((a for a in args if a.keyword is not None and a.keyword.value == "groups"),
+                      None)
+        dim = None if groups is None or name != "all_reduce" else \
+            replica_dimension(groups.value, site)
+        return None if dim is None else mesh_group(dim, site)
 
 
 def _reduce_op(value: cst.BaseExpression, site: Site) -> cst.BaseExpression | None:

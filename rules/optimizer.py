@@ -8,7 +8,8 @@ from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.helpers import HELPERS
-from neuron_migrate.rules.support import argument, has_star_args, keep_args
+from neuron_migrate.rules.nxd_layout import mesh_group, replica_dimension
+from neuron_migrate.rules.support import argument, has_star_args, keep_args, keyword_arg
 from neuron_migrate.rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -64,10 +65,12 @@ the all-reduce with the backward pass."""
         if optimizer is None or has_star_args(node.args):
             return Review(f"`{code(node)}`: cannot see the optimizer; rewrite by hand")
         groups = argument(node.args, 3, "groups")
+        step_args = argument(node.args, 2, "optimizer_args")
+        if groups is not None and replica_dimension(groups.value, site) == "dp":
+            return _over_data_parallel(node, site, optimizer, step_args, step=True)
         if groups is not None and code(groups.value) != "None":
             return Review(f"`{code(node)}`: `groups` averages over subsets of processes; "
                           "use DistributedDataParallel with process_group=dist.new_group(...)")
-        step_args = argument(node.args, 2, "optimizer_args")
         proof = averaged_by_wrapper(optimizer.value, site)
         if proof is not None and site.options.unsafe_fixes:
             step = cst.Attribute(value=optimizer.value, attr=cst.Name("step"))
@@ -130,6 +133,9 @@ WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. Distrib
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         optimizer = argument(node.args, 0, "optimizer")
         groups = argument(node.args, 1, "groups")
+        if optimizer is not None and groups is not None and not has_star_args(node.args) \
+                and replica_dimension(groups.value, site) == "dp":
+            return _over_data_parallel(node, site, optimizer, None, step=False)
         if optimizer is None or has_star_args(node.args) or \
                 (groups is not None and code(groups.value) != "None"):
             return Review(f"`{code(node)}`: groups or unpacked arguments; average the "
@@ -137,6 +143,23 @@ WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. Distrib
         new = node.with_changes(func=site.helper("_neuron_reduce_gradients"),
                                 args=keep_args(node.args, [optimizer]))
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+def _over_data_parallel(node: cst.Call, site: Site, optimizer: cst.Arg,
+                        step_args: cst.Arg | None, step: bool) -> Outcome:
+    """`groups=` NxD's data-parallel replica groups: average over the mesh's "dp" group, in
+    one collective per dtype (the tensor-parallel ranks hold different shards, so averaging
+    over all processes would mix them)."""
+    args = [cst.Arg(optimizer.value), cst.Arg(mesh_group("dp", site))]
+    if step_args is not None:
+        args.append(keyword_arg("optimizer_args", step_args.value))
+    if step:
+        args.append(keyword_arg("step", cst.Name("True")))
+    new = cst.Call(site.helper("_neuron_average_in_group"), args)
+    what = "then steps, " if step else ""
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: averages the gradients over the "
+                   f"data-parallel group of the mesh, {what}as the XLA call did over NxD's "
+                   "data-parallel replica groups")
 
 
 RULES: tuple[type[Rule], ...] = (OptimizerStep, ReduceGradients)

@@ -11,8 +11,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-XLA_PREFIXES = ("torch_xla",)
-"""Qualified-name prefixes whose every use must be rewritten or reported."""
+XLA_PREFIXES = ("torch_xla", "neuronx_distributed")
+"""Qualified-name prefixes whose every use must be rewritten or reported, and whose imports
+go once nothing uses them: PyTorch/XLA, and NeuronX Distributed, which is built on it and
+fails to import on TorchNeuron."""
 
 
 def is_xla(qualname: str) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.locate import Locator
-from neuron_migrate.analysis.scopes import Resolution
+from neuron_migrate.analysis.scopes import Binding, Resolution
 from neuron_migrate.engine.residual import describe
 from neuron_migrate.model import Finding, Kind, Options
 from neuron_migrate.registry import UNMAPPED, Registry
@@ -65,9 +65,18 @@ def demote(analysis: Analysis, registry: Registry, options: Options) -> Demoted:
         return []
     for unit, _ in demoted:
         analysis.flagged.discard(id(unit))
+    if not analysis.flagged and all(_stays(b, analysis, registry) for b in analysis.xla_imports):
+        analysis.xla_imports = []  # nothing left to rewrite, and every import is still used
     analysis.on_path.clear()
     analysis.mark_paths()
     return demoted
+
+
+def _stays(binding: Binding, analysis: Analysis, registry: Registry) -> bool:
+    """Whether an XLA-era import certainly stays as it is: a statement reported from the
+    `ast` uses it, and it is neither a star import nor one that goes for its side effect."""
+    return id(binding) in analysis.used and not binding.star and \
+        (binding.module or "") not in registry.by_import
 
 
 def findings(path: str, demoted: Demoted, flagged: set[int], suppressions: Suppressions,

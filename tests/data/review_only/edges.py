@@ -7,8 +7,8 @@ import torch
 import torch_xla.core.xla_model as xm
 import torch_neuronx
 from neuronx_distributed import parallel_state
-from neuronx_distributed.parallel_layers import layers
-from neuronx_distributed.parallel_layers.layers import RowParallelLinear as Row
+from neuronx_distributed.modules import qkv_linear as layers  # APIs no rule rewrites
+from neuronx_distributed.modules.qkv_linear import GQAQKVColumnParallelLinear as Row
 
 GROUPS = [[0, 1, 2, 3], [4, 5, 6, 7]] * 4
 groups = parallel_state.get_tensor_model_parallel_group(GROUPS, [[0, 1], [2, 3]])

@@ -1,0 +1,362 @@
+"""NM241-NM243: NxD's tensor-parallel layers, its vocabulary-parallel loss and its clipping.
+
+Each NxD layer held its own shard and did its own collectives. The native form is the
+full-size `torch.nn` layer sharded by `parallelize_module` with a parallel style, written
+where the layer is built: the style is the layer's NxD arguments said natively, and the
+reviewer reads it next to the code it replaces (see docs/architecture.md, "Tensor
+parallelism").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from neuron_migrate.engine.quote import code
+from neuron_migrate.model import Kind
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.rules.helpers import defined
+from neuron_migrate.rules.nxd_layout import qualnames
+from neuron_migrate.rules.support import (argument, bool_value, has_star_args, keep_args,
+                                          keyword_arg, positional, template)
+
+D_TP = "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html"
+D_CLIP = "https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html"
+LAYERS = "neuronx_distributed.parallel_layers.layers"
+TP = "torch.distributed.tensor.parallel"
+PLACEMENTS = "torch.distributed.tensor"
+
+
+class _Spec:
+    """One NxD layer's constructor: the torch.nn layer it becomes and which of its arguments
+    carry over (`native`: NxD keyword → torch.nn keyword, in positional order)."""
+
+    def __init__(self, native: str, positional: Sequence[str], passed: Sequence[str],
+                 style: Sequence[str], dropped: Sequence[str] = ()) -> None:
+        self.native = native
+        self.positional = tuple(positional)  # NxD's leading positional parameters we accept
+        self.passed = tuple(passed)  # keywords passed on to the torch.nn layer as they are
+        self.style = tuple(style)  # keywords that decide the parallel style
+        self.dropped = tuple(dropped)  # keywords with no effect natively
+
+
+_LINEAR_PASSED = ("bias", "dtype")
+_SPECS = {
+    "ColumnParallelLinear": _Spec(
+        "torch.nn.Linear", ("input_size", "output_size", "bias"), _LINEAR_PASSED,
+        ("gather_output", "sequence_parallel_enabled", "sequence_dimension"),
+        ("keep_master_weight",)),
+    "RowParallelLinear": _Spec(
+        "torch.nn.Linear", ("input_size", "output_size", "bias"), _LINEAR_PASSED,
+        ("input_is_parallel", "sequence_parallel_enabled", "sequence_dimension"),
+        ("keep_master_weight",)),
+    "ParallelEmbedding": _Spec(
+        "torch.nn.Embedding", ("num_embeddings", "embedding_dim", "padding_idx"),
+        ("padding_idx", "scale_grad_by_freq", "dtype"),
+        ("shard_across_embedding",)),
+}
+_DEFAULT_FALSE = ("skip_bias_add", "pad", "keep_padded_output", "sparse", "use_spmd_rank",
+                  "tile_cc", "sequence_parallel_enabled")
+"""Arguments the rewrite leaves out of the native layer; present with a value other than
+False, the layer is reported. (sequence_parallel_enabled is allowed where `style` takes it.)"""
+_WHY_NOT = {
+    "skip_bias_add": "the layer returned (output, bias) unadded; build the torch.nn.Linear "
+                     "without bias and keep a separate bias Parameter (Replicate) to add where "
+                     "the original added it",
+    "pad": "the weight was padded to a multiple of the tensor-parallel size (inference only); "
+           "pad the size yourself so it divides",
+    "stride": "a strided (interleaved) split, as for fused QKV weights, has no parallel style; "
+              "split the fused layer into one layer per part, each with ColwiseParallel()",
+    "tensor_model_parallel_group": "a custom tensor-parallel group: shard over the matching "
+                                   "DeviceMesh dimension with parallelize_module",
+    "rank_ordering": "a custom placement of shards over ranks has no parallel style",
+    "reduce_dtype": "the collective ran in another dtype; DTensor reduces in the tensor's own",
+    "reduce_output": "the partial output was left unreduced; use RowwiseParallel("
+                     "output_layouts=Partial()) with use_local_output=False and reduce it "
+                     "where the original did",
+    "collect_output": "the partial output was left ungathered; use use_local_output=True "
+                      "with the sharded output layout",
+    "device": "the layer was allocated on a chosen device (often meta, for deferred "
+              "initialisation); build it on the meta device with torch.device('meta') and "
+              "call to_empty() and your initialisation after parallelize_module",
+    "max_norm": "embedding renormalisation of a sharded weight; renormalise after gathering",
+    "sequence_parallel_enabled": "a sequence-parallel embedding returned its output "
+                                 "transposed to [sequence, batch, hidden] and scattered; use "
+                                 "RowwiseParallel(input_layouts=Replicate(), "
+                                 "output_layouts=Shard(0)) on an input you transpose first",
+    "use_spmd_rank": "an SPMD rank tensor for traced inference has no native counterpart",
+    "sparse": "sparse gradients are not supported on the neuron device",
+    "keep_padded_output": "padding is not rewritten",
+    "pad_alignment_size_per_rank": "padding is not rewritten",
+    "tile_cc": "tiled collectives are a compiler detail of the XLA path",
+    "norm_type": "embedding renormalisation of a sharded weight; renormalise after gathering",
+}
+
+
+class TensorParallelLayers(Rule):
+    id = "NM241"
+    name = "nxd-tensor-parallel-layers"
+    kind = Kind.FIX
+    summary = ("`ColumnParallelLinear` / `RowParallelLinear` / `ParallelEmbedding` become "
+               "full-size torch.nn layers sharded with `parallelize_module` and a parallel style")
+    explanation = """\
+What it does: each NxD tensor-parallel layer becomes the full-size `torch.nn` layer,
+sharded where it is built by `parallelize_module` over the DeviceMesh's "tp" dimension
+(`_neuron_tensor_parallel(layer, style)`), with the style that does what the NxD arguments
+did:
+- `ColumnParallelLinear(i, o)` (gather_output=True) → `ColwiseParallel(output_layouts=
+  Replicate())`; `gather_output=False` → `ColwiseParallel()` (output split on its last
+  dimension); `sequence_parallel_enabled=True` → `input_layouts=Shard(sequence_dimension)`
+  (NxD's default dimension 0).
+- `RowParallelLinear(i, o, input_is_parallel=True)` → `RowwiseParallel()`;
+  `input_is_parallel=False` (the default) → `RowwiseParallel(input_layouts=Replicate())`;
+  `sequence_parallel_enabled=True` → `output_layouts=Shard(sequence_dimension)`.
+- `ParallelEmbedding(v, d)` (vocabulary split) → `RowwiseParallel(input_layouts=
+  Replicate())` on `torch.nn.Embedding(v, d)`; `shard_across_embedding=True` →
+  `ColwiseParallel(output_layouts=Replicate())`.
+A flag that is not a literal is kept as a conditional (`Replicate() if flag else Shard(-1)`).
+`bias`, `dtype`, `padding_idx` and `scale_grad_by_freq` pass to the torch.nn layer;
+`init_method` is applied to the whole weight before sharding; `keep_master_weight` has no
+meaning natively and goes.
+
+Why: NxD is XLA-based and does not run on TorchNeuron; DTensor tensor parallelism does.
+Each style shards the same dimension NxD did and leaves the output local
+(`use_local_output=True`), so module code that sizes itself from the tensor-parallel degree
+(`heads // tp`) keeps working on the same local shapes. Sharding starts from rank 0's
+full weight (NxD split one master weight the same way), so a model starts the same at every
+layout, which is what makes losses comparable across layouts (`smoke --layout`).
+
+What differs: after the rewrite the weights are DTensors: `weight.data.normal_()` and
+`bias.zero_()` still work on them, while code that indexes the local shard reads
+`weight.to_local()`. NxD initialised a row-parallel bias with a bound from the local fan-in;
+the native layer uses the whole fan-in. The embedding's padding row starts at zero.
+`skip_bias_add`, `stride` (fused QKV), `pad`, custom groups, `device=` and the other
+arguments without a style are reported with what to write instead, as are
+`GQAQKVColumnParallelLinear` and NxD's other modules."""
+    doc_url = D_TP
+    example = Example(
+        before="from neuronx_distributed.parallel_layers import layers\n\n"
+               "proj = layers.ColumnParallelLinear(512, 2048, gather_output=False)\n",
+        after="import torch.distributed.tensor.parallel\n\n\n"
+              + defined("_neuron_tensor_parallel") + "\n\n"
+              "proj = _neuron_tensor_parallel(torch.nn.Linear(512, 2048), "
+              "torch.distributed.tensor.parallel.ColwiseParallel())\n",
+    )
+    calls = qualnames(LAYERS, *_SPECS)
+    emits = ("torch.nn.Linear", "torch.nn.Embedding",
+             f"{TP}.ColwiseParallel", f"{TP}.RowwiseParallel", f"{TP}.parallelize_module",
+             f"{PLACEMENTS}.Replicate", f"{PLACEMENTS}.Shard")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        layer = (site.qualname or "").rsplit(".", 1)[-1]
+        spec = _SPECS[layer]
+        problem = _unsupported(node.args, spec)
+        if problem is not None:
+            return Review(f"`{code(node)}`: {problem}")
+        native = site.ref(spec.native)
+        if native is None or site.ref(TP) is None:
+            return Review(f"`{code(node)}`: `torch` means something else here")
+        style = _style(layer, node.args, site)
+        init = _value(node.args, "init_method")
+        args = [cst.Arg(cst.Call(native, _native_args(node.args, spec))), cst.Arg(style)]
+        if init is not None:
+            args.append(keyword_arg("init_method", init))
+        new = cst.Call(site.helper("_neuron_tensor_parallel"), args)
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the full-size layer, sharded "
+                       "over the \"tp\" mesh dimension as NxD sharded it")
+
+
+def _value(args: Sequence[cst.Arg], name: str) -> cst.BaseExpression | None:
+    arg = next((a for a in args if a.keyword is not None and a.keyword.value == name), None)
+    return None if arg is None else arg.value
+
+
+def _unsupported(args: Sequence[cst.Arg], spec: _Spec) -> str | None:
+    if has_star_args(args):
+        return "unpacked arguments; rewrite the layer by hand"
+    if positional(args, len(spec.positional)) is not None:
+        return "arguments by position beyond the sizes; pass them by keyword or rewrite by hand"
+    known = {*spec.positional, *spec.passed, *spec.style, *spec.dropped, "init_method"}
+    for arg in args:
+        if arg.keyword is None:
+            continue
+        name = arg.keyword.value
+        if name in known or (name in _DEFAULT_FALSE and bool_value(arg.value) is False):
+            continue
+        if name == "stride" and code(arg.value) == "1":
+            continue
+        if name in ("reduce_output", "collect_output") and bool_value(arg.value) is True:
+            continue
+        reason = _WHY_NOT.get(name, "an argument with no parallel-style counterpart")
+        return f"`{name}=`: {reason}"
+    return None
+
+
+_NATIVE_NAMES = {"input_size": "in_features", "output_size": "out_features"}
+
+
+def _native_args(args: Sequence[cst.Arg], spec: _Spec) -> list[cst.Arg]:
+    """The NxD arguments the torch.nn layer takes, as they were written, NxD's keyword names
+    for the linear sizes renamed."""
+    kept = [a for a in args if a.keyword is None or a.keyword.value in
+            {*spec.positional, *spec.passed}]
+    return [a.with_changes(keyword=cst.Name(_NATIVE_NAMES[a.keyword.value]))
+            if a.keyword is not None and a.keyword.value in _NATIVE_NAMES else a
+            for a in keep_args(args, kept)]
+
+
+def _flag(args: Sequence[cst.Arg], name: str, default: bool) -> cst.BaseExpression | bool:
+    """A boolean keyword argument: its literal value, or the expression that decides it."""
+    value = _value(args, name)
+    if value is None:
+        return default
+    literal = bool_value(value)
+    return value if literal is None else literal
+
+
+def _layout(flag: cst.BaseExpression | bool, yes: str, no: str, default: str,
+            **values: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The placement `yes` where the flag holds and `no` where not; a conditional where the
+    flag is not a literal; None where the choice is the style's `default`."""
+    if isinstance(flag, bool):
+        chosen = yes if flag else no
+        return None if chosen == default else template(chosen, **values)
+    return template(f"{yes} if {{flag}} else {no}", flag=flag, **values)
+
+
+_REPLICATE, _LAST = "{p}.Replicate()", "{p}.Shard(-1)"
+_SEQUENCE = "{p}.Shard({seq})"
+
+
+def _style(layer: str, args: Sequence[cst.Arg], site: Site) -> cst.BaseExpression:
+    tp, placements = site.ref(TP), site.ref(PLACEMENTS)
+    assert tp is not None and placements is not None  # checked by the caller
+    refs = {"p": placements, "seq": _value(args, "sequence_dimension") or cst.Integer("0")}
+    sequence = _flag(args, "sequence_parallel_enabled", False)
+    if layer == "ColumnParallelLinear":
+        return _call(tp, "ColwiseParallel",
+                     input_layouts=_layout(sequence, _SEQUENCE, _REPLICATE, _REPLICATE, **refs),
+                     output_layouts=_layout(_flag(args, "gather_output", True), _REPLICATE,
+                                            _LAST, _LAST, **refs))
+    if layer == "RowParallelLinear":
+        return _call(tp, "RowwiseParallel",
+                     input_layouts=_layout(_flag(args, "input_is_parallel", False), _LAST,
+                                           _REPLICATE, _LAST, **refs),
+                     output_layouts=_layout(sequence, _SEQUENCE, _REPLICATE, _REPLICATE,
+                                            **refs))
+    columns = _call(tp, "ColwiseParallel", output_layouts=template(_REPLICATE, **refs))
+    rows = _call(tp, "RowwiseParallel", input_layouts=template(_REPLICATE, **refs))
+    across = _flag(args, "shard_across_embedding", False)
+    if isinstance(across, bool):
+        return columns if across else rows
+    return template("{c} if {flag} else {r}", c=columns, r=rows, flag=across)
+
+
+def _call(tp: cst.BaseExpression, style: str, **layouts: cst.BaseExpression | None) -> cst.Call:
+    return cst.Call(cst.Attribute(value=tp, attr=cst.Name(style)), _keywords(**layouts))
+
+
+def _keywords(**values: cst.BaseExpression | None) -> list[cst.Arg]:
+    return [keyword_arg(name, value) for name, value in values.items() if value is not None]
+
+
+class ParallelCrossEntropy(Rule):
+    id = "NM242"
+    name = "nxd-parallel-cross-entropy"
+    kind = Kind.FIX
+    summary = ("`parallel_cross_entropy(logits, target)` becomes a helper that gathers the "
+               "vocabulary shards and takes the per-token cross entropy")
+    explanation = """\
+What it does: NxD's `parallel_cross_entropy(vocab_parallel_logits, target,
+label_smoothing=0.0)` becomes `_neuron_parallel_cross_entropy(...)` with the same arguments:
+a helper that gathers the logits' vocabulary shards over the "tp" mesh dimension
+(`DTensor.from_local(..., [Shard(-1)]).full_tensor()`, which is differentiable) and returns
+`F.cross_entropy(..., reduction="none")` per token, in the shape of `target`, as NxD did.
+
+Why: the logits come from a `ColwiseParallel` head (NxD's `ColumnParallelLinear(...,
+gather_output=False)`), so each rank holds a slice of the vocabulary. The native alternative
+that never gathers them is `torch.distributed.tensor.parallel.loss_parallel()`, but it needs
+the backward pass inside the same context, which is in the training loop, usually in another
+function or file: a local rewrite could not place it safely. Gathering keeps the meaning
+everywhere.
+
+What differs: the whole vocabulary's logits are materialised on each tensor-parallel rank for
+the loss (memory of batch x sequence x vocabulary per rank). For a large vocabulary, switch
+to `loss_parallel()` by hand: keep the head's output as a DTensor (`use_local_output=False`)
+and run both the loss and `backward()` inside `with loss_parallel():`."""
+    doc_url = D_TP
+    example = Example(
+        before="from neuronx_distributed.parallel_layers.loss_functions import "
+               "parallel_cross_entropy\n\nloss = parallel_cross_entropy(logits, labels).mean()\n",
+        after="import torch\n\n\n" + defined("_neuron_parallel_cross_entropy") + "\n\n"
+              "loss = _neuron_parallel_cross_entropy(logits, labels).mean()\n",
+    )
+    calls = qualnames("neuronx_distributed.parallel_layers.loss_functions",
+                      "parallel_cross_entropy")
+    emits = ("torch.distributed.tensor.DTensor.from_local",
+             "torch.distributed.tensor.DTensor.full_tensor", "torch.nn.functional.cross_entropy")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if has_star_args(node.args) or len(node.args) > 3:
+            return Review(f"`{code(node)}`: rewrite with F.cross_entropy on gathered logits")
+        new = node.with_changes(func=site.helper("_neuron_parallel_cross_entropy"))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the vocabulary shards are "
+                       "gathered over the \"tp\" mesh dimension, then the per-token loss")
+
+
+class ClipGradNorm(Rule):
+    id = "NM243"
+    name = "nxd-clip-grad-norm"
+    kind = Kind.FIX
+    summary = ("NxD's `clip_grad_norm(params, max_norm)` becomes a helper that clips by the "
+               "whole model's norm, sharded gradients included")
+    explanation = """\
+What it does: `neuronx_distributed.parallel_layers.grads.clip_grad_norm(parameters,
+max_norm, norm_type=2)` becomes `_neuron_clip_grad_norm(parameters, max_norm, norm_type)`,
+which returns the total norm like NxD's.
+
+Why: NxD counted a tensor-parallel weight's gradient over all its shards and a replicated
+one once. After the migration the tensor-parallel gradients are DTensors: the helper takes
+each gradient's norm (a DTensor's is reduced over its shards) and clips every gradient by
+the total. `torch.nn.utils.clip_grad_norm_` cannot take a mix of DTensor and plain
+gradients, which a partly tensor-parallel model has.
+
+What differs: nothing. `zero1_optimizer=True` (the norm of ZeRO-1 shards over the
+data-parallel group) is reported: the migrated ZeRO-1 optimizer clips itself."""
+    doc_url = D_CLIP
+    example = Example(
+        before="from neuronx_distributed.parallel_layers import grads\n\n"
+               "grads.clip_grad_norm(model.parameters(), 1.0)\n",
+        after="import torch\n\n\n" + defined("_neuron_clip_grad_norm") + "\n\n"
+              "_neuron_clip_grad_norm(model.parameters(), 1.0)\n",
+    )
+    calls = qualnames("neuronx_distributed.parallel_layers.grads", "clip_grad_norm")
+    emits = ("torch.linalg.vector_norm", "torch.distributed.tensor.DTensor.full_tensor")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if has_star_args(node.args):
+            return Review(f"`{code(node)}`: unpacked arguments; rewrite by hand")
+        kept = [argument(node.args, i, n) for i, n in
+                enumerate(("parameters", "max_norm", "norm_type"))]
+        known = [a for a in kept if a is not None]
+        for arg in node.args:
+            if any(arg is k for k in known):
+                continue
+            if arg.keyword is not None and arg.keyword.value == "force_spmd":
+                continue
+            if arg.keyword is not None and arg.keyword.value == "zero1_optimizer_groups" and \
+                    code(arg.value) == "None":
+                continue
+            if arg.keyword is not None and arg.keyword.value == "zero1_optimizer" and \
+                    bool_value(arg.value) is False:
+                continue
+            return Review(f"`{code(node)}`: `{code(arg)}` clipped ZeRO-1 shards over the "
+                          "data-parallel group; the migrated ZeRO-1 optimizer clips itself")
+        new = node.with_changes(func=site.helper("_neuron_clip_grad_norm"),
+                                args=keep_args(node.args, known))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the norm over the whole "
+                       "model, tensor-parallel shards included")
+
+
+RULES = (TensorParallelLayers, ParallelCrossEntropy, ClipGradNorm)
