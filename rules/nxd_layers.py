@@ -66,8 +66,9 @@ _WHY_NOT = {
                      "the original added it",
     "pad": "the weight was padded to a multiple of the tensor-parallel size (inference only); "
            "pad the size yourself so it divides",
-    "stride": "a strided (interleaved) split, as for fused QKV weights, has no parallel style; "
-              "split the fused layer into one layer per part, each with ColwiseParallel()",
+    "stride": "a strided (interleaved) split whose output is gathered, or whose stride is not "
+              "a literal, has no parallel style; split the fused layer into one layer per "
+              "part, each with ColwiseParallel(output_layouts=Replicate())",
     "tensor_model_parallel_group": "a custom tensor-parallel group: shard over the matching "
                                    "DeviceMesh dimension with parallelize_module",
     "rank_ordering": "a custom placement of shards over ranks has no parallel style",
@@ -118,7 +119,10 @@ did:
 A flag that is not a literal is kept as a conditional (`Replicate() if flag else Shard(-1)`).
 `bias`, `dtype`, `padding_idx` and `scale_grad_by_freq` pass to the torch.nn layer;
 `init_method` is applied to the whole weight before sharding; `keep_master_weight` has no
-meaning natively and goes.
+meaning natively and goes. A fused layer (`ColumnParallelLinear(h, 3 * d, stride=3,
+gather_output=False)`, as for q, k and v) becomes `_NeuronStridedColumns`: three
+column-parallel layers of `d` outputs whose local outputs are concatenated, so each rank
+holds its slice of q, of k and of v in that order, as NxD's strided split gave it.
 
 Why: NxD is XLA-based and does not run on TorchNeuron; DTensor tensor parallelism does.
 Each style shards the same dimension NxD did and leaves the output local
@@ -131,7 +135,8 @@ What differs: after the rewrite the weights are DTensors: `weight.data.normal_()
 `bias.zero_()` still work on them, while code that indexes the local shard reads
 `weight.to_local()`. NxD initialised a row-parallel bias with a bound from the local fan-in;
 the native layer uses the whole fan-in. The embedding's padding row starts at zero.
-`skip_bias_add`, `stride` (fused QKV), `pad`, custom groups, `device=` and the other
+A fused layer's parameters are named `parts.0.weight`, `parts.1.weight`, ... instead of
+`weight`. `skip_bias_add`, a gathered `stride`, `pad`, custom groups, `device=` and the other
 arguments without a style are reported with what to write instead, as are
 `GQAQKVColumnParallelLinear` and NxD's other modules."""
     doc_url = D_TP
@@ -157,6 +162,9 @@ arguments without a style are reported with what to write instead, as are
         native = site.ref(spec.native)
         if native is None or site.ref(TP) is None:
             return Review(f"`{code(node)}`: `torch` means something else here")
+        stride = _strided(node.args) if layer == "ColumnParallelLinear" else None
+        if stride is not None:
+            return _fused(node, site, stride, native)
         style = _style(layer, node.args, site)
         init = _value(node.args, "init_method")
         args = [cst.Arg(cst.Call(native, _native_args(node.args, spec))), cst.Arg(style)]
@@ -165,6 +173,83 @@ arguments without a style are reported with what to write instead, as are
         new = cst.Call(site.helper("_neuron_tensor_parallel"), args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`: the full-size layer, sharded "
                        "over the \"tp\" mesh dimension as NxD sharded it")
+
+
+def _strided(args: Sequence[cst.Arg]) -> int | None:
+    """The number of fused parts of a `ColumnParallelLinear(..., stride=k, gather_output=False)`
+    (fused QKV: 3, gate and up: 2), when the rewrite can split it into k layers."""
+    stride, gathered = _value(args, "stride"), _flag(args, "gather_output", True)
+    if not isinstance(stride, cst.Integer) or int(stride.value) < 2 or gathered is not False:
+        return None
+    return int(stride.value)
+
+
+def _fused(node: cst.Call, site: Site, stride: int, native: cst.BaseExpression) -> Outcome:
+    """A strided column-parallel layer as `stride` column-parallel layers whose local outputs
+    are concatenated: each rank holds its slice of every fused part, as NxD's strided split
+    gave it, while every part is an ordinary DTensor that reshards at any layout."""
+    tp = site.ref(TP)
+    assert tp is not None  # checked by the caller
+    spec = _SPECS["ColumnParallelLinear"]
+    args = _native_args(node.args, spec)
+    out = next((a for a in args if a.keyword is not None and a.keyword.value == "out_features"),
+               None) or positional(args, 1)
+    if out is None:
+        return Review(f"`{code(node)}`: the output size is not given; split the fused layer "
+                      "into one ColwiseParallel layer per part by hand")
+    args = _one_line([a.with_changes(value=_part(out.value, stride)) if a is out else a
+                      for a in args])
+    layer = [cst.Arg(cst.Call(native, args)),
+             cst.Arg(cst.Call(cst.Attribute(value=tp, attr=cst.Name("ColwiseParallel"))))]
+    init = _value(node.args, "init_method")
+    if init is not None:
+        layer.append(keyword_arg("init_method", init))
+    built = template(f"[{{layer}} for _ in range({stride})]",
+                     layer=cst.Call(site.helper("_neuron_tensor_parallel"), layer))
+    call_args = [cst.Arg(built)]
+    sequence = _flag(node.args, "sequence_parallel_enabled", False)
+    dim = _value(node.args, "sequence_dimension") or cst.Integer("0")
+    if sequence is True:
+        call_args.append(keyword_arg("sequence_dim", dim))
+    elif not isinstance(sequence, bool):
+        call_args.append(keyword_arg("sequence_dim",
+                                     template("{d} if {f} else None", d=dim, f=sequence)))
+    new = cst.Call(site.helper("_NeuronStridedColumns"), call_args)
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: {stride} column-parallel layers, "
+                   "each rank holding its slice of every part as NxD's strided split did "
+                   "(parameters `parts.0.weight`, ... instead of `weight`)")
+
+
+def _part(size: cst.BaseExpression, stride: int) -> cst.BaseExpression:
+    """One part's output size: `X * Y` for `stride * X * Y`, else `(size) // stride`."""
+    stripped = _without_factor(size, stride)
+    if stripped is not None:
+        return stripped
+    if not isinstance(size, (cst.Name, cst.Integer, cst.Attribute)):
+        size = size.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return template(f"{{o}} // {stride}", o=size)
+
+
+def _without_factor(size: cst.BaseExpression, factor: int) -> cst.BaseExpression | None:
+    """`size` without a leading literal factor (`3 * heads * dim` → `heads * dim`)."""
+    if not isinstance(size, cst.BinaryOperation) or not isinstance(size.operator, cst.Multiply) \
+            or size.lpar:
+        return None
+    if isinstance(size.left, cst.Integer) and size.left.evaluated_value == factor:
+        return size.right
+    left = _without_factor(size.left, factor)
+    return None if left is None else size.with_changes(left=left)
+
+
+def _one_line(args: list[cst.Arg]) -> list[cst.Arg]:
+    """The arguments on one line (a new call nested in another reads badly with the line
+    breaks of the call it came from)."""
+    out = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")),
+                          whitespace_after_arg=cst.SimpleWhitespace(""))
+           for a in args]
+    if out:
+        out[-1] = out[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return out
 
 
 def _value(args: Sequence[cst.Arg], name: str) -> cst.BaseExpression | None:
@@ -184,7 +269,7 @@ def _unsupported(args: Sequence[cst.Arg], spec: _Spec) -> str | None:
         name = arg.keyword.value
         if name in known or (name in _DEFAULT_FALSE and bool_value(arg.value) is False):
             continue
-        if name == "stride" and code(arg.value) == "1":
+        if name == "stride" and (code(arg.value) == "1" or _strided(args) is not None):
             continue
         if name in ("reduce_output", "collect_output") and bool_value(arg.value) is True:
             continue

@@ -46,6 +46,16 @@ _QUERIES = {
     "get_data_parallel_group": ("dp", "group"),
     "get_data_parallel_src_rank": ("dp", "src"),
 }
+# pipeline, expert and context queries: the mesh has no such dimension unless someone adds
+# one, so they read it with a default (size 1, rank 0); their groups have no native stand-in
+_ABSENT = {
+    "get_pipeline_model_parallel_rank": ("pp", "rank"),
+    "get_pipeline_model_parallel_size": ("pp", "size"),
+    "get_expert_model_parallel_rank": ("ep", "rank"),
+    "get_expert_model_parallel_size": ("ep", "size"),
+    "get_context_model_parallel_rank": ("cp", "rank"),
+    "get_context_model_parallel_size": ("cp", "size"),
+}
 _FORMS = {
     "rank": '{mesh}().get_local_rank("{dim}")',
     "size": '{mesh}()["{dim}"].size()',
@@ -150,9 +160,11 @@ neuron-migrate.
 
 What differs: nothing for tensor and data parallelism. A pipeline, context or expert
 parallel size other than 1 (or one not written as a literal), the `as_list=True` replica
-group lists that fed XLA collectives, and the pipeline, expert and context queries are
+group lists that fed XLA collectives, and the pipeline, expert and context groups are
 reported with the native construct to use (torch.distributed.pipelining, a mesh dimension
-of their own). NxD's alternative ring orders for Trn2 (`lnc_size`) are a placement detail
+of their own). Their size and rank queries read the mesh too (`_neuron_mesh_size("pp")`):
+a dimension it does not have has size 1 and rank 0, which is the migrated layout's answer,
+and stays right if you add the dimension. NxD's alternative ring orders for Trn2 (`lnc_size`) are a placement detail
 the native backend decides."""
     doc_url = D_MESH
     example = Example(
@@ -185,6 +197,8 @@ the native backend decides."""
             return self._initialize(node, site)
         if name in _QUERIES:
             return self._query(node, site, *_QUERIES[name])
+        if name in _ABSENT and not node.args:
+            return self._absent(node, site, *_ABSENT[name])
         for kind, names in _OTHER_PARALLELISM.items():
             if name in names:
                 return Review(f"`{code(node)}`: {kind} parallelism has no mechanical native "
@@ -225,6 +239,13 @@ the native backend decides."""
                                 args=keep_args(node.args, [tp] if tp is not None else []))
         return Replace(new, f"`{code(node)}` → `{code(new)}`: a (\"dp\", \"tp\") DeviceMesh "
                        "over the neuron device, laid out as NxD laid out its groups")
+
+    def _absent(self, node: cst.Call, site: Site, dim: str, what: str) -> Outcome:
+        helper = site.helper("_neuron_mesh_size" if what == "size" else "_neuron_mesh_rank")
+        new = cst.Call(helper, [cst.Arg(cst.SimpleString(f'"{dim}"'))])
+        answer = "1" if what == "size" else "0"
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the mesh has no \"{dim}\" "
+                       f"dimension unless you add one, so this reads {answer}")
 
     def _query(self, node: cst.Call, site: Site, dim: str, what: str) -> Outcome:
         as_list = argument(node.args, 0, "as_list")

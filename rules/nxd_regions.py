@@ -1,4 +1,5 @@
-"""NM244, NM250: NxD's region mappings, its sequence-parallel LayerNorm and its device move.
+"""NM244, NM250, NM251: NxD's region mappings, its sequence-parallel LayerNorm, its device move
+and its `divide`.
 
 NxD's model code moved activations between tensor-parallel layouts by hand with autograd
 functions (`copy_to_tensor_model_parallel_region`, ...); each one is a DTensor
@@ -197,4 +198,35 @@ def _norm(node: cst.Call, site: Site) -> Outcome:
                    "gradients SequenceParallel reduces over the \"tp\" mesh dimension")
 
 
-RULES = (RegionMappings, SequenceParallelNorm)
+class Divide(Rule):
+    id = "NM251"
+    name = "nxd-divide"
+    kind = Kind.FIX
+    summary = "NxD's `parallel_layers.utils.divide(a, b)` becomes a helper with its check"
+    explanation = """\
+What it does: `divide(numerator, denominator)` from `neuronx_distributed.parallel_layers.utils`
+becomes `_neuron_divide(numerator, denominator)`: the quotient, after checking that the
+division is exact.
+
+Why: model code sizes its local shards with it (`divide(heads, tp_size)`); NxD fails to
+import on TorchNeuron, and a bare `//` would drop the check that a size splits evenly over
+the tensor-parallel ranks.
+
+What differs: the failed check raises ValueError where NxD's assertion raised
+AssertionError."""
+    doc_url = D_TP
+    example = Example(
+        before="from neuronx_distributed.parallel_layers.utils import divide\n\n"
+               "heads = divide(num_heads, tp_size)\n",
+        after=defined("_neuron_divide") + "\n\nheads = _neuron_divide(num_heads, tp_size)\n",
+    )
+    calls = qualnames("neuronx_distributed.parallel_layers.utils", "divide")
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if len(node.args) != 2 or has_star_args(node.args):
+            return Review(f"`{code(node)}`: divide exactly, checking the remainder")
+        new = node.with_changes(func=site.helper("_neuron_divide"))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`")
+
+
+RULES = (RegionMappings, SequenceParallelNorm, Divide)

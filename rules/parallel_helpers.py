@@ -138,4 +138,45 @@ def _neuron_redistribute(tensor, source, target, grad=None):
         moved = moved.redistribute(mesh, [target])
     return moved.to_local(grad_placements=None if grad is None else [grad])
 ''', requires=("_neuron_mesh",), imports=("torch", "torch.distributed.tensor")),
+    "_neuron_mesh_size": helper('''
+def _neuron_mesh_size(dim):
+    """The size of one dimension of the layout's mesh; 1 for a kind of parallelism it does
+    not have (NxD's pipeline, expert and context sizes without those dimensions)."""
+    mesh = _neuron_mesh()
+    return mesh[dim].size() if dim in (mesh.mesh_dim_names or ()) else 1
+''', requires=("_neuron_mesh",), imports=()),
+    "_neuron_mesh_rank": helper('''
+def _neuron_mesh_rank(dim):
+    """This process's rank along one dimension of the layout's mesh; 0 for a kind of
+    parallelism it does not have."""
+    mesh = _neuron_mesh()
+    return mesh.get_local_rank(dim) if dim in (mesh.mesh_dim_names or ()) else 0
+''', requires=("_neuron_mesh",), imports=()),
+    "_neuron_divide": helper('''
+def _neuron_divide(numerator, denominator):
+    """NxD's parallel_layers.utils.divide: the quotient of a division that must be exact."""
+    if numerator % denominator:
+        raise ValueError(f"{numerator} is not divisible by {denominator}")
+    return numerator // denominator
+''', imports=()),
+    "_NeuronStridedColumns": helper('''
+class _NeuronStridedColumns(torch.nn.Module):
+    """NxD's ColumnParallelLinear(stride=k): k fused outputs (q, k and v; gate and up) each
+    split over the tensor-parallel ranks, every rank holding its slice of each. Natively, k
+    column-parallel layers whose local outputs are concatenated in that order; with sequence
+    parallelism the input is gathered once for all of them (reduce-scattered in backward)."""
+
+    def __init__(self, parts, sequence_dim=None):
+        super().__init__()
+        self.parts = torch.nn.ModuleList(parts)
+        self.sequence_dim = sequence_dim
+
+    def forward(self, x):
+        if self.sequence_dim is not None:
+            x = _neuron_redistribute(x, torch.distributed.tensor.Shard(self.sequence_dim),
+                                     torch.distributed.tensor.Replicate(),
+                                     grad=torch.distributed.tensor.Partial())
+        return torch.cat([part(x) for part in self.parts], dim=-1)
+''', requires=("_neuron_mesh", "_neuron_redistribute"),
+       imports=("torch", "torch.distributed.tensor")),
 }
