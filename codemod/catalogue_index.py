@@ -42,6 +42,8 @@ RULES = (
     ('NM244', 'nxd-region-mappings', 'fix', 'NxD\'s `*_tensor_model_parallel_region` / `*_sequence_parallel_region` mappings become DTensor redistributions over the "tp" mesh dimension'),
     ('NM245', 'nxd-model-parallel-seed', 'fix', '`model_parallel_xla_manual_seed(seed)` becomes `torch.manual_seed(seed)`'),
     ('NM250', 'nxd-sequence-parallel-norm', 'fix', "NxD's `LayerNorm(..., sequence_parallel_enabled=True)` becomes `torch.nn.LayerNorm` under `SequenceParallel`; its gradient all-reduce goes"),
+    ('NM251', 'nxd-divide', 'fix', "NxD's `parallel_layers.utils.divide(a, b)` becomes a helper with its check"),
+    ('NM252', 'nxd-trainer-api', 'fix', "NxD's `neuronx_distributed_config` / `initialize_parallel_model` / `initialize_parallel_optimizer` become helpers doing the same natively"),
     ('NM301', 'mp-device-loader', 'fix', '`pl.MpDeviceLoader(loader, device)` and `ParallelLoader(...).per_device_loader()` become the loader with a per-batch device move'),
     ('NM302', 'xla-sample-generator', 'fix', '`xu.SampleGenerator(data, sample_count)` becomes a helper serving the same fake data'),
     ('NM303', 'xla-rate-tracker', 'fix', '`xm.RateTracker()` becomes a helper class measuring the same rates'),

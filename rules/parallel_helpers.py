@@ -180,3 +180,182 @@ class _NeuronStridedColumns(torch.nn.Module):
 ''', requires=("_neuron_mesh", "_neuron_redistribute"),
        imports=("torch", "torch.distributed.tensor")),
 }
+
+PARALLEL_HELPERS.update({
+    "_neuron_parallel_config": helper('''
+def _neuron_parallel_config(tensor_parallel_size=1, pipeline_parallel_size=1,
+                            expert_parallel_size=1, context_parallel_size=1,
+                            pipeline_config=None, optimizer_config=None,
+                            activation_checkpoint_config=None, pad_model=False,
+                            sequence_parallel=False, model_init_config=None, lora_config=None,
+                            mixed_precision_config=None, sequential_move_factor=11, lnc_size=1):
+    """neuronx_distributed_config: the same settings, with NxD's defaults, and the mesh once a
+    process group exists. What has no native form here stops the run with what to do."""
+    for kind, size in (("pipeline", pipeline_parallel_size), ("expert", expert_parallel_size),
+                       ("context", context_parallel_size)):
+        if size != 1:
+            raise NotImplementedError(
+                f"{kind}_parallel_size={size}: {kind} parallelism was NxD's; migrate it by "
+                "hand (torch.distributed.pipelining, or a mesh dimension of its own)")
+    if pad_model or lora_config is not None or pipeline_config:
+        raise NotImplementedError("pad_model, lora_config and pipeline_config were NxD's; "
+                                  "pad the heads, apply LoRA (peft) or pipeline by hand")
+    optimizer_config = {"zero_one_enabled": False, "grad_clipping": True, "max_grad_norm": 1.0,
+                        **(optimizer_config or {})}
+    zero = optimizer_config["zero_one_enabled"]
+    mixed_precision_config = {"use_master_weights": zero, "use_fp32_grad_acc": zero,
+                              "use_master_weights_in_ckpt": False,
+                              **(mixed_precision_config or {})}
+    model_init_config = {"sequential_move_factor": sequential_move_factor,
+                         "meta_device_init": False, "param_init_fn": None,
+                         **(model_init_config or {})}
+    config = {"tensor_parallel_size": tensor_parallel_size, "pipeline_parallel_size": 1,
+              "expert_parallel_size": 1, "context_parallel_size": 1,
+              "optimizer_config": optimizer_config,
+              "activation_checkpoint_config": activation_checkpoint_config,
+              "sequence_parallel": sequence_parallel, "model_init_config": model_init_config,
+              "mixed_precision_config": mixed_precision_config}
+    if torch.distributed.is_initialized() and _neuron_mesh(required=False) is None:
+        _neuron_init_mesh(tensor_parallel_size)
+    return config
+''', requires=("_neuron_mesh", "_neuron_init_mesh")),
+    "_NeuronParallelModel": helper('''
+class _NeuronParallelModel(torch.nn.Module):
+    """initialize_parallel_model's NxDModel without pipeline parallelism: the model itself,
+    with NxD's run_train (forward, then backward) and its module accessors; its parameters
+    and state dict are the model's own, without a prefix."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, *args, **kwargs):
+        return self.module(*args, **kwargs)
+
+    def run_train(self, *args, **kwargs):
+        loss = self.module(*args, **kwargs)
+        loss.backward()
+        return loss
+
+    def local_modules(self):
+        return [self.module]
+
+    def original_module(self):
+        return self.module
+
+    def named_parameters(self, *args, **kwargs):
+        return self.module.named_parameters(*args, **kwargs)
+
+    def named_buffers(self, *args, **kwargs):
+        return self.module.named_buffers(*args, **kwargs)
+
+    def named_modules(self, *args, **kwargs):
+        return self.module.named_modules(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        return self.module.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, state_dict, strict=True):
+        return self.module.load_state_dict(state_dict, strict=strict)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self.module, name)
+'''),
+    "_neuron_parallel_model": helper('''
+def _neuron_parallel_model(nxd_config, model_fn, include_buffers=False, *model_args,
+                           **model_kwargs):
+    """initialize_parallel_model: build the model (its tensor-parallel layers shard
+    themselves over the mesh), move it to the neuron device and checkpoint the activations
+    of the layers the config names."""
+    from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import (
+        apply_activation_checkpointing)
+
+    if _neuron_mesh(required=False) is None:
+        _neuron_init_mesh(nxd_config["tensor_parallel_size"])
+    if nxd_config["model_init_config"]["meta_device_init"]:
+        raise NotImplementedError(
+            "meta_device_init: build the model under torch.device('meta'), then to_empty("
+            "device='neuron') and run param_init_fn on it")
+    model = model_fn(*model_args, **model_kwargs).to("neuron")
+    checkpointed = nxd_config["activation_checkpoint_config"]
+    if checkpointed == "full":
+        names = set(getattr(model, "_no_split_modules", None) or ())
+        if not names:
+            raise NotImplementedError(
+                'activation_checkpoint_config="full" named the layers of a Hugging Face '
+                "model; pass the layer classes instead")
+        classes = tuple({type(m) for m in model.modules() if type(m).__name__ in names})
+    elif checkpointed is not None:
+        classes = tuple(checkpointed if isinstance(checkpointed, (list, tuple))
+                        else [checkpointed])
+    if checkpointed is not None:
+        apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, classes))
+    return _NeuronParallelModel(model)
+''', requires=("_neuron_mesh", "_neuron_init_mesh", "_NeuronParallelModel")),
+    "_NeuronParallelOptimizer": helper('''
+class _NeuronParallelOptimizer(torch.optim.Optimizer):
+    """initialize_parallel_optimizer's NxDOptimizer: the optimizer, with a step that first
+    averages the gradients over the data-parallel ranks (in buckets) and clips them by the
+    whole model's norm, kept in `grad_norm`, as NxD's did."""
+
+    def __init__(self, optimizer, nxd_config):  # no Optimizer.__init__: this wraps one
+        self.optimizer = optimizer
+        self.nxd_config = nxd_config
+        self.grad_norm = None
+
+    @property
+    def param_groups(self):
+        return self.optimizer.param_groups
+
+    @property
+    def state(self):
+        return self.optimizer.state
+
+    @property
+    def defaults(self):
+        return self.optimizer.defaults
+
+    def state_dict(self):
+        return self.optimizer.state_dict()
+
+    def load_state_dict(self, state_dict):
+        self.optimizer.load_state_dict(state_dict)
+
+    def zero_grad(self, set_to_none=False):
+        self.optimizer.zero_grad(set_to_none=set_to_none)
+
+    def add_param_group(self, param_group):
+        self.optimizer.add_param_group(param_group)
+
+    def step(self, closure=None):
+        params = [p for group in self.param_groups for p in group["params"]]
+        if _neuron_distributed():
+            _neuron_average_gradients(params, group=_neuron_mesh().get_group("dp"))
+        settings = self.nxd_config["optimizer_config"]
+        if settings["grad_clipping"]:
+            self.grad_norm = _neuron_clip_grad_norm(params, settings["max_grad_norm"])
+        return self.optimizer.step(closure=closure)
+''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_gradients",
+               "_neuron_clip_grad_norm")),
+    "_neuron_parallel_optimizer": helper('''
+def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaults):
+    """initialize_parallel_optimizer: the optimizer with NxD's gradient averaging and
+    clipping; with ZeRO-1, its state sharded over the data-parallel ranks."""
+    settings = nxd_config["optimizer_config"]
+    if not settings["zero_one_enabled"]:
+        return _NeuronParallelOptimizer(optimizer_class(parameters, **defaults), nxd_config)
+    if nxd_config["tensor_parallel_size"] > 1:
+        raise NotImplementedError(
+            "ZeRO-1 with tensor parallelism: shard the optimizer state with FSDP2's "
+            "fully_shard on the mesh's 'dp' dimension instead")
+    return _NeuronZeroRedundancyOptimizer(
+        parameters, optimizer_class, grad_clipping=settings["grad_clipping"],
+        max_norm=settings.get("max_grad_norm"), **defaults)
+''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_gradients",
+               "_neuron_clip_grad_norm", "_NeuronParallelOptimizer", "_neuron_process_group",
+               "_NeuronZeroRedundancyOptimizer"),
+       imports=("torch", "torch.distributed.optim")),
+})

@@ -7,6 +7,7 @@ import importlib
 import os
 import re
 import socket
+import tempfile
 from collections import namedtuple
 from collections.abc import Callable
 from pathlib import Path
@@ -58,6 +59,11 @@ def test_helpers_with_collectives_ask_whether_a_process_group_exists() -> None:
             assert "is_initialized()" not in helper.source, name
 
 
+_NXD_CONFIG = {"tensor_parallel_size": 1, "optimizer_config": {
+    "zero_one_enabled": False, "grad_clipping": True, "max_grad_norm": 1.0}}
+"""What NxD's neuronx_distributed_config gives the optimizer helpers (one process)."""
+
+
 def _collective_calls() -> dict[str, Callable[[], object]]:
     t = torch.tensor([1.0, 2.0])
     model = torch.nn.Linear(2, 1)
@@ -73,9 +79,15 @@ def _collective_calls() -> dict[str, Callable[[], object]]:
         "_neuron_gather_objects": lambda: H["_neuron_gather_objects"](b"x"),
         "_neuron_mesh_reduce": lambda: H["_neuron_mesh_reduce"](t, max),
         "_neuron_save": lambda: H["_neuron_save"]({"w": t}, os.devnull, master_only=False),
+        "_neuron_save_checkpoint": lambda: H["_neuron_save_checkpoint"](tempfile.mkdtemp(),
+                                                                        "t", model),
         "_neuron_broadcast_master_param": lambda: H["_neuron_broadcast_master_param"](model),
         "_neuron_average_in_group": lambda: H["_neuron_average_in_group"](optimizer, None,
                                                                           step=True),
+        "_NeuronParallelOptimizer": lambda: H["_NeuronParallelOptimizer"](optimizer,
+                                                                          _NXD_CONFIG).step(),
+        "_neuron_parallel_optimizer": lambda: H["_neuron_parallel_optimizer"](
+            _NXD_CONFIG, torch.optim.SGD, model.parameters(), lr=1.0).step(),
         "_neuron_average_gradients": lambda: H["_neuron_average_gradients"](model.parameters()),
         "_neuron_process_group": lambda: _own_group(H["_neuron_process_group"]),
         "_neuron_fully_shard": lambda: _own_group(H["_neuron_fully_shard"], torch.nn.Linear(2, 1)),
