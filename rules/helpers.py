@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from neuron_migrate.rules.helpers_base import Helper
 from neuron_migrate.rules.helpers_base import helper as _helper
+from neuron_migrate.rules.checkpoint_helpers import CHECKPOINT_HELPERS
 from neuron_migrate.rules.parallel_helpers import PARALLEL_HELPERS
 from neuron_migrate.rules.sharding_helpers import SHARDING_HELPERS
 
@@ -329,4 +330,4 @@ def _merged(*tables: dict[str, Helper]) -> None:
         HELPERS.update(table)
 
 
-_merged(PARALLEL_HELPERS, SHARDING_HELPERS)
+_merged(PARALLEL_HELPERS, SHARDING_HELPERS, CHECKPOINT_HELPERS)
