@@ -15,6 +15,7 @@ import torch
 
 from . import NAME, ordinals
 from .counters import COUNTERS
+from .rng import DEVICE_RNG
 
 _GIB = 2**30
 
@@ -107,11 +108,11 @@ def synchronize(dev: Any = None) -> None:
 
 def manual_seed(seed: int) -> None:
     # torch.manual_seed calls torch.neuron.manual_seed_all: delegating back would recurse
-    torch.default_generator.manual_seed(int(seed))
+    DEVICE_RNG.manual_seed(seed)
 
 
 def seed() -> None:
-    torch.default_generator.seed()
+    DEVICE_RNG.manual_seed(torch.default_generator.seed())
 
 
 _streams: dict[int, Stream] = {}
@@ -142,11 +143,11 @@ def build() -> types.ModuleType:
         "get_device_name": lambda dev=None: "NeuronCore (emulated on CPU)",
         "get_device_properties": lambda dev=None: _Properties(ordinals.index_of(dev)),
         "manual_seed": manual_seed, "manual_seed_all": manual_seed,
-        "seed": seed, "seed_all": seed, "initial_seed": torch.initial_seed,
-        "get_rng_state": lambda dev=None: torch.get_rng_state(),
-        "set_rng_state": lambda state, dev=None: torch.set_rng_state(state),
-        "get_rng_state_all": lambda: [torch.get_rng_state()],
-        "set_rng_state_all": lambda states: torch.set_rng_state(states[0]),
+        "seed": seed, "seed_all": seed, "initial_seed": lambda: DEVICE_RNG.seed,
+        "get_rng_state": lambda dev=None: DEVICE_RNG.get_state(),
+        "set_rng_state": lambda state, dev=None: DEVICE_RNG.set_state(state),
+        "get_rng_state_all": lambda: [DEVICE_RNG.get_state()],
+        "set_rng_state_all": lambda states: DEVICE_RNG.set_state(states[0]),
         "memory_allocated": _zero, "max_memory_allocated": _zero,
         "memory_reserved": _zero, "max_memory_reserved": _zero,
         "memory_stats": lambda dev=None: {},

@@ -17,6 +17,7 @@ from . import NAME, ordinals
 from .counters import COUNTERS
 from .limits import check_output
 from .parallelism import note_op
+from .rng import DEVICE_RNG, is_random
 from .serialization import SAVING
 
 aten = torch.ops.aten
@@ -217,5 +218,8 @@ def run_on_cpu(func: Any, args: tuple, kwargs: dict) -> Any:
             wrap = False
         elif target.index not in (None, 0) or not unwrap.has_neuron:
             index = ordinals.logical_index(target)
-    out = func(*cpu_args, **cpu_kwargs)
+    if is_random(func) and "generator" not in cpu_kwargs:
+        out = DEVICE_RNG.run(func, *cpu_args, **cpu_kwargs)
+    else:
+        out = func(*cpu_args, **cpu_kwargs)
     return _rewrap(out, unwrap.elems, index) if wrap else out

@@ -34,13 +34,18 @@ def _neuron_mesh(required=True):
 def _neuron_init_mesh(tensor_model_parallel_size=1):
     """parallel_state.initialize_model_parallel: the processes as data-parallel replicas of
     tensor-parallel groups, tensor-parallel ranks contiguous as NxD placed them."""
+    import os
     import sys
     import types
 
     from torch.distributed.device_mesh import init_device_mesh
 
     if not torch.distributed.is_initialized():
-        torch.distributed.init_process_group("neuron")
+        if int(os.environ.get("WORLD_SIZE", "1")) > 1:  # a worker torchrun started
+            torch.distributed.init_process_group("neuron")
+        else:  # one process, as NxD ran without torchrun: a group of its own
+            torch.distributed.init_process_group(
+                "neuron", store=torch.distributed.HashStore(), rank=0, world_size=1)
     world_size = torch.distributed.get_world_size()
     if world_size % tensor_model_parallel_size:
         raise ValueError(

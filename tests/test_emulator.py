@@ -22,6 +22,19 @@ from tests.conftest import ROOT
 pytestmark = pytest.mark.torch  # runs scripts on the emulated device
 
 PROBES = {
+    "device_random_keeps_its_own_stream": """
+        torch.manual_seed(0)
+        first = torch.randn(3, device="neuron").cpu()
+        torch.manual_seed(0)
+        torch.randn(5)  # a CPU draw between: the device's stream does not move
+        second = torch.randn(3, device="neuron").cpu()
+        state = torch.neuron.get_rng_state()
+        replayed = [torch.rand(2, device="neuron").cpu() for _ in range(2)]
+        torch.neuron.set_rng_state(state)  # as activation checkpointing replays a dropout
+        again = torch.rand(2, device="neuron").cpu()
+        result = [torch.equal(first, second), state.numel(), torch.equal(replayed[0], again),
+                  torch.equal(replayed[0], replayed[1])]
+    """,
     "factories": """
         x = torch.randn(2, 3, device="neuron")
         t = torch.tensor([1.0, 2.0], device="neuron")
@@ -234,6 +247,12 @@ def probes() -> dict[str, dict]:
     line = next((l for l in done.stdout.splitlines() if l.startswith("PROBES ")), None)
     assert line, done.stderr[-3000:]
     return json.loads(line.removeprefix("PROBES "))
+
+
+def test_device_random_ops_draw_from_a_generator_of_their_own(probes: dict) -> None:
+    """Apart from the CPU's, with a CUDA-like 16-byte state (DTensor's RNG tracker reads
+    it) that replays exactly once read (activation checkpointing's recomputation)."""
+    assert probes["device_random_keeps_its_own_stream"]["result"] == [True, 16, True, False]
 
 
 def test_factories_and_transfers_give_neuron_tensors(probes: dict) -> None:
