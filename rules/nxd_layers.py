@@ -379,6 +379,7 @@ and run both the loss and `backward()` inside `with loss_parallel():`."""
     )
     calls = qualnames("neuronx_distributed.parallel_layers.loss_functions",
                       "parallel_cross_entropy")
+    names = calls
     emits = ("torch.distributed.tensor.DTensor.from_local",
              "torch.distributed.tensor.DTensor.full_tensor", "torch.nn.functional.cross_entropy")
 
@@ -388,6 +389,15 @@ and run both the loss and `backward()` inside `with loss_parallel():`."""
         new = node.with_changes(func=site.helper("_neuron_parallel_cross_entropy"))
         return Replace(new, f"`{code(node)}` → `{code(new)}`: the vocabulary shards are "
                        "gathered over the \"tp\" mesh dimension, then the per-token loss")
+
+    def on_reference(self, node: cst.Name | cst.Attribute, site: Site) -> Outcome | None:
+        """The function as a value (`loss_fct = parallel_cross_entropy`): the helper takes the
+        same arguments, so it stands in wherever the function is called later."""
+        if isinstance(site.parent, cst.Call) and site.parent.func is node:
+            return None  # a call: on_call decides
+        new = site.helper("_neuron_parallel_cross_entropy")
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the same arguments; the "
+                       "vocabulary shards are gathered, then the per-token loss")
 
 
 class ClipGradNorm(Rule):

@@ -149,7 +149,8 @@ out. The queries read that mesh: `get_tensor_model_parallel_rank()` becomes
 `_neuron_mesh().get_group("tp")`, the `*_src_rank()` queries the first global rank of the
 group, and likewise for the data-parallel ones with "dp". `model_parallel_is_initialized()`
 becomes `_neuron_mesh(required=False) is not None`, `destroy_model_parallel()` forgets the
-mesh, and `is_global_rank_zero()` compares the global rank with 0.
+mesh, `is_global_rank_zero()` compares the global rank with 0 and `rmsg(msg)` prefixes the
+message with the ranks as NxD did.
 
 Why: TorchNeuron runs PyTorch's own parallelism (DTensor, FSDP2, DDP) on the `neuron`
 torch.distributed backend; NxD, which kept this layout, is XLA-based and ended with its
@@ -178,7 +179,7 @@ the native backend decides."""
     )
     calls = (qualnames(PS, "initialize_model_parallel") | qualnames(PS, *_QUERIES)
              | qualnames(PS, "model_parallel_is_initialized", "destroy_model_parallel",
-                         "is_global_rank_zero", *_REPLICA_GROUPS)
+                         "is_global_rank_zero", "rmsg", *_REPLICA_GROUPS)
              | qualnames(PS, *(q for qs in _OTHER_PARALLELISM.values() for q in qs)))
     emits = ("torch.distributed.device_mesh.init_device_mesh",
              "torch.distributed.device_mesh.DeviceMesh.get_local_rank",
@@ -207,6 +208,10 @@ the native backend decides."""
             return Review(f"`{code(node)}`: lists of replica groups fed XLA collectives; pass "
                           "`group=_neuron_mesh().get_group(\"dp\")` (or \"tp\") to the "
                           "torch.distributed collective instead")
+        if name == "rmsg" and len(node.args) == 1:
+            new = node.with_changes(func=site.helper("_neuron_rank_message"))
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: the same prefix, read from "
+                           "the mesh")
         if name == "model_parallel_is_initialized":
             new = template('{m}(required=False) is not None', m=site.helper("_neuron_mesh"))
         elif name == "destroy_model_parallel":

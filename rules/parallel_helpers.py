@@ -363,4 +363,15 @@ def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaul
                "_neuron_clip_grad_norm", "_NeuronParallelOptimizer", "_neuron_process_group",
                "_NeuronZeroRedundancyOptimizer"),
        imports=("torch", "torch.distributed.optim")),
+    "_neuron_rank_message": helper('''
+def _neuron_rank_message(msg):
+    """NxD's parallel_state.rmsg: the message prefixed with this process's place in the
+    layout (-1 before the layout exists)."""
+    mesh = _neuron_mesh(required=False)
+    ranks = [-1, -1, -1, -1]
+    if mesh is not None:
+        ranks = [_neuron_mesh_rank(dim) for dim in ("pp", "tp", "dp", "cp")]
+    rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+    return f"[rank_{rank}_pp{ranks[0]}_tp{ranks[1]}_dp{ranks[2]}_cp{ranks[3]}] {msg}"
+''', requires=("_neuron_mesh", "_neuron_mesh_rank")),
 })
