@@ -114,8 +114,11 @@ LOCAL master (one process per host), while `master_print` printed on the GLOBAL 
 The replacements keep each default, and work without an initialised process group: before
 one exists, torchrun's RANK answers, so a message printed during set-up still appears once.
 
-What differs: nothing. A `master_print` whose value is used, or a `local=` that is not a
-literal, is reported for review with the suggested code."""
+What differs: nothing. master_print evaluated its arguments on every rank; where they call
+anything but a builtin or an accessor such as `.item()` (a forward pass or a reduction, which
+every rank must join, or the printed message could hang the job), the other ranks still
+evaluate them in an `else:` branch. A `master_print` whose value is used, or a `local=` that
+is not a literal, is reported for review with the suggested code."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nif xm.is_master_ordinal():\n"
@@ -171,11 +174,56 @@ literal, is reported for review with the suggested code."""
                                                               rpar=[cst.RightParen()]))
         if condition is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
+        orelse = None
+        values = [a.value for a in args if _may_communicate(a.value)]
+        if values:
+            # master_print evaluated its arguments on every rank: a call in them may run
+            # collectives (a forward pass, a reduction) that every rank must join
+            evaluated = cst.Tuple([cst.Element(v) for v in values]) if len(values) > 1 \
+                else values[0]
+            orelse = cst.Else(body=cst.IndentedBlock(body=[cst.SimpleStatementLine(
+                body=[cst.Expr(evaluated)],
+                trailing_whitespace=cst.TrailingWhitespace(
+                    whitespace=cst.SimpleWhitespace("  "),
+                    comment=cst.Comment("# evaluated on every rank, as master_print did"),
+                    newline=cst.Newline()))]))
         guarded = cst.If(test=condition, body=cst.IndentedBlock(
-            body=[cst.SimpleStatementLine(body=[cst.Expr(printed)])]))
+            body=[cst.SimpleStatementLine(body=[cst.Expr(printed)])]), orelse=orelse)
         which = "local" if local else "global"
+        also = "; its arguments are still evaluated on every rank (they call code that may " \
+            "run collectives)" if orelse is not None else ""
         return ReplaceStatement((guarded,), f"`{code(node)}` → print() on the {which} master "
-                                "only, as master_print did")
+                                f"only, as master_print did{also}")
+
+
+_QUIET_CALLS = frozenset({"str", "repr", "len", "int", "float", "round", "format", "abs", "min",
+                          "max", "type", "sorted", "list", "tuple", "dict", "hex", "bool"})
+_QUIET_METHODS = frozenset({"item", "tolist", "numel", "size", "dim", "format", "join",
+                            "upper", "lower", "strip", "keys", "values", "items", "get",
+                            "isoformat", "strftime"})
+"""Calls that cannot run a collective: builtins, reading a number or a string out of a value."""
+
+
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.loud = False
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        quiet = (isinstance(func, cst.Name) and func.value in _QUIET_CALLS) or \
+            (isinstance(func, cst.Attribute) and func.attr.value in _QUIET_METHODS)
+        self.loud = self.loud or not quiet
+        return not self.loud
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # not called here
+
+
+def _may_communicate(value: cst.BaseExpression) -> bool:
+    """Whether evaluating `value` calls something other than a quiet builtin or accessor."""
+    calls = _Calls()
+    value.visit(calls)
+    return calls.loud
 
 
 RULES: tuple[type[Rule], ...] = (RankAndWorldSize, MasterOnly)
