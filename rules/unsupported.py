@@ -181,6 +181,29 @@ for LLM serving."""
         "neuronx_distributed": "NxD is XLA-based and does not run on TorchNeuron; use "
                                "DDP/FSDP2/DTensor or TorchTitan Neuron (training), vLLM Neuron "
                                "(serving)",
+        "neuronx_distributed.modules.qkv_linear": (
+            "a fused GQA q/k/v layer: build q, k and v as three torch.nn.Linear layers under "
+            "ColwiseParallel (the kv heads must divide by the tensor-parallel size; NxD "
+            "replicated them when they did not, kv_size_multiplier, which no parallel style "
+            "does: repeat the kv weights by hand)"),
+        "neuronx_distributed.modules.moe": (
+            "NxD's mixture of experts: write the experts as torch.nn modules and shard them "
+            "over an expert-parallel mesh dimension (DTensor placements, or all_to_all "
+            "dispatch with torch.distributed); TorchTitan has a native MoE to start from"),
+        "neuronx_distributed.pipeline": (
+            "pipeline parallelism: split the model into stages with "
+            "torch.distributed.pipelining (PipelineStage and a schedule such as Schedule1F1B) "
+            "on a 'pp' mesh dimension"),
+        "neuronx_distributed.lightning": (
+            "NxD's Lightning integration is XLA-based: use Lightning's own strategies "
+            "(FSDPStrategy, DDPStrategy, or ModelParallelStrategy for DTensor plans)"),
+        "neuronx_distributed.utils.adamw_fp32_optim_params": (
+            "AdamW over float32 master copies of bfloat16 parameters: keep the parameters in "
+            "float32 and train under torch.autocast('neuron', dtype=torch.bfloat16), or use "
+            "FSDP2's MixedPrecisionPolicy; plain torch.optim.AdamW otherwise"),
+        "neuronx_distributed.scripts.checkpoint_converter": (
+            "run NxD's converter once on the XLA stack to a full state dict, then "
+            "torch.distributed.checkpoint.format_utils.torch_save_to_dcp"),
         "transformers_neuronx": "end of support; serve LLMs with vLLM Neuron",
         "optimum.neuron": "native support unconfirmed; check optimum-neuron's release notes",
     }
