@@ -65,8 +65,11 @@ script (which passes the config on and reads it) keeps working.
 What differs: pipeline, expert and context parallelism, `pad_model`, LoRA and meta-device
 initialisation have no native counterpart here: written as literals they are reported; read
 from variables (`tensor_parallel_size=args.tp, context_parallel_size=args.cp`) the helpers
-stop the run with what to do when the value is not 1. ZeRO-1 together with tensor
-parallelism stops the run too (shard with FSDP2 on the "dp" dimension instead). NxD's
+stop the run with what to do when the value is not 1. ZeRO-1 over a model with
+tensor-parallel layers (whose parameters are DTensors, at any tensor-parallel size) trains
+the same but does not shard the optimizer state (PyTorch's ZeroRedundancyOptimizer cannot
+hold DTensor parameters): the helper warns, and FSDP2 on the "dp" dimension is the native way
+to shard it. NxD's
 mixed-precision settings (`use_master_weights`, `use_fp32_grad_acc`) are kept in the dict but
 have no effect: use autocast or FSDP2's MixedPrecisionPolicy."""
     doc_url = D_NXDT

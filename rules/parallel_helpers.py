@@ -349,13 +349,21 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
 def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaults):
     """initialize_parallel_optimizer: the optimizer with NxD's gradient averaging and
     clipping; with ZeRO-1, its state sharded over the data-parallel ranks."""
+    import warnings
+
     settings = nxd_config["optimizer_config"]
-    if not settings["zero_one_enabled"]:
+    parameters = list(parameters)
+    tensors = [p for item in parameters
+               for p in (item["params"] if isinstance(item, dict) else [item])]
+    tensor_parallel = any(hasattr(p, "to_local") for p in tensors)  # DTensor parameters
+    if settings["zero_one_enabled"] and tensor_parallel:
+        warnings.warn(
+            "ZeRO-1 with tensor-parallel layers: the optimizer state is not sharded over the "
+            "data-parallel ranks (the same updates, more memory per rank), as PyTorch's "
+            "ZeroRedundancyOptimizer cannot hold DTensor parameters; shard it with FSDP2's "
+            "fully_shard on the mesh's 'dp' dimension", stacklevel=2)
+    if not settings["zero_one_enabled"] or tensor_parallel:
         return _NeuronParallelOptimizer(optimizer_class(parameters, **defaults), nxd_config)
-    if nxd_config["tensor_parallel_size"] > 1:
-        raise NotImplementedError(
-            "ZeRO-1 with tensor parallelism: shard the optimizer state with FSDP2's "
-            "fully_shard on the mesh's 'dp' dimension instead")
     return _NeuronZeroRedundancyOptimizer(
         parameters, optimizer_class, grad_clipping=settings["grad_clipping"],
         max_norm=settings.get("max_grad_norm"), **defaults)
