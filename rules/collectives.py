@@ -191,7 +191,7 @@ reducing nothing. `groups=`, `pin_layout=` and `output=` have no direct equivale
 reported for review: use `dist.new_group(ranks)` for groups; pin_layout has no meaning
 natively. `groups=` that lists NeuronX Distributed's data- or tensor-parallel replica groups
 (`parallel_state.get_data_parallel_replica_groups()`) becomes `group=` the matching
-dimension's group of the DeviceMesh that replaced NxD's layout (NM240)."""
+dimension's group of the DeviceMesh that replaced NxD's layout (NM240), for all three."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
@@ -244,12 +244,11 @@ dimension's group of the DeviceMesh that replaced NxD's layout (NM240)."""
     @staticmethod
     def _mesh_group(name: str, args: list[cst.Arg] | tuple[cst.Arg, ...], site: Site
                     ) -> cst.BaseExpression | None:
-        """For `xm.all_reduce(..., groups=<NxD's replica groups>)`: the process group of the
-        mesh dimension that replaced them (the same processes, so the same reduction)."""
+        """For `groups=<NxD's replica groups>`: the process group of the mesh dimension that
+        replaced them (the same processes, so the same collective)."""
         groups = next((a for a in args if a.keyword is not None and a.keyword.value == "groups"),
                       None)
-        dim = None if groups is None or name != "all_reduce" else \
-            replica_dimension(groups.value, site)
+        dim = None if groups is None else replica_dimension(groups.value, site)
         return None if dim is None else mesh_group(dim, site)
 
 

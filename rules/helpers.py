@@ -99,22 +99,23 @@ def _neuron_all_reduce(op, value, scale=1.0, group=None):
     return value if isinstance(value, (list, tuple)) else tensors[0]
 ''', requires=("_neuron_distributed",)),
     "_neuron_all_gather": _helper('''
-def _neuron_all_gather(value, dim=0):
-    """xm.all_gather: the tensors of all processes, concatenated along `dim`."""
+def _neuron_all_gather(value, dim=0, group=None):
+    """xm.all_gather: the tensors of all processes (of `group`), concatenated along `dim`."""
     if not _neuron_distributed():
         return value.clone()
-    parts = [torch.empty_like(value) for _ in range(torch.distributed.get_world_size())]
-    torch.distributed.all_gather(parts, value.contiguous())
+    parts = [torch.empty_like(value) for _ in range(torch.distributed.get_world_size(group))]
+    torch.distributed.all_gather(parts, value.contiguous(), group=group)
     return torch.cat(parts, dim=dim)
 ''', requires=("_neuron_distributed",)),
     "_neuron_reduce_scatter": _helper('''
-def _neuron_reduce_scatter(op, value, scale, scatter_dim, shard_count):
-    """xm.reduce_scatter: reduce over all processes, keep this process's shard."""
+def _neuron_reduce_scatter(op, value, scale, scatter_dim, shard_count, group=None):
+    """xm.reduce_scatter: reduce over all processes (of `group`), keep this process's
+    shard."""
     if not _neuron_distributed():
         return value.mul(scale)
     chunks = [c.contiguous() for c in value.chunk(shard_count, dim=scatter_dim)]
     output = torch.empty_like(chunks[0])
-    torch.distributed.reduce_scatter(output, chunks, op=op)
+    torch.distributed.reduce_scatter(output, chunks, op=op, group=group)
     return output.mul_(scale) if scale != 1.0 else output
 ''', requires=("_neuron_distributed",)),
     "_neuron_gather_objects": _helper('''

@@ -117,7 +117,9 @@ def mesh_group(dim: str, site: Site) -> cst.BaseExpression:
 
 _TAKES_GROUPS = {"torch_xla.core.xla_model.reduce_gradients": ("dp",),
                  "torch_xla.core.xla_model.optimizer_step": ("dp",),
-                 "torch_xla.core.xla_model.all_reduce": ("dp", "tp")}
+                 "torch_xla.core.xla_model.all_reduce": ("dp", "tp"),
+                 "torch_xla.core.xla_model.all_gather": ("dp", "tp"),
+                 "torch_xla.core.xla_model.reduce_scatter": ("dp", "tp")}
 
 
 def _replaced_with_its_call(node: cst.Call, site: Site) -> bool:

@@ -183,6 +183,9 @@ def _worker(rank: int, port: int, results: dict) -> None:
     h["_neuron_all_reduce"](dist.ReduceOp.MAX, pair)
     out["in_place"] = [t.item() for t in pair]
     out["gather"] = h["_neuron_all_gather"](value, dim=0).tolist()
+    pairs = torch.tensor([1.0, 2.0]) * (rank + 1)  # reduced over a group: [3, 6], one half each
+    out["scatter_group"] = h["_neuron_reduce_scatter"](dist.ReduceOp.SUM, pairs, 1.0, 0, 2,
+                                                       group=dist.new_group([0, 1])).tolist()
     out["objects"] = h["_neuron_gather_objects"](f"rank{rank}")
     model = torch.nn.Linear(1, 1, bias=False)
     torch.nn.init.constant_(model.weight, 1.0)
@@ -219,6 +222,7 @@ def test_two_process_semantics_match_xla() -> None:
         assert out["all_reduce"] == ([1.5], [float(rank + 1)])
         assert out["in_place"] == [1.0, 1.0]
         assert out["gather"] == [1.0, 2.0]
+        assert out["scatter_group"] == [[3.0], [6.0]][rank]
         assert out["objects"] == ["rank0", "rank1"]
         assert out["weight"] == pytest.approx(0.5)  # averaged gradient, same on both replicas
         assert out["grouped"] == [0.5]  # every gradient of both dtypes is the mean of 0 and 1
