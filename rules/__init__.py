@@ -8,18 +8,18 @@ from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_depen
                                   cuda_precision, cuda_runtime, data, dependencies, device,
                                   device_queries, entry_group, environment, frameworks, installs,
                                   launch, memory, nxd_checkpoints, nxd_layers, nxd_layout,
-                                  nxd_regions, nxd_trainer, optimizer, precision, process_group,
-                                  ranks, readiness_compile, readiness_dtypes,
+                                  nxd_loss, nxd_regions, nxd_trainer, optimizer, precision,
+                                  process_group, ranks, readiness_compile, readiness_dtypes,
                                   readiness_environment, readiness_features, readiness_shapes,
                                   review, runtime, saving, sharding, step, unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
-            optimizer, nxd_layout, nxd_layers, nxd_regions, nxd_trainer, nxd_checkpoints, launch,
-            entry_group, saving, data, utilities, precision, runtime, compile, environment,
-            unsupported, sharding, frameworks, installs, dependencies, readiness_dtypes,
-            readiness_features, readiness_compile, readiness_shapes, readiness_environment,
-            cuda_placement, cuda_runtime, cuda_precision, cuda_distributed, cuda_compile,
-            cuda_libraries, cuda_dependencies)
+            optimizer, nxd_layout, nxd_layers, nxd_loss, nxd_regions, nxd_trainer,
+            nxd_checkpoints, launch, entry_group, saving, data, utilities, precision, runtime,
+            compile, environment, unsupported, sharding, frameworks, installs, dependencies,
+            readiness_dtypes, readiness_features, readiness_compile, readiness_shapes,
+            readiness_environment, cuda_placement, cuda_runtime, cuda_precision,
+            cuda_distributed, cuda_compile, cuda_libraries, cuda_dependencies)
 
 
 def all_rules() -> tuple[Rule, ...]:
