@@ -115,23 +115,29 @@ def mesh_group(dim: str, site: Site) -> cst.BaseExpression:
     return template(f'{{m}}().get_group("{dim}")', m=site.helper("_neuron_mesh"))
 
 
-_TAKES_GROUPS = {"torch_xla.core.xla_model.reduce_gradients": ("dp",),
-                 "torch_xla.core.xla_model.optimizer_step": ("dp",),
-                 "torch_xla.core.xla_model.all_reduce": ("dp", "tp"),
-                 "torch_xla.core.xla_model.all_gather": ("dp", "tp"),
-                 "torch_xla.core.xla_model.reduce_scatter": ("dp", "tp")}
+_ZERO1 = {"sharding_groups": ("dp",), "grad_norm_groups": ("tp",)}
+_TAKES_GROUPS = {
+    "torch_xla.core.xla_model.reduce_gradients": {"groups": ("dp",)},
+    "torch_xla.core.xla_model.optimizer_step": {"groups": ("dp",)},
+    **{f"torch_xla.core.xla_model.{name}": {"groups": ("dp", "tp")}
+       for name in ("all_reduce", "all_gather", "reduce_scatter")},
+    **{f"neuronx_distributed.optimizer{module}.NeuronZero1Optimizer": _ZERO1
+       for module in ("", ".zero_redundancy_optimizer")},
+}
+"""Calls whose replica-group arguments the migration turns into the mesh dimension's group
+(NM207, NM210, NM211) or makes unnecessary (NM706: NxD's ZeRO-1 over its own layout)."""
 
 
 def _replaced_with_its_call(node: cst.Call, site: Site) -> bool:
-    """Whether this replica-groups query is the `groups=` of an XLA call that the migration
-    turns into the same call over the mesh dimension's group (NM207, NM210, NM211)."""
+    """Whether this replica-groups query is an argument that the call it feeds no longer
+    needs as a list of groups after the migration."""
     holder = site.argument_of
     dim = replica_dimension(node, site)
     if holder is None or dim is None:
         return False
     call, arg = holder
-    return dim in _TAKES_GROUPS.get(site.qualname_of(call.func) or "", ()) and \
-        arg.keyword is not None and arg.keyword.value == "groups"
+    takes = _TAKES_GROUPS.get(site.qualname_of(call.func) or "", {})
+    return arg.keyword is not None and dim in takes.get(arg.keyword.value, ())
 
 
 class ProcessLayout(Rule):

@@ -16,7 +16,7 @@ from neuron_migrate.engine.quote import code
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.rules.helpers import defined
-from neuron_migrate.rules.sharding_args import Bound, fsdp_options, zero_options
+from neuron_migrate.rules.sharding_args import Bound, Options, fsdp_options, zero_options
 from neuron_migrate.rules.sharding_sites import bound_to, proven_pure_data_parallel
 from neuron_migrate.rules.support import argument, has_star_args, keyword_arg, relaid
 
@@ -172,11 +172,18 @@ same. The parameters are updated in their own dtype: XLA kept float32 master sha
 are dropped (XLA collective tuning). A process group is needed, even in one process (the
 helper makes one there). Reported for review: `optimizer_dtype`, `sharding_groups` /
 `grad_norm_groups` (use `process_group=` a `dist.new_group(...)`), `lazy_init` and
-`init_zero()`, `use_grad_acc_hook`, `save_master_weights`, `higher_cc_precision`; NxD's
-optimizer unless the file shows tensor and pipeline parallel sizes of 1; and the state:
+`init_zero()`, `use_grad_acc_hook`, `save_master_weights`, `higher_cc_precision`; and the state:
 `optimizer.state_dict()` needs `optimizer.consolidate_state_dict(to=0)` on every process first
 and then holds the whole state on rank 0 (XLA's held this process's shard), and
-`load_state_dict()` takes that whole state."""
+`load_state_dict()` takes that whole state.
+
+NxD's optimizer where the file does not show tensor and pipeline parallel sizes of 1 (so
+the model may hold tensor-parallel DTensor parameters, which PyTorch's
+ZeroRedundancyOptimizer cannot hold) becomes `_NeuronParallelOptimizer(optimizer_class(
+params, ...), {"optimizer_config": ...})` instead: the same step (gradients averaged over the
+DeviceMesh's data-parallel ranks, clipped by the whole model's norm, `grad_norm` kept) with
+the optimizer state not sharded, which costs memory, not correctness; FSDP2's `fully_shard`
+on the mesh's "dp" dimension is the native way to shard it."""
     doc_url = D_ZERO
     example = Example(
         before="from torch_xla.distributed.zero_redundancy_optimizer import "
@@ -204,15 +211,12 @@ and then holds the whole state on rank 0 (XLA's held this process's shard), and
             return Review(f"`{code(node)}`: cannot see the parameters and the optimizer class;"
                           " use torch.distributed.optim.ZeroRedundancyOptimizer by hand and "
                           "average the gradients before its step")
-        if site.qualname in NXD_ZERO and not proven_pure_data_parallel(site):
-            return Review(f"`{code(node)}`: this file does not show NxD's tensor and pipeline "
-                          "parallel sizes to be 1, so the data-parallel ranks ZeRO-1 shards "
-                          "over are not all processes; shard over the DeviceMesh's "
-                          "data-parallel group (process_group=mesh['dp'].get_group())")
         options = zero_options(Bound.of(node.args, ("params", "optimizer_class")), site,
                                nxd=site.qualname in NXD_ZERO)
         if isinstance(options, Review):
             return Review(f"`{code(node)}`: {options.message}")
+        if site.qualname in NXD_ZERO and not proven_pure_data_parallel(site):
+            return _unsharded(node, site, params.value, optimizer_class.value, options)
         args = [cst.Arg(params.value), cst.Arg(optimizer_class.value),
                 *(keyword_arg(k, v) for k, v in options.keywords)]
         new = node.with_changes(func=site.helper("_NeuronZeroRedundancyOptimizer"),
@@ -245,5 +249,33 @@ and then holds the whole state on rank 0 (XLA's held this process's shard), and
         return (f"`{qualname}`: use torch.distributed.optim.ZeroRedundancyOptimizer and average "
                 "the gradients before its step (DDP, or all_reduce)")
 
+
+
+_CLIPPING = ("grad_clipping", "max_norm")
+
+
+def _unsharded(node: cst.Call, site: Site, params: cst.BaseExpression,
+               optimizer_class: cst.BaseExpression, options: Options) -> Outcome:
+    """NxD's ZeRO-1 next to tensor parallelism (or a layout this file does not show): the
+    optimizer over the parameters, with NxD's step (gradients averaged over the mesh's
+    data-parallel ranks, clipped by the whole model's norm), its state not sharded:
+    PyTorch's ZeroRedundancyOptimizer cannot hold the DTensor parameters of tensor-parallel
+    layers. The same updates; more optimizer memory per rank."""
+    chosen = dict(options.keywords)
+    settings = cst.Dict([
+        cst.DictElement(cst.SimpleString('"grad_clipping"'),
+                        chosen.get("grad_clipping", cst.Name("True"))),
+        cst.DictElement(cst.SimpleString('"max_grad_norm"'),
+                        chosen.get("max_norm") or cst.Float("1.0"))])
+    config = cst.Dict([cst.DictElement(cst.SimpleString('"optimizer_config"'), settings)])
+    base = [keyword_arg(k, v) for k, v in options.keywords if k not in _CLIPPING]
+    built = cst.Call(optimizer_class, [cst.Arg(params), *base])
+    new = cst.Call(site.helper("_NeuronParallelOptimizer"), [cst.Arg(built), cst.Arg(config)])
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: the same updates (gradients averaged "
+                   "over the mesh's data-parallel ranks, then clipped by the whole model's "
+                   "norm, kept in grad_norm) with the optimizer state not sharded, as "
+                   "PyTorch's ZeroRedundancyOptimizer cannot hold tensor-parallel (DTensor) "
+                   "parameters; shard it with FSDP2's fully_shard on the mesh's 'dp' "
+                   f"dimension{options.note}")
 
 RULES: tuple[type[Rule], ...] = (XlaFsdp, ZeroRedundancy)

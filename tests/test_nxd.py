@@ -57,12 +57,13 @@ def _smoke(*args: str) -> subprocess.CompletedProcess[str]:
 def test_losses_agree_at_tensor_and_data_parallel_layouts(tmp_path: Path) -> None:
     target, _ = _migrated(tmp_path)
     run = _smoke(str(target), "--format", "json", "--layout", "1:--tp 1",
-                 "--layout", "2:--tp 2", "--layout", "2:--tp 1", "--", "--steps", "4")
+                 "--layout", "2:--tp 2", "--layout", "2:--tp 1", "--layout", "2:--tp 2 --zero1",
+                 "--layout", "2:--tp 1 --zero1", "--", "--steps", "4")
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     assert report["first_difference"] is None and report["steps_compared"] == 4
     layouts = report["layouts"]
-    assert len(layouts) == 3 and all(len(layout["losses"]) == 4 for layout in layouts)
+    assert len(layouts) == 5 and all(len(layout["losses"]) == 4 for layout in layouts)
     reference = layouts[0]["losses"]
     for layout in layouts[1:]:
         for ours, theirs in zip(reference, layout["losses"]):
