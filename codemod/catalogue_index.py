@@ -46,7 +46,7 @@ RULES = (
     ('NM248', 'nxd-save-checkpoint', 'fix', "NxD's `save_checkpoint(dir, tag, model, optimizer, ...)` becomes a helper that writes `get_state_dict` with torch.distributed.checkpoint; `has_checkpoint` and `finalize_checkpoint` follow"),
     ('NM249', 'nxd-load-checkpoint', 'fix', "NxD's `load_checkpoint(dir, tag, model, optimizer, ...)` becomes a helper that reads the DCP checkpoint at this layout with `set_state_dict`; each load is reported, since checkpoints saved before the migration need converting"),
     ('NM250', 'nxd-sequence-parallel-norm', 'fix', "NxD's `LayerNorm(..., sequence_parallel_enabled=True)` becomes `torch.nn.LayerNorm` under `SequenceParallel`; its gradient all-reduce goes"),
-    ('NM251', 'nxd-divide', 'fix', "NxD's `parallel_layers.utils.divide(a, b)` becomes a helper with its check"),
+    ('NM251', 'nxd-utilities', 'fix', "NxD's `parallel_layers.utils.divide(a, b)` and `get_local_world_size()` become a checked division and torchrun's LOCAL_WORLD_SIZE"),
     ('NM252', 'nxd-trainer-api', 'fix', "NxD's `neuronx_distributed_config` / `initialize_parallel_model` / `initialize_parallel_optimizer` become helpers doing the same natively"),
     ('NM301', 'mp-device-loader', 'fix', '`pl.MpDeviceLoader(loader, device)` and `ParallelLoader(...).per_device_loader()` become the loader with a per-batch device move'),
     ('NM302', 'xla-sample-generator', 'fix', '`xu.SampleGenerator(data, sample_count)` becomes a helper serving the same fake data'),

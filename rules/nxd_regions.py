@@ -1,5 +1,5 @@
 """NM244, NM250, NM251: NxD's region mappings, its sequence-parallel LayerNorm, its device move
-and its `divide`.
+and its utilities.
 
 NxD's model code moved activations between tensor-parallel layouts by hand with autograd
 functions (`copy_to_tensor_model_parallel_region`, ...); each one is a DTensor
@@ -198,19 +198,21 @@ def _norm(node: cst.Call, site: Site) -> Outcome:
                    "gradients SequenceParallel reduces over the \"tp\" mesh dimension")
 
 
-class Divide(Rule):
+class Utilities(Rule):
     id = "NM251"
-    name = "nxd-divide"
+    name = "nxd-utilities"
     kind = Kind.FIX
-    summary = "NxD's `parallel_layers.utils.divide(a, b)` becomes a helper with its check"
+    summary = ("NxD's `parallel_layers.utils.divide(a, b)` and `get_local_world_size()` become "
+               "a checked division and torchrun's LOCAL_WORLD_SIZE")
     explanation = """\
 What it does: `divide(numerator, denominator)` from `neuronx_distributed.parallel_layers.utils`
 becomes `_neuron_divide(numerator, denominator)`: the quotient, after checking that the
-division is exact.
+division is exact; `get_local_world_size()` becomes `int(os.environ.get("LOCAL_WORLD_SIZE",
+1))`, the processes on this host as torchrun publishes it.
 
-Why: model code sizes its local shards with it (`divide(heads, tp_size)`); NxD fails to
-import on TorchNeuron, and a bare `//` would drop the check that a size splits evenly over
-the tensor-parallel ranks.
+Why: model code sizes its local shards with `divide` (`divide(heads, tp_size)`) and staggers
+loading by host with the local world size; NxD fails to import on TorchNeuron, and a bare
+`//` would drop the check that a size splits evenly over the tensor-parallel ranks.
 
 What differs: the failed check raises ValueError where NxD's assertion raised
 AssertionError."""
@@ -220,13 +222,22 @@ AssertionError."""
                "heads = divide(num_heads, tp_size)\n",
         after=defined("_neuron_divide") + "\n\nheads = _neuron_divide(num_heads, tp_size)\n",
     )
-    calls = qualnames("neuronx_distributed.parallel_layers.utils", "divide")
+    calls = qualnames("neuronx_distributed.parallel_layers.utils", "divide",
+                      "get_local_world_size")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if (site.qualname or "").endswith(".get_local_world_size"):
+            os_ = site.ref("os")
+            if node.args or os_ is None:
+                return Review(f"`{code(node)}`: read LOCAL_WORLD_SIZE from the environment")
+            new = site.parenthesized(template('int({os}.environ.get("LOCAL_WORLD_SIZE", 1))',
+                                              os=os_))
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: torchrun's count of the "
+                           "processes on this host")
         if len(node.args) != 2 or has_star_args(node.args):
             return Review(f"`{code(node)}`: divide exactly, checking the remainder")
         new = node.with_changes(func=site.helper("_neuron_divide"))
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 
 
-RULES = (RegionMappings, SequenceParallelNorm, Divide)
+RULES = (RegionMappings, SequenceParallelNorm, Utilities)
