@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Rule, Site
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.support import argument, bool_value
@@ -15,6 +15,20 @@ from neuron_migrate.rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XLA_XSER = "https://pytorch.org/xla/release/1.9/_modules/torch_xla/utils/serialization.html"
+
+
+TENSOR_PARALLEL = frozenset({
+    *(f"neuronx_distributed.parallel_layers{m}.{c}" for m in ("", ".layers")
+      for c in ("ColumnParallelLinear", "RowParallelLinear", "ParallelEmbedding")),
+    *(f"neuronx_distributed.parallel_layers{m}.initialize_model_parallel"
+      for m in ("", ".parallel_state")),
+    *(f"neuronx_distributed{m}.neuronx_distributed_config" for m in ("", ".trainer")),
+    # the same file once migrated names the helpers instead (module_mentions also looks for
+    # `name(` in the text), so that a second apply reports what the first did
+    *(f"migrated.{helper}" for helper in ("_neuron_init_mesh", "_neuron_tensor_parallel",
+                                          "_neuron_parallel_config")),
+})
+"""Names whose presence in a file says its model is sharded with NxD's tensor parallelism."""
 
 
 class Save(Rule):
@@ -32,6 +46,10 @@ barrier so that no process reads the file before it is written.
 Why: a plain `torch.save` on every process would have each process of a host write the same
 file at once, and tensors saved from the device would be tagged with the neuron device.
 
+In a program that uses NeuronX Distributed's tensor parallelism (its layers, its layout or
+its trainer API appear in the file) it is reported instead: the migrated layers hold DTensor
+parameters, whose state dict torch.distributed.checkpoint saves from every process.
+
 What differs: nothing. Note the default: on a multi-host job every host writes its own copy
 (to shared storage that means N writes of one file); pass `global_master=True` if one copy
 is what you want."""
@@ -45,6 +63,13 @@ is what you want."""
     emits = ("torch.save", "torch.distributed.barrier")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if site.module_mentions(TENSOR_PARALLEL):
+            return Review(f"`{code(node)}`: this program shards its model with NeuronX "
+                          "Distributed, whose migrated layers hold DTensor parameters: a state "
+                          "dict of them is not one process's to write. Save it with "
+                          "torch.distributed.checkpoint on every process (dcp.save("
+                          "get_model_state_dict(model), checkpoint_id=path)), which any layout "
+                          "can load")
         args = [a.with_changes(keyword=cst.Name("path"))
                 if a.keyword is not None and a.keyword.value == "file_or_path" else a
                 for a in node.args]
