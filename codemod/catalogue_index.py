@@ -48,6 +48,7 @@ RULES = (
     ('NM250', 'nxd-sequence-parallel-norm', 'fix', "NxD's `LayerNorm(..., sequence_parallel_enabled=True)` becomes `torch.nn.LayerNorm` under `SequenceParallel`; its gradient all-reduce goes"),
     ('NM251', 'nxd-utilities', 'fix', "NxD's `parallel_layers.utils.divide(a, b)` and `get_local_world_size()` become a checked division and torchrun's LOCAL_WORLD_SIZE"),
     ('NM252', 'nxd-trainer-api', 'fix', "NxD's `neuronx_distributed_config` / `initialize_parallel_model` / `initialize_parallel_optimizer` become helpers doing the same natively"),
+    ('NM253', 'nxd-bucket-allreduce', 'fix', "NxD's `bucket_allreduce_gradients(grads)` becomes a bucketed average over the mesh's data-parallel group"),
     ('NM301', 'mp-device-loader', 'fix', '`pl.MpDeviceLoader(loader, device)` and `ParallelLoader(...).per_device_loader()` become the loader with a per-batch device move'),
     ('NM302', 'xla-sample-generator', 'fix', '`xu.SampleGenerator(data, sample_count)` becomes a helper serving the same fake data'),
     ('NM303', 'xla-rate-tracker', 'fix', '`xm.RateTracker()` becomes a helper class measuring the same rates'),

@@ -1,4 +1,4 @@
-"""NM242, NM243: NxD's vocabulary-parallel loss and its gradient clipping.
+"""NM242, NM243, NM253: NxD's vocabulary-parallel loss, its gradient clipping and averaging.
 
 Both read what the tensor-parallel layers (NM241) leave behind: logits split over the
 vocabulary, and gradients that are DTensors next to plain ones.
@@ -12,8 +12,9 @@ from neuron_migrate.engine.quote import code
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.rules.helpers import defined
-from neuron_migrate.rules.nxd_layout import qualnames
-from neuron_migrate.rules.support import argument, bool_value, has_star_args, keep_args
+from neuron_migrate.rules.nxd_layout import mesh_group, qualnames
+from neuron_migrate.rules.support import (argument, bool_value, has_star_args, keep_args,
+                                          keyword_arg)
 
 D_TP = "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html"
 D_CLIP = "https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html"
@@ -127,4 +128,44 @@ data-parallel group) is reported: the migrated ZeRO-1 optimizer clips itself."""
                        "model, tensor-parallel shards included")
 
 
-RULES = (ParallelCrossEntropy, ClipGradNorm)
+class BucketAllreduce(Rule):
+    id = "NM253"
+    name = "nxd-bucket-allreduce"
+    kind = Kind.FIX
+    summary = ("NxD's `bucket_allreduce_gradients(grads)` becomes a bucketed average over the "
+               "mesh's data-parallel group")
+    explanation = """\
+What it does: `neuronx_distributed.parallel_layers.grads.bucket_allreduce_gradients(grads)`
+becomes `_neuron_average_tensors(grads, group=_neuron_mesh().get_group("dp"))`: the
+gradients averaged over the data-parallel ranks of the DeviceMesh that replaced NxD's layout,
+in flat buckets of about 25 MB per dtype, one all-reduce each, as NxD bucketed them.
+
+Why: scripts that drive the optimizer themselves average the gradients with it before
+clipping; without the average each replica would step with its own gradients.
+
+What differs: NxD reversed the list so the last layers' buckets went first (a scheduling
+detail of XLA's graph). `reduce_over_ep_group=True` (expert parallelism) is reported."""
+    doc_url = D_TP
+    example = Example(
+        before="from neuronx_distributed.parallel_layers import grads\n\n"
+               "grads.bucket_allreduce_gradients(gradients)\n",
+        after="import os\nimport torch\n\n\n" + defined("_neuron_average_tensors") + "\n\n"
+              + defined("_neuron_mesh").split("\n\n\n")[-1] + "\n\n"
+              "_neuron_average_tensors(gradients, group=_neuron_mesh().get_group(\"dp\"))\n",
+    )
+    calls = qualnames("neuronx_distributed.parallel_layers.grads", "bucket_allreduce_gradients")
+    emits = ("torch.distributed.all_reduce",)
+
+    def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        grads = argument(node.args, 0, "grads_list")
+        expert = argument(node.args, 1, "reduce_over_ep_group")
+        if grads is None or has_star_args(node.args) or \
+                (expert is not None and bool_value(expert.value) is not False):
+            return Review(f"`{code(node)}`: average over the expert-parallel group by hand")
+        new = cst.Call(site.helper("_neuron_average_tensors"),
+                       [cst.Arg(grads.value), keyword_arg("group", mesh_group("dp", site))])
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: averaged over the mesh's "
+                       "data-parallel ranks, in buckets")
+
+
+RULES = (ParallelCrossEntropy, ClipGradNorm, BucketAllreduce)

@@ -129,7 +129,7 @@ def _neuron_average_in_group(optimizer, group, optimizer_args=None, step=False):
     if step:
         return optimizer.step(**(optimizer_args or {}))
     return None
-''', requires=("_neuron_distributed", "_neuron_average_gradients")),
+''', requires=("_neuron_distributed", "_neuron_average_tensors", "_neuron_average_gradients")),
     "_neuron_redistribute": helper('''
 def _neuron_redistribute(tensor, source, target, grad=None):
     """NxD's region mappings over the "tp" mesh dimension: what this rank holds is read as
@@ -343,8 +343,8 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
         if settings["grad_clipping"]:
             self.grad_norm = _neuron_clip_grad_norm(params, settings["max_grad_norm"])
         return self.optimizer.step(closure=closure)
-''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_gradients",
-               "_neuron_clip_grad_norm")),
+''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
+               "_neuron_average_gradients", "_neuron_clip_grad_norm")),
     "_neuron_parallel_optimizer": helper('''
 def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaults):
     """initialize_parallel_optimizer: the optimizer with NxD's gradient averaging and
@@ -367,9 +367,9 @@ def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaul
     return _NeuronZeroRedundancyOptimizer(
         parameters, optimizer_class, grad_clipping=settings["grad_clipping"],
         max_norm=settings.get("max_grad_norm"), **defaults)
-''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_gradients",
-               "_neuron_clip_grad_norm", "_NeuronParallelOptimizer", "_neuron_process_group",
-               "_NeuronZeroRedundancyOptimizer"),
+''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
+               "_neuron_average_gradients", "_neuron_clip_grad_norm", "_NeuronParallelOptimizer",
+               "_neuron_process_group", "_NeuronZeroRedundancyOptimizer"),
        imports=("torch", "torch.distributed.optim")),
     "_neuron_rank_message": helper('''
 def _neuron_rank_message(msg):

@@ -13,37 +13,41 @@ from __future__ import annotations
 from neuron_migrate.rules.helpers_base import Helper, helper
 
 SHARDING_HELPERS: dict[str, Helper] = {
-    "_neuron_average_gradients": helper('''
-def _neuron_average_gradients(params, bucket_bytes=25 * 1024 * 1024, group=None):
-    """Average the gradients of `params` over the processes of `group` (all by default), as
-    XLA's ZeRO-1 step did: flat buckets of about `bucket_bytes` (one dtype and device each),
-    one all_reduce per bucket, never one per parameter. A tensor-parallel (DTensor) gradient
-    is averaged shard by shard with the same shard of the other replicas."""
+    "_neuron_average_tensors": helper('''
+def _neuron_average_tensors(grads, bucket_bytes=25 * 1024 * 1024, group=None):
+    """Average gradients over the processes of `group` (all by default), as XLA's ZeRO-1 step
+    and NxD's bucket_allreduce_gradients did: flat buckets of about `bucket_bytes` (one dtype
+    and device each), one all_reduce per bucket, never one per gradient. A tensor-parallel
+    (DTensor) gradient is averaged shard by shard with the same shard of the other replicas."""
     if not _neuron_distributed() or torch.distributed.get_world_size(group) == 1:
         return
     world_size = torch.distributed.get_world_size(group)
 
-    def average(grads):
-        flat = torch.cat([grad.reshape(-1) for grad in grads])
+    def average(bucket):
+        flat = torch.cat([grad.reshape(-1) for grad in bucket])
         torch.distributed.all_reduce(flat, op=torch.distributed.ReduceOp.SUM, group=group)
         flat.div_(world_size)
-        for grad, part in zip(grads, flat.split([grad.numel() for grad in grads])):
+        for grad, part in zip(bucket, flat.split([grad.numel() for grad in bucket])):
             grad.copy_(part.view_as(grad))
 
     buckets, sizes = {}, {}
-    for param in params:
-        if param.grad is None:
-            continue
-        grad = param.grad.to_local() if hasattr(param.grad, "to_local") else param.grad
+    for grad in grads:
+        grad = grad.to_local() if hasattr(grad, "to_local") else grad
         key = (grad.dtype, grad.device)
         buckets.setdefault(key, []).append(grad)
         sizes[key] = sizes.get(key, 0) + grad.numel() * grad.element_size()
         if sizes[key] >= bucket_bytes:
             average(buckets.pop(key))
             sizes.pop(key)
-    for grads in buckets.values():
-        average(grads)
+    for bucket in buckets.values():
+        average(bucket)
 ''', requires=("_neuron_distributed",)),
+    "_neuron_average_gradients": helper('''
+def _neuron_average_gradients(params, bucket_bytes=25 * 1024 * 1024, group=None):
+    """Average the gradients of `params` over the processes of `group` (all by default), in
+    buckets, as XLA's ZeRO-1 step did."""
+    _neuron_average_tensors([p.grad for p in params if p.grad is not None], bucket_bytes, group)
+''', requires=("_neuron_distributed", "_neuron_average_tensors")),
     "_NeuronZeroRedundancyOptimizer": helper('''
 class _NeuronZeroRedundancyOptimizer(torch.distributed.optim.ZeroRedundancyOptimizer):
     """XLA's ZeRO-1 optimizer on torch.distributed: the optimizer state sharded over the
@@ -71,7 +75,8 @@ class _NeuronZeroRedundancyOptimizer(torch.distributed.optim.ZeroRedundancyOptim
             self.grad_norm = torch.nn.utils.clip_grad_norm_(params, self.max_norm)
         super().step(**kwargs)
         return loss
-''', requires=("_neuron_distributed", "_neuron_process_group", "_neuron_average_gradients"),
+''', requires=("_neuron_distributed", "_neuron_process_group", "_neuron_average_tensors",
+             "_neuron_average_gradients"),
    imports=("torch", "torch.distributed.optim")),
     "_neuron_process_group": helper('''
 def _neuron_process_group():
