@@ -33,6 +33,14 @@ def dotted(node: cst.BaseExpression) -> str | None:
     return ".".join(reversed(parts))
 
 
+def attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
+    """`name.attr1.attr2...` as a node: `dotted` the other way round."""
+    expr: cst.BaseExpression = cst.Name(name)
+    for part in attrs:
+        expr = cst.Attribute(value=expr, attr=cst.Name(part))
+    return expr
+
+
 def signature(node: cst.CSTNode) -> tuple[str, str | None] | None:
     """A key that the same construct has in LibCST and in `ast`, to find its position."""
     kind = type(node)

@@ -12,6 +12,7 @@ import libcst as cst
 
 from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from neuron_migrate.analysis.scopes import Binding, Scope
+from neuron_migrate.engine.cst_names import attribute_chain
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,7 @@ def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cs
     if not modules:
         return statements
     index = _insertion_index(statements)
-    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(_dotted(m))])])
+    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(attribute_chain(*_split(m)))])])
            for m in _outermost(modules)]
     following = statements[index:]
     if following and not _is_import_line(following[0], future=False) and \
@@ -121,19 +122,16 @@ def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cs
     return statements[:index] + new + following
 
 
+def _split(module: str) -> tuple[str, list[str]]:
+    root, *attrs = module.split(".")
+    return root, attrs
+
+
 def _outermost(modules: set[str]) -> list[str]:
     """The modules to import, sorted, without a bare package that a dotted import of one of
     its submodules binds anyway (`import torch.distributed.tensor.parallel` binds `torch`)."""
     return sorted(m for m in modules
                   if not any(other.startswith(m + ".") for other in modules))
-
-
-def _dotted(module: str) -> cst.Name | cst.Attribute:
-    parts = module.split(".")
-    node: cst.Name | cst.Attribute = cst.Name(parts[0])
-    for part in parts[1:]:
-        node = cst.Attribute(value=node, attr=cst.Name(part))
-    return node
 
 
 def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],

@@ -13,7 +13,7 @@ from neuron_migrate.analysis.analyse import catches
 from neuron_migrate.analysis.flow import Flow, string_flows
 from neuron_migrate.model import Options
 from neuron_migrate.rule import Role
-from neuron_migrate.engine.cst_names import dotted
+from neuron_migrate.engine.cst_names import attribute_chain, dotted
 from neuron_migrate.engine.suppress import span
 
 if TYPE_CHECKING:
@@ -80,12 +80,12 @@ class UnitSite:
         for size in range(len(parts), 0, -1):  # an existing `dist` beats `torch.distributed`
             name = scope.module_name(".".join(parts[:size]))
             if name is not None:
-                return _attribute_chain(name, parts[size:])
+                return attribute_chain(name, parts[size:])
         root = parts[0]
         if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
             return None  # `torch` means something else here
         self._rewriter.context.needs.add(root)
-        return _attribute_chain(root, parts[1:])
+        return attribute_chain(root, parts[1:])
 
     def helper(self, name: str) -> cst.Name:
         from neuron_migrate.rules.helpers import HELPERS  # the helpers are knowledge, like the rules
@@ -217,10 +217,3 @@ _SAFE_PARENTS: tuple[type, ...] = (
 _DEFINITIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _TRIES = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 _ANY_ERROR = frozenset({"Exception", "BaseException"})
-
-
-def _attribute_chain(name: str, attrs: list[str]) -> cst.BaseExpression:
-    expr: cst.BaseExpression = cst.Name(name)
-    for part in attrs:
-        expr = cst.Attribute(value=expr, attr=cst.Name(part))
-    return expr
