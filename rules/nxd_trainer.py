@@ -62,8 +62,13 @@ Why: NxD's trainer API is XLA-based and ended with its training support. What it
 each setting has a native counterpart; the helpers keep the call shapes so the rest of the
 script (which passes the config on and reads it) keeps working.
 
-What differs: pipeline, expert and context parallelism, `pad_model`, LoRA and meta-device
-initialisation have no native counterpart here: written as literals they are reported; read
+With `model_init_config={"meta_device_init": True, "param_init_fn": fn}` the parameters are
+created on the meta device (each tensor-parallel layer shards itself there), then allocated
+on the neuron device and filled by `fn(module, device)` for every module, as NxD did; the
+model is never whole in memory. Buffers stay real unless `include_buffers`.
+
+What differs: pipeline, expert and context parallelism, `pad_model` and LoRA have no native
+counterpart here: written as literals they are reported; read
 from variables (`tensor_parallel_size=args.tp, context_parallel_size=args.cp`) the helpers
 stop the run with what to do when the value is not 1. ZeRO-1 over a model with
 tensor-parallel layers (whose parameters are DTensors, at any tensor-parallel size) trains
@@ -123,11 +128,6 @@ def _config_problem(node: cst.Call) -> str | None:
         if arg is not None and code(arg.value) not in ("None", "False", "{}") and \
                 bool_value(arg.value) is not False:
             return f"`{option}` was NxD's: {instead}"
-    init = argument(node.args, 99, "model_init_config")
-    if init is not None and "meta_device_init" in code(init.value) and \
-            '"meta_device_init": True' in code(init.value):
-        return ("meta-device initialisation: build the model under torch.device('meta'), "
-                "parallelise it, then to_empty(device='neuron') and initialise")
     return None
 
 

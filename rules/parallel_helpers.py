@@ -280,11 +280,13 @@ def _neuron_parallel_model(nxd_config, model_fn, include_buffers=False, *model_a
 
     if _neuron_mesh(required=False) is None:
         _neuron_init_mesh(nxd_config["tensor_parallel_size"])
-    if nxd_config["model_init_config"]["meta_device_init"]:
-        raise NotImplementedError(
-            "meta_device_init: build the model under torch.device('meta'), then to_empty("
-            "device='neuron') and run param_init_fn on it")
-    model = model_fn(*model_args, **model_kwargs).to("neuron")
+    init = nxd_config["model_init_config"]
+    if init["meta_device_init"]:
+        model = _neuron_build_on_meta(model_fn, include_buffers, *model_args, **model_kwargs)
+    else:
+        model = model_fn(*model_args, **model_kwargs).to("neuron")
+    if init["param_init_fn"] is not None:
+        _neuron_init_parameters(model, init["param_init_fn"])
     checkpointed = nxd_config["activation_checkpoint_config"]
     if checkpointed == "full":
         names = set(getattr(model, "_no_split_modules", None) or ())
@@ -299,7 +301,60 @@ def _neuron_parallel_model(nxd_config, model_fn, include_buffers=False, *model_a
     if checkpointed is not None:
         apply_activation_checkpointing(model, check_fn=lambda m: isinstance(m, classes))
     return _NeuronParallelModel(model)
-''', requires=("_neuron_mesh", "_neuron_init_mesh", "_NeuronParallelModel")),
+''', requires=("_neuron_mesh", "_neuron_init_mesh", "_NeuronParallelModel",
+                "_neuron_build_on_meta", "_neuron_init_parameters")),
+    "_neuron_init_parameters": helper('''
+def _neuron_init_parameters(model, param_init_fn):
+    """NxD's param_init_fn(module, device), called on every module. It sees each sharded
+    weight whole, one module at a time, and rank 0's values are scattered, as NxD
+    initialised one master weight per layer and split it: every layout starts alike."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    with torch.no_grad():
+        for module in model.modules():
+            sharded = {name: param for name, param in module._parameters.items()
+                       if isinstance(param, DTensor)}
+            for name, param in sharded.items():
+                module._parameters[name] = torch.nn.Parameter(
+                    torch.empty(param.shape, dtype=param.dtype, device="neuron"),
+                    requires_grad=param.requires_grad)
+            param_init_fn(module, torch.device("neuron"))
+            for name, param in sharded.items():
+                whole = module._parameters[name].detach()
+                param.copy_(distribute_tensor(whole, param.device_mesh, param.placements))
+                module._parameters[name] = param
+'''),
+    "_neuron_build_on_meta": helper('''
+def _neuron_build_on_meta(model_fn, include_buffers, *model_args, **model_kwargs):
+    """NxD's meta_device_init: parameters are created on the meta device, so a large model is
+    never whole in memory (tensor-parallel layers shard themselves there), then allocated on
+    the neuron device for param_init_fn to fill. Buffers stay real unless include_buffers,
+    as in NxD."""
+    if include_buffers:
+        with torch.device("meta"):
+            model = model_fn(*model_args, **model_kwargs)
+    else:
+        register = torch.nn.Module.register_parameter
+
+        def register_on_meta(module, name, param):
+            register(module, name, param)
+            if param is not None and not param.is_meta:
+                module._parameters[name] = torch.nn.Parameter(
+                    param.to("meta"), requires_grad=param.requires_grad)
+
+        torch.nn.Module.register_parameter = register_on_meta
+        try:
+            model = model_fn(*model_args, **model_kwargs)
+        finally:
+            torch.nn.Module.register_parameter = register
+    buffers = [(module, name, buffer) for module in model.modules()
+               for name, buffer in module._buffers.items()
+               if buffer is not None and not buffer.is_meta]
+    model.to_empty(device="neuron")
+    for module, name, buffer in buffers:
+        module._buffers[name] = buffer.to("neuron")
+    return model
+'''),
     "_NeuronParallelOptimizer": helper('''
 class _NeuronParallelOptimizer(torch.optim.Optimizer):
     """initialize_parallel_optimizer's NxDOptimizer: the optimizer, with a step that first

@@ -76,13 +76,15 @@ def test_trainer_api_trains_alike_at_tensor_and_data_parallel_layouts(tmp_path: 
     """NxD's trainer API (config, model, optimizer with clipping and activation checkpointing
     from the config) migrates to helpers that train to the same losses at TP 1, TP 2 and
     DP 2, with and without ZeRO-1, and under --check-replicas (the optimizer averages over
-    the "dp" dimension)."""
+    the "dp" dimension). Built on the meta device (the script asserts it) and filled by its
+    param_init_fn, it starts from the same model at every layout."""
     source = FIXTURES / "smoke" / "nxd_trainer_train.py"
     target, report = _migrated(tmp_path, source)
     assert {f["rule_id"] for f in report["findings"]} >= {"NM252", "NM241", "NM240"}
     run = _smoke(str(target), "--format", "json", "--check-replicas", "--layout", "1:--tp 1",
                  "--layout", "2:--tp 2", "--layout", "2:--tp 1", "--layout", "2:--tp 1 --zero1",
-                 "--layout", "2:--tp 2 --zero1")
+                 "--layout", "2:--tp 2 --zero1", "--layout", "2:--tp 2 --meta",
+                 "--layout", "2:--tp 1 --meta")
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     assert report["first_difference"] is None and report["steps_compared"] == 4
