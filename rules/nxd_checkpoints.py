@@ -20,6 +20,7 @@ from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Rule,
 from neuron_migrate.rules.checkpoint_helpers import CONVERT, ZERO1
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
+from neuron_migrate.rules.sharding import shards_optimizer_state
 from neuron_migrate.rules.support import has_star_args, keyword_arg, relaid
 
 D_DCP = "https://docs.pytorch.org/docs/stable/distributed.checkpoint.html"
@@ -37,11 +38,6 @@ def trainer_qualnames(*names: str) -> frozenset[str]:
                               if name in ("save_checkpoint", "load_checkpoint")})
 
 
-ZERO1_CLASSES = frozenset({
-    "neuronx_distributed.optimizer.NeuronZero1Optimizer",
-    "neuronx_distributed.optimizer.zero_redundancy_optimizer.NeuronZero1Optimizer",
-    "torch_xla.distributed.zero_redundancy_optimizer.ZeroRedundancyOptimizer",
-})
 _LOAD_NOTE = f"checkpoints saved before the migration (per-TP-rank files) do not load: {CONVERT}"
 _XSER = "DCP has one format of its own"
 _PER_RANK = ("every data-parallel rank wrote its own copy, for state that differs between "
@@ -121,7 +117,7 @@ def _passed_as_value(node: cst.Name | cst.Attribute, site: Site, helper: str,
     parent = site.parent
     if isinstance(parent, cst.Call) and parent.func is node:
         return None  # a call: on_call decides
-    if site.module_mentions(ZERO1_CLASSES):
+    if shards_optimizer_state(site):
         return Review(f"`{code(node)}`: {ZERO1}")
     return Replace(site.helper(helper), f"`{code(node)}` → `{helper}`, passed as a value: "
                    "the helper takes NxD's parameters in NxD's order, those without a native "
@@ -320,7 +316,7 @@ incomplete by an interrupted removal; the helper leaves them."""
             return _rewrite(node, site, _Signature(("checkpoint_dir_str",),
                                                    frozenset({"checkpoint_dir_str"})),
                             "_neuron_has_checkpoint", "whether a complete tag is there")
-        if site.module_mentions(ZERO1_CLASSES):
+        if shards_optimizer_state(site):
             return Review(f"`{code(node)}`: {ZERO1}")
         return _rewrite(node, site, _SAVE_CHECKPOINT, "_neuron_save_checkpoint",
                         "the state dicts written with DCP, loadable at any layout")
@@ -380,7 +376,7 @@ What differs: `num_workers` goes (each rank reads its part). A ZeRO-1 optimizer
              f"{DCP}.state_dict.set_optimizer_state_dict", "torch.load")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if site.module_mentions(ZERO1_CLASSES):
+        if shards_optimizer_state(site):
             return Review(f"`{code(node)}`: {ZERO1}")
         return _rewrite(node, site, _LOAD_CHECKPOINT, "_neuron_load_checkpoint",
                         f"read at this layout with set_state_dict; {_LOAD_NOTE}", Kind.REVIEW)

@@ -12,12 +12,14 @@ import ast
 
 import libcst as cst
 
+from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.engine.quote import code
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.sharding_args import Bound, Options, fsdp_options, zero_options
-from neuron_migrate.rules.sharding_sites import bound_to, proven_pure_data_parallel
+from neuron_migrate.rules.sharding_sites import (
+    NATIVE_ZERO as _NATIVE_ZERO, NXD_ZERO, XLA_ZERO, XLA_ZERO_MODULE, ZERO_CLASSES, bound_to, proven_pure_data_parallel)
 from neuron_migrate.rules.support import argument, has_star_args, keyword_arg, relaid
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -28,13 +30,6 @@ FSDP_CLASSES = frozenset({
     f"{XLA_FSDP}.XlaFullyShardedDataParallel",
     f"{XLA_FSDP}.xla_fully_sharded_data_parallel.XlaFullyShardedDataParallel",
 })
-XLA_ZERO_MODULE = "torch_xla.distributed.zero_redundancy_optimizer"
-XLA_ZERO = frozenset({f"{XLA_ZERO_MODULE}.ZeroRedundancyOptimizer"})
-NXD_ZERO = frozenset({
-    "neuronx_distributed.optimizer.NeuronZero1Optimizer",
-    "neuronx_distributed.optimizer.zero_redundancy_optimizer.NeuronZero1Optimizer",
-})
-ZERO_CLASSES = XLA_ZERO | NXD_ZERO
 
 
 class XlaFsdp(Rule):
@@ -205,25 +200,7 @@ on the mesh's "dp" dimension is the native way to shard it."""
              "torch.distributed.HashStore", "torch.nn.utils.clip_grad_norm_", "torch.cat")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        params = argument(node.args, 0, "params")
-        optimizer_class = argument(node.args, 1, "optimizer_class")
-        if params is None or optimizer_class is None or has_star_args(node.args):
-            return Review(f"`{code(node)}`: cannot see the parameters and the optimizer class;"
-                          " use torch.distributed.optim.ZeroRedundancyOptimizer by hand and "
-                          "average the gradients before its step")
-        options = zero_options(Bound.of(node.args, ("params", "optimizer_class")), site,
-                               nxd=site.qualname in NXD_ZERO)
-        if isinstance(options, Review):
-            return Review(f"`{code(node)}`: {options.message}")
-        if site.qualname in NXD_ZERO and not proven_pure_data_parallel(site):
-            return _unsharded(node, site, params.value, optimizer_class.value, options)
-        args = [cst.Arg(params.value), cst.Arg(optimizer_class.value),
-                *(keyword_arg(k, v) for k, v in options.keywords)]
-        new = node.with_changes(func=site.helper("_NeuronZeroRedundancyOptimizer"),
-                                args=relaid(node.args, args))
-        return Replace(new, f"`{code(node)}` → `{code(new)}`: the optimizer state stays "
-                       "sharded; its step averages the gradients over the processes (and "
-                       f"clips them, with grad_clipping) as XLA's did{options.note}")
+        return zero_migration(node, site, nxd=site.qualname in NXD_ZERO)
 
     def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
         return isinstance(node, ast.Attribute) and node.attr in self.attributes
@@ -249,6 +226,58 @@ on the mesh's "dp" dimension is the native way to shard it."""
         return (f"`{qualname}`: use torch.distributed.optim.ZeroRedundancyOptimizer and average "
                 "the gradients before its step (DDP, or all_reduce)")
 
+
+
+def _zero_options(node: cst.Call, site: Site, nxd: bool) -> Options | Review:
+    """The options NM706 passes on for a ZeRO-1 optimizer's construction, or why it cannot
+    (`nxd`: NxD's class). Deciding writes nothing into the file."""
+    if argument(node.args, 0, "params") is None or has_star_args(node.args) or \
+            argument(node.args, 1, "optimizer_class") is None:
+        return Review(f"`{code(node)}`: cannot see the parameters and the optimizer class;"
+                      " use torch.distributed.optim.ZeroRedundancyOptimizer by hand and "
+                      "average the gradients before its step")
+    options = zero_options(Bound.of(node.args, ("params", "optimizer_class")), site, nxd=nxd)
+    return Review(f"`{code(node)}`: {options.message}") if isinstance(options, Review) \
+        else options
+
+
+def zero_migration(node: cst.Call, site: Site, nxd: bool) -> Outcome:
+    """What NM706 makes of a ZeRO-1 optimizer's construction (`nxd`: NxD's class)."""
+    options = _zero_options(node, site, nxd)
+    if isinstance(options, Review):
+        return options
+    params = argument(node.args, 0, "params")
+    optimizer_class = argument(node.args, 1, "optimizer_class")
+    assert params is not None and optimizer_class is not None  # checked by _zero_options
+    if nxd and not proven_pure_data_parallel(site):
+        return _unsharded(node, site, params.value, optimizer_class.value, options)
+    args = [cst.Arg(params.value), cst.Arg(optimizer_class.value),
+            *(keyword_arg(k, v) for k, v in options.keywords)]
+    new = node.with_changes(func=site.helper("_NeuronZeroRedundancyOptimizer"),
+                            args=relaid(node.args, args))
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: the optimizer state stays "
+                   "sharded; its step averages the gradients over the processes (and "
+                   f"clips them, with grad_clipping) as XLA's did{options.note}")
+
+
+def shards_optimizer_state(site: Site) -> bool:
+    """Whether the file builds an optimizer whose state differs between data-parallel ranks
+    once migrated: XLA's or PyTorch's ZeroRedundancyOptimizer, or NxD's ZeRO-1 unless NM706
+    makes every one of them an optimizer with whole state (next to tensor parallelism). The
+    answer is the same before and after the migration, so a second apply changes nothing."""
+    if site.module_mentions(XLA_ZERO | _NATIVE_ZERO):
+        return True
+    if not site.module_mentions(NXD_ZERO):
+        return False
+    if proven_pure_data_parallel(site):
+        return True
+    built = [call for call, _ in site.module_calls() if (dotted := ast_dotted(call.func))
+             and site.qualname_of(cst.parse_expression(dotted)) in NXD_ZERO]
+    if not built:  # made elsewhere: it may be anything
+        return True
+    return any(isinstance(_zero_options(node, site, nxd=True), Review)
+               for node in (cst.parse_expression(ast.unparse(call)) for call in built)
+               if isinstance(node, cst.Call))
 
 
 _CLIPPING = ("grad_clipping", "max_norm")

@@ -19,6 +19,18 @@ from neuron_migrate.rules.reaching import reaching
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _NXD_LAYOUT = "initialize_model_parallel"
+XLA_ZERO_MODULE = "torch_xla.distributed.zero_redundancy_optimizer"
+XLA_ZERO = frozenset({f"{XLA_ZERO_MODULE}.ZeroRedundancyOptimizer"})
+NXD_ZERO = frozenset({
+    "neuronx_distributed.optimizer.NeuronZero1Optimizer",
+    "neuronx_distributed.optimizer.zero_redundancy_optimizer.NeuronZero1Optimizer",
+})
+ZERO_CLASSES = XLA_ZERO | NXD_ZERO
+# What XLA's ZeRO-1 becomes, and the native class users may already have written; the text
+# check in module_mentions also finds the helper (`_NeuronZeroRedundancyOptimizer(`).
+NATIVE_ZERO = frozenset({"torch.distributed.optim.ZeroRedundancyOptimizer",
+                          "torch.distributed.optim.zero_redundancy_optimizer."
+                          "ZeroRedundancyOptimizer"})
 
 
 def bound_to(expr: cst.BaseExpression, site: Site, classes: frozenset[str]) -> bool:

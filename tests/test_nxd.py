@@ -88,3 +88,22 @@ def test_trainer_api_trains_alike_at_tensor_and_data_parallel_layouts(tmp_path: 
     assert run.returncode == 0, run.stdout + run.stderr
     report = json.loads(run.stdout)
     assert report["first_difference"] is None and report["steps_compared"] == 4
+
+
+@pytest.mark.torch
+@pytest.mark.slow
+def test_zero1_next_to_tensor_parallelism_saves_and_migrates_in_one_pass(tmp_path: Path) -> None:
+    """NxD's ZeRO-1 beside tensor-parallel layers keeps whole optimizer state once migrated, so
+    its checkpoint is DCP's to write: the save migrates in the first pass (not reported, then
+    rewritten by a second apply), and the script trains alike at TP 1, TP 2 with ZeRO-1 and
+    a checkpoint, and DP 2."""
+    target, report = _migrated(tmp_path, FIXTURES / "smoke" / "nxd_lm_train.py")
+    assert "NM248" in {f["rule_id"] for f in report["findings"] if f["kind"] != "review"}
+    again = cli("check", str(target), "--format", "json")
+    assert again.json()["summary"]["changed"] == 0, again.stdout
+    run = _smoke(str(target), "--format", "json", "--layout", "1:--tp 1",
+                 "--layout", f"2:--tp 2 --zero1 --ckpt {tmp_path / 'saved'}",
+                 "--layout", "2:--tp 1")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert json.loads(run.stdout)["first_difference"] is None
+    assert any((tmp_path / "saved" / "final" / "optim").glob("*.distcp"))

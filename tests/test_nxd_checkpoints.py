@@ -71,6 +71,24 @@ def test_a_file_with_a_zero1_optimizer_has_its_checkpoints_reported() -> None:
     assert any(f.rule_id == "NM248" and "ZeRO-1" in f.message for f in findings)
 
 
+def test_zero1_made_whole_by_the_migration_saves_with_dcp_in_one_pass() -> None:
+    """Outside a proven data-parallel layout NxD's ZeRO-1 becomes an optimizer with whole
+    state, so its checkpoint is DCP's to write; one NM706 cannot migrate stays reported.
+    Either way a second pass agrees with the first."""
+    zero = ("import neuronx_distributed as nxd\nimport torch\n"
+            "from neuronx_distributed.optimizer import NeuronZero1Optimizer\n\n"
+            "opt = NeuronZero1Optimizer(model.parameters(), {cls}, lr=0.1)\n"
+            "nxd.save_checkpoint(d, 't', model, opt)\n")
+    new, findings = _migrate(zero.format(cls="torch.optim.AdamW"))
+    assert "_neuron_save_checkpoint(d, 't', model, opt)" in new
+    assert "_NeuronParallelOptimizer(torch.optim.AdamW(" in new
+    assert _migrate(new)[0] == new
+    kept, findings = _migrate(zero.format(cls="*classes"))
+    assert "nxd.save_checkpoint(d, 't', model, opt)" in kept
+    assert any(f.rule_id == "NM248" and "ZeRO-1" in f.message for f in findings)
+    assert _migrate(kept)[0] == kept
+
+
 def test_every_load_is_reported_with_the_conversion_and_still_rewritten() -> None:
     new, findings = _migrate("import neuronx_distributed as nxd\n"
                              "from neuronx_distributed.parallel_layers import load\n\n"
