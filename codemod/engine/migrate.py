@@ -55,11 +55,14 @@ def _migrate(path: str, data: bytes, registry: Registry, options: Options,
     ready = check_tree(path, data, tree, registry.readiness if mentions_torch(data) else (),
                        suppressions, engine=True)
     result = _migrate_tree(path, data, tree, registry, options, generate, suppressions, ready)
-    if not ready.findings:
+    # `reviewed` markers acknowledge review items whichever stage reported them; only then
+    # is it known which markers (of every kind) silenced nothing
+    findings = suppressions.acknowledge((*result.findings, *ready.findings), tree)
+    if result.error is None:
+        findings += _unused(path, suppressions, registry)
+    if list(result.findings) == findings:
         return result
-    findings = sorted((*result.findings, *ready.findings),
-                      key=BY_POSITION)
-    return dataclasses.replace(result, findings=tuple(findings))
+    return dataclasses.replace(result, findings=tuple(sorted(findings, key=BY_POSITION)))
 
 
 def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
@@ -71,15 +74,14 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     flag_watched(analysis, registry)
     ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
     if not analysis.needs_rewrite and not demoted:
-        return FileResult(path, original=data, findings=_unused(path, suppressions, registry))
+        return FileResult(path, original=data)
     text = data.removeprefix(b"\xef\xbb\xbf").decode(_encoding(data), errors="replace")
     locator = Locator(text)
     reviewed = review_only.findings(path, demoted, analysis.flagged, suppressions,
                                     locator) if demoted else []
     if not analysis.needs_rewrite and analysis.entry is None:
-        return FileResult(path, original=data, findings=tuple(sorted(
-            (*reviewed, *_unused(path, suppressions, registry)),
-            key=BY_POSITION)))
+        return FileResult(path, original=data, findings=tuple(sorted(reviewed,
+                                                                     key=BY_POSITION)))
     # --annotate changes files that have nothing to apply (unless their notes are there
     # already), which only the generated file tells
     rewrite = functools.partial(_rewrite, path, data, analysis=analysis, registry=registry,
@@ -105,8 +107,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     new, rewriter, encoding = done
     if new and data.endswith(b"\r") and not new.endswith((b"\r", b"\n")):
         new += b"\r"  # LibCST drops a last line ending that is a lone "\r" (old Mac files)
-    findings = tuple(sorted((*_findings(path, rewriter, locator), *reviewed,
-                             *_unused(path, suppressions, registry)),
+    findings = tuple(sorted((*_findings(path, rewriter, locator), *reviewed),
                             key=BY_POSITION))
     if new is None:
         return FileResult(path, findings=findings, original=data, encoding=encoding,
@@ -275,8 +276,9 @@ def _unused(path: str, suppressions: Suppressions, registry: Registry) -> tuple[
     if rule is None or not registry.enabled(rule):
         return ()
     return tuple(Finding(path, line, 1, UNUSED_SUPPRESSION, Kind.REVIEW,
-                         "this `# neuron-migrate: ignore` comment silences nothing here; "
-                         "remove it") for line in suppressions.unused())
+                         f"this `{suppressions.written.get(line, '# neuron-migrate: ignore')}` "
+                         "comment silences nothing here; remove it")
+                 for line in suppressions.unused())
 
 
 def _import_finding(path: str, note: ImportNote, locator: Locator) -> Finding:
