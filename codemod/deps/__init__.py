@@ -175,6 +175,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     new_source = (bom + new).encode("utf-8", "surrogateescape") if new is not None else None
     if new_source == data:
         new_source = None
+    if kind != "setup.py":  # there the code's own markers share the comments
+        emitter.findings += emitter.unused_markers()
     return FileResult(path, _ordered(emitter.findings), original=data, new_source=new_source)
 
 

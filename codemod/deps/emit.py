@@ -10,8 +10,10 @@ from collections.abc import Sequence
 from neuron_migrate.deps import ids
 from neuron_migrate.deps.entries import Edit
 from neuron_migrate.deps.launch_paths import HostPaths
+from neuron_migrate.engine.suppress import unused_finding
+from neuron_migrate.gate.lines import LineMarkers
 from neuron_migrate.model import Finding, Kind
-from neuron_migrate.registry import Registry
+from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
 
 _NEWLINE = re.compile("\n")
 
@@ -51,6 +53,9 @@ class Emitter:
         self.starts = [0] + [found.end() for found in _NEWLINE.finditer(text)]
         self.findings: list[Finding] = []
         self.edits: list[Edit] = []
+        # every scanner reports through here, so here the `#` markers of every kind of file
+        # are honoured: an ignored finding makes no edit either
+        self.markers = LineMarkers.of(text)
 
     def position(self, offset: int) -> tuple[int, int]:
         index = bisect.bisect_right(self.starts, offset) - 1
@@ -62,16 +67,28 @@ class Emitter:
         if not rule_enabled(self.registry, rule_id) or \
                 (rule_id in ids.CUDA_KINDS and not from_cuda(self.registry)):
             return
+        text_line = bisect.bisect_right(self.starts, offset)
+        if self.markers.ignores(rule_id, text_line):
+            return
         editable = self.can_edit if isinstance(self.can_edit, bool) else \
             rule_id in self.can_edit
         usable = editable and bool(edits) and all(e is not None for e in edits)
         kind = ids.ALL_KINDS[rule_id] if usable else Kind.REVIEW
         applied = usable and self._accept(kind, [e for e in edits if e is not None])
+        if kind is not Kind.FIX and not applied and self.markers.acknowledges(rule_id, text_line):
+            return  # `reviewed`: nothing `apply` would write
         line, column = self.position(offset)
         if kind is Kind.UNSAFE_FIX and not applied and suggestion is None:
             suggestion = "; ".join(e.new.strip() for e in edits if e is not None and e.new.strip())
         self.findings.append(Finding(self.path, line, column, rule_id, kind, message,
                                      applied=applied, suggestion=suggestion))
+
+    def unused_markers(self) -> list[Finding]:
+        """NM002 for the markers that silenced nothing (once every scanner has reported)."""
+        if not rule_enabled(self.registry, UNUSED_SUPPRESSION):
+            return []
+        return [unused_finding(self.path, self.position(self.starts[line - 1])[0], written)
+                for line, written in self.markers.unused()]
 
     def _accept(self, kind: Kind, edits: list[Edit]) -> bool:
         wanted = kind is Kind.FIX or (kind is Kind.UNSAFE_FIX

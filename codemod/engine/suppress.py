@@ -28,6 +28,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from neuron_migrate.model import Finding, Kind
+from neuron_migrate.registry import UNUSED_SUPPRESSION
 
 MARKERS = (b"neuron-migrate:", b"noqa")
 _OURS = re.compile(r"#\s*neuron-migrate:\s*(ignore-file|ignore|reviewed)\b(?:\[([^\]]*)\])?")
@@ -113,12 +114,23 @@ class Suppressions:
     def _acknowledged(self, finding: Finding, owner: dict[int, tuple[int, int]]) -> bool:
         if not acknowledgeable(finding):
             return False
-        first, last = owner.get(finding.line, (finding.line, finding.line))
+        return self.acknowledges(finding.rule_id,
+                                 *owner.get(finding.line, (finding.line, finding.line)))
+
+    def acknowledges(self, rule_id: str, first: int, last: int) -> bool:
+        """Whether a `reviewed` marker on these lines names the rule."""
         for line in range(first, last + 1):
-            if line in self.reviewed and _names(self.reviewed[line], finding.rule_id):
+            if line in self.reviewed and _names(self.reviewed[line], rule_id):
                 self.used.add(line)
                 return True
         return False
+
+
+def unused_finding(path: str, line: int, written: str) -> Finding:
+    """NM002 for a line whose markers silenced nothing."""
+    return Finding(path, line, 1, UNUSED_SUPPRESSION, Kind.REVIEW,
+                   f"this `{written or '# neuron-migrate: ignore'}` comment silences nothing "
+                   "here; remove it")
 
 
 def acknowledgeable(finding: Finding) -> bool:
