@@ -17,6 +17,7 @@ from neuron_migrate.analysis.analyse import Use
 from neuron_migrate.analysis.flow import Flow, Source
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.rule import Site
+from neuron_migrate.rules.frameworks import lightning_xla_string
 
 _INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",
                                  "torch.distributed.distributed_c10d.init_process_group"})
@@ -186,7 +187,8 @@ def _unindexed_device(qualname: str, call: ast.Call) -> bool:
 
 def _deferred(flow: Flow, ends: list[tuple[Use, str]]) -> bool:
     """A literal written straight into init_process_group (NM201) or autocast (NM401, which
-    leaves calls with unpacked arguments alone) is that rule's to rename."""
+    leaves calls with unpacked arguments alone) is that rule's to rename; one that selects
+    Lightning's XLA accelerator or strategy (NM716) is that rule's to report."""
     if len(flow.literals) != 1:
         return False
     literal = flow.literals[0]
@@ -199,6 +201,9 @@ def _deferred(flow: Flow, ends: list[tuple[Use, str]]) -> bool:
             any(k.arg is None for k in call.keywords)
         if qualname in _INIT_PROCESS_GROUP or qualname in _AUTOCAST and not unpacked:
             return True
+        keyword = use.parent.arg if isinstance(use.parent, ast.keyword) else None
+        if lightning_xla_string(qualname, keyword, getattr(literal, "value", None)):
+            return True  # Lightning's accelerator or strategy name: NM716 reports the call
     return False
 
 

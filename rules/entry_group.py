@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Insert, Review, Rule, Site
 from neuron_migrate.rules.collectives import BroadcastMasterParam, Rendezvous, TensorCollectives
+from neuron_migrate.rules.frameworks import group_owner
 from neuron_migrate.rules.launch import D_DIST, LAUNCH, SPAWN, called_names, create_group
 from neuron_migrate.rules.optimizer import OptimizerStep, ReduceGradients
 from neuron_migrate.rules.ranks import MasterOnly, RankAndWorldSize
@@ -71,7 +72,10 @@ with an error when WORLD_SIZE > 1 rather than let each process train alone.
 What differs: nothing in a single process (no WORLD_SIZE, or 1): no group is created, as
 before. Under torchrun the group exists from the entry on, with torchrun's env:// rendezvous.
 A file that calls `init_process_group` itself, or launches its workers (`xmp.spawn`,
-`torch_xla.launch`: NM220), keeps its own arrangement. A module without a `__main__` block
+`torch_xla.launch`: NM220), keeps its own arrangement. So does a script that hands its
+training to a framework that creates the process group when it starts (Lightning's `Trainer`
+or `Fabric`, Accelerate, Hugging Face's `Trainer`, Ray Train's trainers): its entry is
+reported instead, since a group created ahead of the framework's would change how it starts. A module without a `__main__` block
 (a library, or a module a launcher imports) is not changed: the group is its caller's to
 create, and the helpers say so if it is missing; a launcher that imports it gets the group
 from NM220 or from this rule. This rule sees one file: if the script's group was created by a
@@ -99,14 +103,23 @@ another backend (`"gloo"`, `"nccl"`) would raise: guard it the same way by hand.
         facts = group_facts(site.module_tree, site.module_calls())
         if not facts.world_calls or facts.launches or facts.creates:
             return None
+        used = ", ".join(f"`{name.rsplit('.', 1)[-1]}`" for name in facts.world_calls[:3])
+        more = ", ..." if len(facts.world_calls) > 3 else ""
+        owner = group_owner(site.module_tree, site.module_calls())
+        if owner is not None:
+            return Review(f"no `init_process_group` inserted at this entry: `{owner}` creates "
+                          "the process group itself when it starts, and one created ahead of "
+                          "it would change how it starts; the XLA calls of this file "
+                          f"({used}{more}) ran in the world PJRT created implicitly, and their "
+                          "native forms need that group: check that they run only after the "
+                          "framework has set it up (inside its training code), and that it "
+                          "creates it with the `neuron` backend")
         group = create_group(site)
         if group is None:
             return Review("this script used XLA collectives or ordinals, which need a process "
                           "group natively, but `os` or `torch` means something else here: "
                           "create it with torch.distributed.init_process_group('neuron') "
                           "when WORLD_SIZE > 1, before the training code runs")
-        used = ", ".join(f"`{name.rsplit('.', 1)[-1]}`" for name in facts.world_calls[:3])
-        more = ", ..." if len(facts.world_calls) > 3 else ""
         return Insert((group,), "`init_process_group(\"neuron\")` inserted before this "
                       "statement, the script's entry (it runs when torchrun starts several "
                       "processes and no group exists yet): the XLA calls of this file "
