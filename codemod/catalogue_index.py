@@ -84,6 +84,7 @@ RULES = (
     ('NM715', 'xla-module-by-name', 'review', 'a string naming a torch_xla module, or a `try` importing one, that looks for the XLA stack TorchNeuron does not install'),
     ('NM716', 'lightning-xla', 'review', 'Lightning\'s XLA/TPU accelerator, strategies and plugins (and "tpu"/"xla" passed to Trainer or Fabric) need PyTorch/XLA'),
     ('NM717', 'ray-train-xla', 'review', "Ray Train's TorchXLAConfig and its Neuron (XLA) backend need PyTorch/XLA"),
+    ('NM718', 'xla-code-in-string', 'review', 'XLA training code written in a string (a generated script, a `python -c` probe)'),
     ('NM801', 'xla-lineage-torch-neuronx', 'fix', 'a torch-neuronx pin whose torch part is 2.9 or lower is the XLA library'),
     ('NM802', 'unpinned-torch-neuronx', 'fix', 'an unpinned torch-neuronx, or a range admitting XLA versions, may install XLA'),
     ('NM803', 'beta-torch-neuronx', 'unsafe-fix', 'torch-neuronx 2.10 to 2.13 are native beta builds; move to the 2.14 family'),
