@@ -10,6 +10,7 @@ import typer
 from neuron_migrate import __version__, catalogue
 from neuron_migrate.cli_help import Command
 from neuron_migrate.command import Request, UsageProblem, execute, load_rules, names_as_bytes
+from neuron_migrate.gate import Gate
 from neuron_migrate.report import FORMATS
 from neuron_migrate.smoke.run import smoke
 from neuron_migrate.stdin import STDIN
@@ -77,6 +78,15 @@ From = Annotated[Optional[list[str]], typer.Option(
     "--from", metavar="STACK", help="Also migrate code written for this stack: `cuda` turns "
     "CUDA code (.cuda(), torch.cuda.*, nccl, autocast(\"cuda\"), ...) into neuron code "
     "(repeatable or comma-separated; XLA code is always migrated).", show_default=False)]
+Baseline = Annotated[Optional[Path], typer.Option(
+    "--baseline", metavar="FILE", help="Fail only on findings not in this baseline (written by "
+    "--write-baseline); findings matched by file, rule and the text of their line, not its "
+    "number. Baseline entries no longer found are listed as fixed.", show_default=False)]
+WriteBaseline = Annotated[Optional[Path], typer.Option(
+    "--write-baseline", metavar="FILE", help="Write every current finding to this JSON "
+    "baseline and exit 0 (unless errors).", show_default=False)]
+ExitZero = Annotated[bool, typer.Option(
+    "--exit-zero", help="Exit 0 even when findings are reported; errors still exit 2.")]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
                                      "status; reports still go to --output.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
@@ -182,10 +192,18 @@ def check(
     changed_since: ChangedSince = None,
     stdin_filename: StdinFilename = None,
     sources: From = None,
+    baseline: Baseline = None,
+    write_baseline: WriteBaseline = None,
+    add_noqa: Annotated[bool, typer.Option(
+        "--add-noqa", help="Acknowledge every current review item with a "
+        "`# neuron-migrate: reviewed[NMxxx]` comment where it is reported (never changing "
+        "code), then exit 0; fixes are not acknowledged.")] = False,
+    exit_zero: ExitZero = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
-    """Report what would change, for CI and pre-commit; never writes.
+    """Report what would change, for CI and pre-commit; never writes (but --add-noqa's
+    comments).
 
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
@@ -194,7 +212,8 @@ def check(
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
                       stdin_filename=stdin_filename, sources=_sources(sources),
-                      target=_target(target)))
+                      target=_target(target),
+                      gate=Gate(baseline, write_baseline, add_noqa, exit_zero)))
 
 
 @app.command(cls=Command)
@@ -214,6 +233,9 @@ def scan(
     force: Force = False,
     stdin_filename: StdinFilename = None,
     sources: From = None,
+    baseline: Baseline = None,
+    write_baseline: WriteBaseline = None,
+    exit_zero: ExitZero = False,
     quiet: Quiet = False,
     verbose: Verbose = False,
 ) -> None:
@@ -231,7 +253,8 @@ def scan(
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
                       stdin_filename=stdin_filename, target=_target(target),
-                      sources=_sources(sources)))
+                      sources=_sources(sources),
+                      gate=Gate(baseline, write_baseline, exit_zero=exit_zero)))
 
 
 @app.command(cls=Command)

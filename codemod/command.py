@@ -25,11 +25,14 @@ from neuron_migrate.config import (Config, ConfigError, check_patterns, check_ru
                                    check_sources, load_config)
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Excludes
+from neuron_migrate.gate import Gate
 from neuron_migrate.model import Options
 from neuron_migrate.registry import DeferredRegistry, Registry
 from neuron_migrate.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
                             render_text, summary_rows)
 from neuron_migrate.runner import Job, PerFileIgnores, RunResult, default_jobs, run
+from neuron_migrate.gate.outcome import before_report, exit_status
+from neuron_migrate.gate.outcome import usage_problem as gate_problem
 from neuron_migrate.stdin import config_paths, execute_stdin, usage_problem
 
 if TYPE_CHECKING:
@@ -71,6 +74,7 @@ class Request:
     stdin_filename: str | None = None
     sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
     target: str | None = None  # --target
+    gate: Gate = Gate()  # --baseline, --write-baseline, --add-noqa, --exit-zero
 
 
 def names_as_bytes() -> None:
@@ -149,6 +153,8 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if problem := usage_problem(request.stdin, len(request.paths), request.stdin_filename,
                                 request.changed_since, scan=request.mode.startswith("scan")):
         raise UsageProblem(*problem)
+    if problem := gate_problem(request.gate, request.stdin):
+        raise UsageProblem(*problem)
     stdin = request.stdin
     try:
         config = load_config(config_paths(request.stdin_filename) if stdin else request.paths,
@@ -171,8 +177,9 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if stdin:
         job = Job(registry, writes, keep,
                   per_file_ignores=_per_file(config), code=not scan_only)
-        return execute_stdin(request.stdin_filename, job, _excludes(config, request), scan_only,
-                             lambda result: _report(result, registry, request, where))
+        return exit_status(execute_stdin(
+            request.stdin_filename, job, _excludes(config, request), scan_only,
+            lambda result: _report(result, registry, request, where)), request.gate)
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
         protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
@@ -190,6 +197,9 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
                      python=not scan_only,
                      strict=scan_only, per_file_ignores=_per_file(config),
                      protected=protected, only=only, audit=request.mode == "audit")
+    result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
+    if finished is not None:
+        return finished
     if not _report(result, registry, request, where):
         return 2
     if result.interrupted:
@@ -201,7 +211,12 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         from neuron_migrate.report.readiness import audit_exit
 
         return audit_exit(result, registry)
-    return result.exit_code()
+    return exit_status(result.exit_code(), request.gate)
+
+
+def _say(quiet: bool) -> Callable[[str], None]:
+    """A line for the user on standard output, unless -q."""
+    return (lambda message: None) if quiet else (lambda message: print(message))
 
 
 def _target_source(request: Request, config: Config, chosen: str | None) -> str | None:
