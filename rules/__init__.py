@@ -12,13 +12,14 @@ from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_depen
                                   nxd_loss, nxd_regions, nxd_trainer, optimizer, precision,
                                   process_group, ranks, readiness_compile, readiness_dtypes,
                                   readiness_environment, readiness_features, readiness_shapes,
-                                  review, runtime, saving, sharding, step, unsupported, utilities)
+                                  review, runtime, saving, sharding, step, unbound_names,
+                                  unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
             optimizer, nxd_layout, nxd_layers, nxd_loss, nxd_regions, nxd_trainer,
             nxd_checkpoints, launch, entry_group, saving, data, utilities, precision, runtime,
             compile, environment, unsupported, sharding, frameworks, generated_code, installs,
-            dependencies,
+            dependencies, unbound_names,
             readiness_dtypes, readiness_features, readiness_compile, readiness_shapes,
             readiness_environment, cuda_placement, cuda_runtime, cuda_precision,
             cuda_distributed, cuda_compile, cuda_libraries, cuda_dependencies)
