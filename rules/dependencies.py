@@ -242,6 +242,10 @@ class CpuIndex(DependencyRule):
 What it does: adds `--extra-index-url https://download.pytorch.org/whl/cpu` after a Neuron
 pip index option in requirements files, conda pip lists and pip command lines; reports it
 where the index is configured elsewhere (pip config, Pipfile sources, uv and Poetry indexes).
+Only where the install (the command, the Dockerfile stage, the file) installs TorchNeuron:
+torch-neuronx (an XLA-lineage pin is moved to the native one beside this), or torch without
+the Inf1 `torch-neuron`. MXNet, TensorFlow and Inf1 (`torch-neuron`, `neuron-cc`) installs
+use the Neuron index for packages the CPU index has nothing for, and stay as they are (NM808).
 
 Why: AWS's TorchNeuron install uses two extra indexes, the Neuron pip index and the PyTorch
 CPU wheel index, from which torch 2.14.0 itself comes. XLA-era setups configured only the
@@ -288,10 +292,14 @@ class XlaEnvironmentVariable(DependencyRule):
     severity = "warning"
     summary = "PyTorch/XLA environment variables set in a container, script or manifest"
     explanation = """\
-What it does: reports `ENV`, `export`, command-prefix, `%env` and YAML settings of
-PJRT_DEVICE, XLA_USE_BF16, XLA_DOWNCAST_BF16, XLA_FLAGS and other XLA_* knobs,
+What it does: reports `ENV`, `export`, command-prefix, `%env`, Makefile `export` and YAML
+settings of PJRT_DEVICE, XLA_USE_BF16, XLA_DOWNCAST_BF16, XLA_FLAGS and other XLA_* knobs,
 NEURONCORE_NUM_DEVICES, NEURON_COMPILE_CACHE_URL and the neuron_parallel_compile variables,
-each with what to do instead.
+each with what to do instead. In a shell script, a line that only exports one of the knobs
+NM601 removes from Python (`export NEURON_FUSE_SOFTMAX=1`, `export PJRT_DEVICE=NEURON`) is
+removed the same way, unless the script reads the variable, the line is in a heredoc or may
+be the only command of an `if`/loop body; everything else is reported (a Dockerfile ENV, a
+line with other commands, a YAML manifest, XLA_USE_BF16, which changes precision).
 
 Why: TorchNeuron reads none of them. Some carried behaviour that must move into code: the
 BF16 variables become `torch.autocast(device_type="neuron")`, the device count becomes
@@ -333,7 +341,13 @@ class OldInstance(DependencyRule):
     summary = "Inf2 and Trn1 targets: TorchNeuron supports Trn2 and Trn3 only"
     explanation = """\
 What it does: reports Inf2 and Trn1 instance types (`trn1.32xlarge`, `ml.inf2.48xlarge`) in
-scripts, Dockerfiles and YAML, and `NEURON_PLATFORM_TARGET_OVERRIDE` set to trn1 or inf2.
+scripts, Makefiles, Dockerfiles and YAML, and `NEURON_PLATFORM_TARGET_OVERRIDE` set to trn1 or
+inf2: where a workload may be set to run on that hardware. Not reported: a YAML list that
+names instance types of several families (a Neuron device plugin's node affinity listing
+inf1 to trn2, a form's choices), GitHub issue, pull-request and discussion templates, and
+Hugging Face model cards (a `*model_card*` file, or YAML metadata with model-card keys such
+as `library_name` and `pipeline_tag`): they list or describe hardware, they do not move a
+workload onto it.
 
 Why: TorchNeuron supports Trn2 and Trn3 only. Inf2 and Trn1 users have no native path and
 stay on the XLA torch-neuronx 2.9 line, which is in maintenance.

@@ -7,9 +7,12 @@ import re
 
 import libcst as cst
 
-from neuron_migrate.deps.signals import REVIEW_ONLY, xla_variable_advice
+from neuron_migrate.deps.signals import (
+    REMOVABLE_PREFIXES, REMOVABLE_VARIABLES, REVIEW_ONLY, xla_variable_advice,
+)
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.rules.installs import is_script
 from neuron_migrate.rules.support import argument, string_value
 
 D_XLA_ENV = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
@@ -17,17 +20,8 @@ D_XLA_ENV = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks
 D_BF16 = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/appnotes/"
           "torch-neuronx/migration-from-xla-downcast-bf16.html")
 
-XLA_ONLY = frozenset({
-    "PJRT_DEVICE", "XLA_FLAGS", "XLA_USE_DUMMY_STORE", "XLA_DISABLE_FUNCTIONALIZATION",
-    "XLA_ENABLE_PARAM_ALIASING", "XLA_USE_32BIT_LONG", "XLA_SYNC_WAIT", "XLA_EMIT_STEPLOG",
-    "XLA_ALWAYS_ALLREDUCE", "XLA_USE_SPMD", "NEURON_NUM_RECENT_MODELS_TO_KEEP",
-    "NEURON_EXTRACT_GRAPHS_ONLY", "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE",
-    "NEURON_FUSE_SOFTMAX", "NEURON_CUSTOM_SILU", "NEURON_TRANSFER_WITH_STATIC_RING_OPS",
-    "NEURON_TRANSFER_ALL_PARAMETERS_WITH_STATIC_RING", "NEURON_DUMP_HLO_SNAPSHOT",
-    "NEURONCORE_NUM_DEVICES", "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB", "BUCKET_CAP_MB",
-})
-"""Knobs of PyTorch/XLA and the XLA-era Neuron framework that TorchNeuron does not read."""
-XLA_ONLY_PREFIXES = ("NEURON_PARALLEL_COMPILE_",)
+XLA_ONLY = REMOVABLE_VARIABLES
+XLA_ONLY_PREFIXES = REMOVABLE_PREFIXES
 BF16 = frozenset({"XLA_USE_BF16", "XLA_DOWNCAST_BF16"})
 _XLA_CC_FLAGS = re.compile(r"--(auto-cast|model-type|cache_dir|retry_failed_compilation)\b")
 _ENVIRON = "os.environ"
@@ -42,6 +36,11 @@ def _unlisted(value: str) -> bool:
     """An XLA setting (as the dependency scanner judges it) that no fix here knows: reviewed."""
     return not _removable(value) and value not in REVIEW_ONLY and \
         xla_variable_advice(value) is not None
+
+
+def xla_compiler_flags(value: str) -> list[str]:
+    """The neuronx-cc flags in `value` that only made sense for the XLA flow."""
+    return _XLA_CC_FLAGS.findall(value) if "--" in value else []
 
 
 def _advice(keys: list[str]) -> str:
@@ -73,7 +72,9 @@ reports in Dockerfiles, shell scripts and CI files (NM812).
 What differs: nothing at run time. XLA_USE_BF16 and XLA_DOWNCAST_BF16 are handled by NM602,
 because removing them changes precision. Compiler flags that only made sense for the XLA
 flow (--model-type, --auto-cast, --cache_dir, --retry_failed_compilation) and reads of these
-variables (scripts that detect a neuron_parallel_compile run) are reported for review."""
+variables (scripts that detect a neuron_parallel_compile run) are reported for review. A
+string that holds a shell script is NM714's, which reports each of its findings, these flags
+included."""
     doc_url = D_XLA_ENV
     example = Example(
         before="import os\n\nos.environ[\"PJRT_DEVICE\"] = \"NEURON\"\n"
@@ -85,7 +86,8 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
 
     def interesting_string(self, value: str) -> bool:
         return (_removable(value) and value not in BF16) or value in REVIEW_ONLY or \
-            _unlisted(value) or ("--" in value and _XLA_CC_FLAGS.search(value) is not None)
+            _unlisted(value) or ("--" in value and _XLA_CC_FLAGS.search(value) is not None
+                                 and not is_script(value))
 
     def leftover_string(self, value: str) -> str:
         if value in REVIEW_ONLY:
@@ -94,7 +96,7 @@ variables (scripts that detect a neuron_parallel_compile run) are reported for r
             return (f"{value} is a PyTorch/XLA setting that TorchNeuron does not read; remove "
                     "it once you know what it was for")
         if "--" in value:
-            return (f"compiler flags {value!r}: {', '.join(_XLA_CC_FLAGS.findall(value))} "
+            return (f"compiler flags {value!r}: {', '.join(xla_compiler_flags(value))} "
                     "belonged to the XLA flow; check them against the native compiler's "
                     "documentation")
         return (f"{value} is read here, but only the XLA stack sets or uses it (for example to "

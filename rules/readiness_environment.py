@@ -32,7 +32,13 @@ What it does: reports a Dockerfile `FROM` whose image runs a Python older than 3
 and Ubuntu or Debian images whose own python3 is older: Ubuntu 20.04 (3.8) and 22.04 (3.10),
 Debian 11 bullseye (3.9) and 12 bookworm (3.11). Those distribution defaults are an assumption
 about what `apt-get install python3` gives; a stage that names Python 3.12-3.14 itself
-(`python3.12`, `uv venv --python 3.12`, `python=3.12`) is not reported.
+(`python3.12`, `uv venv --python 3.12`, `python=3.12`) is not reported. A stage that installs
+or runs an older `python3.X` itself is reported whatever its base (`apt-get install
+python3.10`, `python3.10 -m pip`), with the ARG and ENV values it uses put in (`ARG
+PYTHON="python3.10"` then `RUN ${{PYTHON}} -m pip install ...`). Only a Dockerfile for PyTorch
+or Neuron work is judged: one that names torch or Neuron somewhere, or installs from a
+requirements file that does (or is not beside it to read); an image that builds docs or runs
+XGBoost is not.
 
 {_WHY}
 

@@ -47,7 +47,7 @@ def test_files_are_recognised_by_name(name: str, kind: str) -> None:
 
 
 @pytest.mark.parametrize("name", ["train.py", "README.md", "notes.txt", "setup.toml",
-                                  "Makefile", "docker-compose.json"])
+                                  "docker-compose.json"])
 def test_other_files_are_not_taken(name: str) -> None:
     assert not is_dependency_file(Path(name))
 

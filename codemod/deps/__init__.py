@@ -37,7 +37,7 @@ CUDA_PREFILTER = (b"cuda", b"+cu", b"whl/cu", b"nvidia", b"--gpus", b"--gres", b
                   b"pytorch/pytorch", b"flash", b"xformers", b"bitsandbytes", b"apex",
                   b"triton", b"pynvml", b"cupy")
 """With `--from cuda`: every NMC8xx finding needs one of these too."""
-LAUNCHERS = frozenset({"dockerfile", "shell", "yaml"})
+LAUNCHERS = frozenset({"dockerfile", "shell", "makefile", "yaml"})
 """Kinds whose commands can launch a Python script (NM816): read for `python` as well."""
 # kind -> (module, function); a module is imported when a file of its kind turns up, so a run
 # that meets no YAML or TOML file never loads their parsers
@@ -51,6 +51,7 @@ SCANNERS: dict[str, tuple[str, str]] = {
     "conda": ("conda", "scan"),
     "dockerfile": ("dockerfile", "scan"),
     "shell": ("shell", "scan"),
+    "makefile": ("makefile", "scan"),
     "yaml": ("yaml_files", "scan"),
     "python-version": ("python_env", "no_pins"),
 }
@@ -66,7 +67,8 @@ def kind_of(path: Path) -> str | None:
     name = path.name.lower()
     fixed = {"pyproject.toml": "pyproject", "setup.py": "setup.py", "setup.cfg": "setup.cfg",
              "pipfile": "pipfile", "containerfile": "dockerfile", "dockerfile": "dockerfile",
-             ".python-version": "python-version"}
+             ".python-version": "python-version", "makefile": "makefile",
+             "gnumakefile": "makefile"}
     if name in fixed:
         return fixed[name]
     if name.endswith(".lock"):  # every lockfile name does; the module needs packaging
@@ -82,6 +84,8 @@ def kind_of(path: Path) -> str | None:
         return "requirements"
     if name.endswith((".sh", ".bash", ".sbatch", ".slurm")):  # SLURM batch scripts are shell
         return "shell"
+    if name.endswith(".mk"):  # an included Makefile
+        return "makefile"
     if name.endswith((".yml", ".yaml")):
         return "conda" if name.startswith("environment") else "yaml"
     return None

@@ -220,14 +220,28 @@ def _xla_runtime(entry: Entry, group: Group) -> Iterator[Verdict]:
                   (entry.remove,))
 
 
+def installs_torchneuron(entries: list[Entry]) -> bool:
+    """Whether these requirements install TorchNeuron: torch-neuronx (the XLA lineage is
+    rewritten to the native one beside this), or torch on a Neuron index without the Inf1
+    `torch-neuron`. MXNet, TensorFlow and Inf1 installs take the Neuron index for packages
+    the CPU wheel index has nothing for."""
+    names = {entry.name for entry in entries}
+    return NEURONX in names or ("torch" in names and "torch-neuron" not in names)
+
+
 def _indexes(manifest: Manifest) -> Iterator[Verdict]:
     by_group: dict[str, list[Index]] = {}
     for index in manifest.indexes:
         by_group.setdefault(index.group, []).append(index)
     file_level = by_group.get("", [])
+    groups = manifest.groups()
     for name, indexes in by_group.items():
         seen = indexes if name == "" else [*indexes, *file_level]
         if any(is_cpu_index(i.url) for i in seen):
+            continue
+        installed = manifest.entries if name == "" else \
+            [*groups.get(name, []), *groups.get(manifest.shared_group or "", [])]
+        if not installs_torchneuron(installed):
             continue
         neuron = next((i for i in indexes if is_neuron_index(i.url)), None)
         if neuron is None:

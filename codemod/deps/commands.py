@@ -194,15 +194,26 @@ def assignment(word: Word) -> tuple[str, str] | None:
     return (match[1], match[2]) if match else None
 
 
-def pip_arguments(command: list[Word]) -> list[Word] | None:
-    """The words after `install` when this simple command is a pip install, else None."""
+def pip_arguments(command: list[Word],
+                  variables: dict[str, Variable] | None = None) -> list[Word] | None:
+    """The words after `install` when this simple command is a pip install, else None. The
+    command's words are read with the `variables` known (`${PYTHON} -m pip install`, where
+    an ARG or an assignment named the interpreter)."""
     values = [w.value for w in command]
     while values and (values[0] in ("sudo", "env") or "=" in values[0]):
         values, command = values[1:], command[1:]
     for i, value in enumerate(values):
-        if value == "install" and i >= 1 and _is_pip(values[:i]):
+        if value == "install" and i >= 1 and (_is_pip(values[:i]) or
+                                              _is_pip(_expanded(values[:i], variables))):
             return command[i + 1:]
     return None
+
+
+def _expanded(values: list[str], variables: dict[str, Variable] | None) -> list[str]:
+    """The words as the shell sees them once the known variables are put in."""
+    if not variables or not any("$" in value for value in values):
+        return []
+    return " ".join(expand(value, variables) or value for value in values).split()
 
 
 def _is_pip(head: list[str]) -> bool:

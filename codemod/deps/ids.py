@@ -41,7 +41,7 @@ KINDS: dict[str, Kind] = {
     OPTIMUM_NEURON: Kind.REVIEW,
     CPU_INDEX: Kind.FIX,
     XLA_IMAGE: Kind.REVIEW,
-    XLA_ENV_VAR: Kind.REVIEW,
+    XLA_ENV_VAR: Kind.FIX,  # a script's `export` of an XLA-only knob alone is removed
     PARALLEL_COMPILE: Kind.REVIEW,
     OLD_INSTANCE: Kind.REVIEW,
     LOCKFILE: Kind.REVIEW,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from pathlib import Path
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import Version
@@ -36,12 +37,18 @@ SIGNALS = {"dockerfile": (b"python", b"ubuntu", b"debian"), "pyproject": (b"pyth
            "setup.py": (b"python_requires",), "setup.cfg": (b"python_requires",),
            "conda": (b"python",),
            "yaml": (b"python-version", b"python:", b"python_version:", b"py:", *COMMAND_SIGNALS),
-           "shell": COMMAND_SIGNALS, "pipfile": (b"python_",), "python-version": (b"",)}
+           "shell": COMMAND_SIGNALS, "makefile": COMMAND_SIGNALS, "pipfile": (b"python_",),
+           "python-version": (b"",)}
 NEWER_PYTHON = re.compile(r"python\s*[=@:]?\s*3\.1[2-4]|python3\.1[2-4]|py31[2-4]|"
                           r"--python[ =]3\.1[2-4]", re.IGNORECASE)
 USES_PYTHON = re.compile(r"python|pip", re.IGNORECASE)
 FROM = re.compile(r"^[ \t]*FROM[ \t]+(?:--\S+[ \t]+)*(\S+)", re.IGNORECASE | re.MULTILINE)
 ARG = re.compile(r"^[ \t]*ARG[ \t]+(\w+)=(\S*)", re.IGNORECASE | re.MULTILINE)
+ENV = re.compile(r"^[ \t]*ENV[ \t]+(\w+)[= \t][ \t]*(\S*)", re.IGNORECASE | re.MULTILINE)
+OLD_PYTHON = re.compile(r"(?<![\w.-])python3\.(\d+)(?![\d.])", re.IGNORECASE)
+TORCH_OR_NEURON = re.compile(r"torch|neuron|pjrt|\bxla", re.IGNORECASE)
+"""What a Dockerfile for PyTorch or Neuron work names somewhere (a package, a variable)."""
+REQUIREMENTS_FILE = re.compile(r"(?:-r|--requirement)[ \t=]+(\S+)")
 STAGE = re.compile(r"[ \t]+AS[ \t]+(\S+)", re.IGNORECASE)
 VARIABLE = re.compile(r"\$\{?(\w+)(?::?-[^}]*)?\}?")
 VERSION = re.compile(r"^(\d+)\.(\d+)")
@@ -117,22 +124,70 @@ def _commands(text: str, emitter: Emitter) -> None:
 
 
 def _dockerfile(text: str, emitter: Emitter) -> None:
-    """Each stage's base image (ARG defaults expanded, as FROM sees them), and its commands."""
+    """Each stage's base image (ARG defaults expanded, as FROM sees them), and its commands.
+    Judged only in a Dockerfile for PyTorch or Neuron work: one that builds docs or an
+    XGBoost image never meets torch-neuronx."""
     _commands(text, emitter)
+    if not _for_torch(text, emitter.path):
+        return
     defaults = {m[1]: m[2].strip("\"'") for m in ARG.finditer(text)}
+    settings = {**defaults, **{m[1]: m[2].strip("\"'") for m in ENV.finditer(text)}}
     stages: set[str] = set()
     starts = list(FROM.finditer(text))
     for index, match in enumerate(starts):
         reference = VARIABLE.sub(lambda v: defaults.get(v[1], v[0]), match[1])
         alias = STAGE.match(text, match.end(1))
         body_end = starts[index + 1].start() if index + 1 < len(starts) else len(text)
-        body = text[text.find("\n", match.end()) + 1 or body_end:body_end]
+        body = _expanded(text[text.find("\n", match.end()) + 1 or body_end:body_end],
+                         settings)
         if reference.lower() not in stages:  # a stage built on an earlier one is said there
-            message = base_image_message(reference, body)
+            message = _named_python(body, reference) or base_image_message(reference, body)
             if message is not None:
                 emitter.report(ids.PYTHON_IMAGE, match.start(1), message)
         if alias is not None:
             stages.add(alias[1].lower())
+
+
+def _expanded(body: str, settings: dict[str, str]) -> str:
+    """A stage's text with the ARG and ENV values put in: `ARG PYTHON=python3.10` then
+    `RUN ${PYTHON} -m pip install ...` names Python 3.10."""
+    for _ in range(3):  # a value that names another variable (ENV PY=${PYTHON})
+        body = VARIABLE.sub(lambda v: settings.get(v[1], v[0]), body)
+    return body
+
+
+def _for_torch(text: str, path: str) -> bool:
+    """Whether a Dockerfile is for PyTorch or Neuron work: it names either, or installs from
+    a requirements file that does (or that is not beside it to read, which may)."""
+    if TORCH_OR_NEURON.search(text):
+        return True
+    folder = Path(path).parent
+    for found in REQUIREMENTS_FILE.finditer(text):
+        name = found[1].strip("\"'")
+        readable = next((c for c in (folder / name, folder / Path(name).name) if c.is_file()),
+                        None)
+        try:
+            if readable is None or TORCH_OR_NEURON.search(readable.read_text("utf-8", "replace")):
+                return True
+        except OSError:
+            return True
+    return False
+
+
+def _named_python(stage: str, reference: str) -> str | None:
+    """What to say of a stage that names an old Python itself (`apt-get install
+    python3.10`, `python3.10 -m pip`, ARG values included), whatever its base; None when it
+    names none, or names a supported one too."""
+    if NEWER_PYTHON.search(stage):
+        return None
+    found = OLD_PYTHON.search(stage)
+    if found is None:
+        return None
+    version = (3, int(found[1]))
+    if supported(version) or version > SUPPORTED[-1]:
+        return None
+    return _advice(f"the image built on `{reference}` installs and runs `{found.group()}` "
+                   "(ARG and ENV values put in)")
 
 
 def base_image_message(reference: str, stage: str = "python3") -> str | None:
@@ -329,6 +384,7 @@ def _lines(text: str) -> Iterator[tuple[int, str]]:
 
 READERS = {"dockerfile": _dockerfile, "pyproject": _pyproject, "setup.py": _setup_py,
            "setup.cfg": _setup_cfg, "conda": _conda, "yaml": _yaml, "shell": _commands,
+           "makefile": _commands,
            "python-version": _python_version, "pipfile": _pipfile}
 
 

@@ -4,6 +4,8 @@ virtualenvs, Inf2/Trn1 instance types (native-api.md 1, 3.8, 5.2 and 5.4.4)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Sequence
+from pathlib import PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
@@ -39,15 +41,67 @@ OTHER_XLA_KNOBS = frozenset({
     "NEURON_FUSE_SOFTMAX", "NEURON_CUSTOM_SILU", "NEURON_TRANSFER_WITH_STATIC_RING_OPS",
     "NEURON_TRANSFER_ALL_PARAMETERS_WITH_STATIC_RING", "NEURON_DUMP_HLO_SNAPSHOT",
 })
+REMOVABLE_VARIABLES = frozenset({
+    "PJRT_DEVICE", "XLA_FLAGS", "XLA_USE_DUMMY_STORE", "XLA_DISABLE_FUNCTIONALIZATION",
+    "XLA_ENABLE_PARAM_ALIASING", "XLA_USE_32BIT_LONG", "XLA_SYNC_WAIT", "XLA_EMIT_STEPLOG",
+    "XLA_ALWAYS_ALLREDUCE", "XLA_USE_SPMD", "NEURON_NUM_RECENT_MODELS_TO_KEEP",
+    "NEURON_EXTRACT_GRAPHS_ONLY", "NEURON_IGNORE_TRAINING_SCRIPT_ERROR_AND_COMPILE",
+    "NEURON_FUSE_SOFTMAX", "NEURON_CUSTOM_SILU", "NEURON_TRANSFER_WITH_STATIC_RING_OPS",
+    "NEURON_TRANSFER_ALL_PARAMETERS_WITH_STATIC_RING", "NEURON_DUMP_HLO_SNAPSHOT",
+    "NEURONCORE_NUM_DEVICES", "ALLREDUCE_GRADIENTS_BUCKET_SIZE_MB", "BUCKET_CAP_MB",
+})
+"""Knobs of PyTorch/XLA and the XLA-era Neuron framework that TorchNeuron does not read, and
+whose setting is removed where that is safe: from Python (NM601), and a shell script's
+`export NAME=value` line (NM812). XLA_USE_BF16 and XLA_DOWNCAST_BF16 are not among them:
+without them the model runs in float32."""
+REMOVABLE_PREFIXES = ("NEURON_PARALLEL_COMPILE_",)
 PLATFORM_OVERRIDE = "NEURON_PLATFORM_TARGET_OVERRIDE"
 OLD_PLATFORMS = ("inf2", "trn1")
 
+FAMILY = re.compile(r"(?:ml\.)?(inf1|inf2|trn1|trn2|trn3)n?u?\.\w+$")
+TEMPLATE_FOLDERS = frozenset({"issue_template", "pull_request_template", "discussion_template"})
+MODEL_CARD_KEYS = frozenset({"library_name", "pipeline_tag", "base_model", "model-index",
+                             "datasets", "license", "language", "inference"})
+TOP_LEVEL_KEY = re.compile(r"^([\w-]+):", re.MULTILINE)
 INSTANCE = Guarded(re.compile(r"\b(?:ml\.)?(?:inf2|trn1n?)\.(?:\d*x?large|xlarge)\b"),
                    ("inf2", "trn1"))
 XLA_VENV = re.compile(r"/opt/aws_neuronx_venv_pytorch_(?:1_13|2_\d)\w*")
 NATIVE_VENV = "/opt/aws_neuronx_venv_torch_neuronx_2_14_0"
 DLC = re.compile(r"pytorch-(?:training|inference)-neuronx:(?P<torch>[\d.]+)-neuronx-"
                  r"py\d+-sdk(?P<sdk>[\d.]+)[\w.-]*")
+
+
+def removable_variable(name: str) -> bool:
+    """Whether a setting of this variable is removed where that is safe (NM601, NM812)."""
+    return name in REMOVABLE_VARIABLES or name.startswith(REMOVABLE_PREFIXES)
+
+
+def instance_family(value: str) -> str | None:
+    """`trn1` of `ml.trn1n.32xlarge`; None when the text is not an instance type."""
+    found = FAMILY.match(value.strip())
+    return found[1] if found else None
+
+
+def enumerates_families(values: Iterable[str]) -> bool:
+    """Whether a list of instance types names more than Inf2 or Trn1 alone (`[inf1.xlarge,
+    inf2.xlarge, trn1.2xlarge, trn2.48xlarge]`): a list of what some tool supports or a
+    form offers, not the hardware a workload is set to run on."""
+    families = {f for f in map(instance_family, values) if f is not None}
+    return len(families) > 1 or bool(families - set(OLD_PLATFORMS))
+
+
+def targets_hardware(path: str, text: str) -> bool:
+    """Whether a file may choose the hardware a workload runs on. An issue or pull-request
+    template lists instance types for a reporter to pick; a Hugging Face model card's
+    metadata says what a model was built or tested on. Neither moves a workload."""
+    parts = [p.lower() for p in PurePosixPath(path.replace("\\", "/")).parts]
+    if any(a == ".github" and b in TEMPLATE_FOLDERS for a, b in zip(parts, parts[1:])):
+        return False
+    name = parts[-1] if parts else ""
+    if "modelcard" in name.replace("_", "").replace("-", ""):
+        return False
+    keys = {m[1] for m in TOP_LEVEL_KEY.finditer(text)}
+    return len(keys & MODEL_CARD_KEYS) < 2
 
 
 def xla_variable_advice(name: str) -> str | None:
@@ -114,10 +168,18 @@ def check_image(reference: str, offset: int, emitter: Emitter) -> None:
         emitter.report(ids.XLA_IMAGE, offset, message)
 
 
-def scan_text_signals(text: str, emitter: Emitter) -> None:
-    """Instance types, DLAMI virtualenvs and GPU requests, wherever they appear in the file."""
+def scan_text_signals(text: str, emitter: Emitter,
+                      not_targets: Sequence[tuple[int, int]] = ()) -> None:
+    """Instance types, DLAMI virtualenvs and GPU requests, wherever they appear in the file.
+    An instance type is reported only where it may be what the workload runs on (NM814):
+    not in `not_targets` (spans the reader found to list many families,
+    such as a device plugin's node affinity), not in an issue template or a model card."""
     cuda.scan_text(text, emitter)
+    documents = not targets_hardware(emitter.path, text)
     for match in INSTANCE.finditer(text):
+        start = match.start()
+        if documents or any(low <= start < high for low, high in not_targets):
+            continue
         emitter.report(ids.OLD_INSTANCE, match.start(),
                        f"`{match.group()}` is an Inf2/Trn1 instance; TorchNeuron supports "
                        "Trn2/Trn3 only: move to a trn2/trn3 instance type, or keep this "

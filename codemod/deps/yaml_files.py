@@ -7,17 +7,19 @@ strings whose lines stand in the file as written."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 
-from yaml.nodes import Node, ScalarNode, SequenceNode
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from neuron_migrate.deps import cuda, ids
 from neuron_migrate.deps.commands import Word
 from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Edit
 from neuron_migrate.deps.launches import check_launch, item_render
-from neuron_migrate.deps.signals import check_image, check_variable, scan_text_signals, xla_variable_advice
+from neuron_migrate.deps.signals import (
+    check_image, check_variable, enumerates_families, scan_text_signals, xla_variable_advice,
+)
 from neuron_migrate.deps.yaml_nodes import compose, inner_span, mappings, pairs, scalar
 
 SHELL_HINTS = ("pip", "neuron_parallel_compile", "export ", "python", "xla_dist")
@@ -33,7 +35,22 @@ def scan_nodes(text: str, documents: list[Node], emitter: Emitter) -> None:
     for document in documents:
         for node in mappings(document):  # nothing else has keys to read
             _mapping(node, emitter)
-    scan_text_signals(text, emitter)
+    scan_text_signals(text, emitter, [span for document in documents
+                                      for span in _family_lists(document)])
+
+
+def _family_lists(node: Node) -> Iterator[tuple[int, int]]:
+    """Spans of the sequences that list instance types of several families (a device
+    plugin's node affinity, a form's choices): not the hardware a workload runs on."""
+    if isinstance(node, SequenceNode):
+        if enumerates_families(v for v in map(scalar, node.value) if v is not None):
+            yield node.start_mark.index, node.end_mark.index
+            return
+        for item in node.value:
+            yield from _family_lists(item)
+    elif isinstance(node, MappingNode):
+        for key, value in node.value:
+            yield from _family_lists(value)
 
 
 def _mapping(node: Node, emitter: Emitter) -> None:
