@@ -103,7 +103,9 @@ take a `ReduceOp`; the XLA constants were plain strings.
 What differs: the XLA constants were strings ("sum", "max"), so a constant is rewritten only
 where its value goes straight into a collective that takes a ReduceOp once migrated: the
 reduction of `xm.all_reduce` / `xm.reduce_scatter` (which NM207 rewrites) or `op=` of a
-torch.distributed call. Anywhere else (compared, a dict key, a parameter's default, assigned,
+torch.distributed call. When that collective itself stays for review (`groups=`,
+`pin_layout=`), the constant stays as it is too, reported with it: a ReduceOp inside an XLA
+collective runs on neither stack. Anywhere else (compared, a dict key, a parameter's default, assigned,
 returned, passed to another function) it is reported with the member to use: the code that
 reads it may still expect the string, and is changed with it by hand. REDUCE_AND and
 REDUCE_OR are reported too: whether the neuron backend supports the bitwise reductions is not

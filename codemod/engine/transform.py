@@ -21,6 +21,7 @@ from neuron_migrate.engine.quote import code
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.cst_names import REFERENCES, SIGNED, signature, string_literal
+from neuron_migrate.engine.kept_calls import anchors, held_back, quoted_as_written
 from neuron_migrate.engine.site import UnitSite
 from neuron_migrate.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from neuron_migrate.analysis.scopes import Resolution, Scope
@@ -221,6 +222,9 @@ class UnitRewriter(_ScopedVisitor):
         self.clean: set[int] = set()
         self.marks: list[int] = []
         self.notable = 0
+        # for each call being read: what had been found and added before its arguments were
+        # (`kept_calls`: a call left for review gets its arguments back as written)
+        self.call_marks: list[tuple[int, int, tuple[frozenset[str], int, int]]] = []
 
     # ----------------------------------------------------------------- traversal
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -229,7 +233,9 @@ class UnitRewriter(_ScopedVisitor):
             return False
         self.parents.append(node)
         kind = type(node)
-        if kind is cst.Expr:
+        if kind is cst.Call:
+            self.call_marks.append((len(self.findings), len(self.comments), self._save()))
+        elif kind is cst.Expr:
             self.roles[id(node.value)] = Role.STATEMENT  # type: ignore[attr-defined]
         elif kind is cst.WithItem and node.asname is None:  # type: ignore[attr-defined]
             self.roles[id(node.item)] = Role.WITH_ITEM
@@ -281,6 +287,40 @@ class UnitRewriter(_ScopedVisitor):
 
     # --------------------------------------------------------------------- hooks
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        mark = self.call_marks.pop()
+        new = self._call_hooks(original, updated)
+        if new is updated and updated is not original and (
+                id(updated) in self.quiet or self._old_stack(updated.func)):
+            return self._as_written(original, updated, mark)  # left as it is
+        return new
+
+    def _old_stack(self, func: cst.BaseExpression) -> bool:
+        """Whether the function called is an XLA one (no rule rewrote the call: it is
+        reported as it stands)."""
+        resolution = self.resolve(func)
+        return resolution is not None and resolution.touches_xla
+
+    def _as_written(self, original: cst.Call, updated: cst.Call,
+                    mark: tuple[int, int, tuple[frozenset[str], int, int]]) -> cst.Call:
+        """A call a rule left as it is, with the changes made inside it undone and reported
+        (`neuron_migrate.engine.kept_calls`)."""
+        found, comments, saved = mark
+        inner = [p for p in self.findings[found:] if p.anchor is not original]
+        outer = [p for p in self.findings[found:] if p.anchor is original]
+        if not any(p.applied for p in inner) or any(p.applied for p in outer) or \
+                id(updated) in self.remove:
+            return updated  # nothing inside changed, or the call is replaced too
+        self._restore(saved)
+        del self.comments[comments:]
+        self.findings[found:] = [*held_back(inner, original, outer),
+                                 *quoted_as_written(outer, updated, original)]
+        for head, node in anchors(inner):
+            self._report(head, node)
+        if id(updated) in self.quiet:  # a rule's finding covers the call, as written now
+            self._report(original.func, original)
+        return original
+
+    def _call_hooks(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         resolution = self.resolve(updated.func)
         role = self.roles.get(id(original), Role.EXPRESSION)
         if role is not Role.EXPRESSION:
