@@ -23,14 +23,24 @@ app = typer.Typer(
     help="Migrate PyTorch code from the XLA-based Neuron stack (torch_xla, torch-neuronx "
          "before 2.14) to native TorchNeuron (the `neuron` device).",
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion; the lean start-up path (neuron_migrate.entry)
+    # never imports typer, so they cost `--version` and the hooks nothing
+    add_completion=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     rich_markup_mode=None,
 )
 
 Paths = Annotated[list[str], typer.Argument(
     help="Files or directories to migrate, or `-` to read one file's source from standard "
          "input.", show_default=False, metavar="PATH")]
-Format = Annotated[str, typer.Option("--format", metavar="FORMAT",
+
+
+def _formats(incomplete: str) -> list[str]:
+    """What the shell completes after `--format`."""
+    return [name for name in FORMATS if name.startswith(incomplete)]
+
+
+Format = Annotated[str, typer.Option("--format", metavar="FORMAT", autocompletion=_formats,
                                      help=f"Report format: {', '.join(FORMATS)}.")]
 Output = Annotated[Optional[Path], typer.Option(
     "--output", "-o", metavar="FILE", help="Write the report to this file; the terminal still "
@@ -87,8 +97,9 @@ WriteBaseline = Annotated[Optional[Path], typer.Option(
     "baseline and exit 0 (unless errors).", show_default=False)]
 ExitZero = Annotated[bool, typer.Option(
     "--exit-zero", help="Exit 0 even when findings are reported; errors still exit 2.")]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="Print only errors and the exit "
-                                     "status; reports still go to --output.")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress, text report or "
+                                     "summary: only errors, and the report a --format asked "
+                                     "for (to --output, or else to standard output).")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v", help="Also list files with nothing "
                                        "to migrate and skipped paths.")]
 
@@ -284,20 +295,43 @@ def audit(
 app.command(cls=Command)(smoke)
 
 
+CatalogueFormat = Annotated[str, typer.Option(
+    "--format", metavar="FORMAT", help="text, or json: each rule's id, name, kind, summary, "
+                                       "source stack and documentation link.")]
+
+
+def _catalogue_format(fmt: str) -> str:
+    if fmt not in ("text", "json"):
+        raise typer.BadParameter(f"unknown format {fmt!r}; choose from text, json",
+                                 param_hint="--format")
+    return fmt
+
+
 @app.command("rules", cls=Command)
-def list_rules() -> None:
+def list_rules(fmt: CatalogueFormat = "text") -> None:
     """List every rule: id, kind and what it does."""
+    if _catalogue_format(fmt) == "json":
+        from neuron_migrate.report.catalogue_json import rules_json
+
+        typer.echo(rules_json(sorted(all_rules(), key=lambda rule: rule.id)))
+        return
     catalogue.print_rules()
 
 
 @app.command(cls=Command)
 def explain(rule_id: Annotated[str, typer.Argument(
-        help="A rule id such as NM110, or its name such as mark-step.", metavar="RULE")]
-            ) -> None:
+        help="A rule id such as NM110, or its name such as mark-step.", metavar="RULE")],
+            fmt: CatalogueFormat = "text") -> None:
     """Show a rule's full explanation, its before/after example and its documentation link."""
     wanted = rule_id.strip()
+    _catalogue_format(fmt)
     for rule in all_rules():
         if wanted.upper() == rule.id or wanted == rule.name:
+            if fmt == "json":
+                from neuron_migrate.report.catalogue_json import rule_json
+
+                typer.echo(rule_json(rule))
+                return
             from rich.console import Console
 
             console = Console(highlight=False, soft_wrap=True)

@@ -28,8 +28,9 @@ from neuron_migrate.files.discover import Excludes
 from neuron_migrate.gate import Gate
 from neuron_migrate.model import Options
 from neuron_migrate.registry import DeferredRegistry, Registry
-from neuron_migrate.report import (FORMATS, render_github, render_json, render_markdown, render_sarif,
-                            render_text, summary_rows)
+from neuron_migrate.report import (FORMATS, KEEPS_SOURCES, OTHER_FORMATS, render_github,
+                                   render_json, render_markdown, render_sarif, render_text,
+                                   summary_rows)
 from neuron_migrate.runner import Job, PerFileIgnores, RunResult, default_jobs, run
 from neuron_migrate.gate.outcome import before_report, exit_status
 from neuron_migrate.gate.outcome import usage_problem as gate_problem
@@ -171,7 +172,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
     registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
-    keep = request.show_diff or request.fmt == "markdown"
+    keep = request.show_diff or request.fmt in KEEPS_SOURCES
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
     if stdin:
@@ -302,10 +303,12 @@ def _report(result: RunResult, registry: Registry, request: Request,
             return False
     for message in [f.error for f in result.files if f.error] + list(result.errors):
         print_error(f"error: {message}")
-    if request.quiet:
-        return True
     if document is not None and request.output is None:
-        sys.stdout.write(document + "\n")
+        # the report asked for goes out with -q too: -q silences progress and summaries
+        if document:
+            sys.stdout.write(document + "\n")
+        return True
+    if request.quiet:
         return True
     screen = _Screen()
     if request.output is None:
@@ -392,6 +395,8 @@ def _document(result: RunResult, registry: Registry, request: Request,
         return render_sarif(result, registry)
     if request.fmt == "github":
         return render_github(result)
+    if request.fmt in OTHER_FORMATS:
+        return OTHER_FORMATS[request.fmt](result, registry)
     return None
 
 

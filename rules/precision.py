@@ -34,7 +34,7 @@ Why: TorchNeuron supports mixed precision through the standard autocast API with
 the native default, so the dtype is made explicit to keep the precision the script had.
 
 What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` are kept."""
-    doc_url = D_HOME
+    doc_url = XLA_AMP  # torch_xla.amp.autocast, and autocast on XLA devices
     example = Example(
         before="import torch\n\nwith torch.autocast(\"xla\"):\n    loss = model(x)\n",
         after="import torch\n\nwith torch.autocast(\"neuron\", dtype=torch.bfloat16):\n"

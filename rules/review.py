@@ -119,7 +119,7 @@ Why: a star import may provide names the file uses that neuron-migrate has no ru
 it cannot prove the import is unused.
 
 What to do: once the file no longer uses any torch_xla name, delete the star import."""
-    doc_url = D_HOME
+    doc_url = D_SETUP_TS  # AWS's old→new snippet drops the torch_xla imports
     example = Example(
         before="from torch_xla.core.xla_model import *\n",
         after="from torch_xla.core.xla_model import *\n",

@@ -345,7 +345,7 @@ whole (`except ImportError: xm = None`), and a `try` that keeps one of its torch
 What to do: decide what the check was for. To ask whether the Neuron device is there, use
 `torch.neuron.is_available()` (or `torch.accelerator.is_available()`); if the branch only
 served the XLA stack, remove it."""
-    doc_url = D_HOME
+    doc_url = "https://pytorch.org/docs/stable/accelerator.html"  # torch.accelerator.is_available()
     example = Example.unchanged("import sys\n\nON_XLA = \"torch_xla\" in sys.modules\n")
 
     def interesting_string(self, value: str) -> bool:

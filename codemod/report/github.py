@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from neuron_migrate.model import Kind
+from neuron_migrate.model import Finding, Kind
+from neuron_migrate.report.summary import line_in_file
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -14,9 +15,8 @@ def render_github(result: RunResult) -> str:
     lines: list[str] = []
     for finding in result.findings:
         level = "warning" if finding.kind is not Kind.FIX or not finding.applied else "notice"
-        cell = f" (cell {finding.cell})" if finding.cell is not None else ""
-        properties = (f"file={_property(finding.path)},line={finding.line},"
-                      f"col={finding.column},title={_property(finding.rule_id + cell)}")
+        properties = (f"file={_property(finding.path)},{_where(finding)},"
+                      f"title={_property(finding.rule_id + _cell(finding))}")
         lines.append(f"::{level} {properties}::{_data(finding.message)}")
     for file in result.files:
         if file.error:
@@ -24,6 +24,18 @@ def render_github(result: RunResult) -> str:
     for error in result.errors:
         lines.append(f"::error ::{_data(error)}")
     return "\n".join(lines)
+
+
+def _where(finding: Finding) -> str:
+    """The line of the file the pull request's diff shows: in a notebook, the `.ipynb`'s line
+    that holds the cell's line (a cell's own line and column mean nothing there)."""
+    if finding.cell is not None:
+        return f"line={line_in_file(finding)}"
+    return f"line={finding.line},col={finding.column}"
+
+
+def _cell(finding: Finding) -> str:
+    return f" (cell {finding.cell}, line {finding.line})" if finding.cell is not None else ""
 
 
 def _data(text: str) -> str:

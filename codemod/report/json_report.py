@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import __version__
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.edits import FileEdits, Fix
 from neuron_migrate.report.summary import Summary, written
 
 if TYPE_CHECKING:  # the runner is only a type here
@@ -22,7 +23,8 @@ if TYPE_CHECKING:  # the runner is only a type here
 SCHEMA_VERSION = 2
 """2: `applied` means written to the file by this run, `applies` says whether the change is
 part of the run's rewrite, `errors` holds every error, the files' included, and a file not
-migrated (too large, a notebook in another language) is `skipped`, with the reason."""
+migrated (too large, a notebook in another language) is `skipped`, with the reason. Findings
+have since gained `end_line`, `end_column` and `fix` (fields added: the version stays)."""
 
 
 def render_json(result: RunResult, registry: Registry, mode: str) -> str:
@@ -32,8 +34,7 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "mode": mode,
         "summary": Summary.of(result).counts(),
         "files": [_file(f) for f in result.files],
-        "findings": [_finding(finding, registry, written(file, result))
-                     for file in result.files for finding in file.findings],
+        "findings": [item for file in result.files for item in _findings(file, result, registry)],
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
         "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
@@ -46,12 +47,22 @@ def _file(file: FileResult) -> dict[str, object]:
     return {"path": file.path, "status": status, "error": file.error, "skipped": file.skipped}
 
 
-def _finding(finding: Finding, registry: Registry, written: bool) -> dict[str, object]:
+def _findings(file: FileResult, result: RunResult, registry: Registry) -> list[dict[str, object]]:
+    edits = FileEdits(file)
+    return [_finding(finding, registry, written(file, result), edits)
+            for finding in file.findings]
+
+
+def _finding(finding: Finding, registry: Registry, written: bool,
+             edits: FileEdits) -> dict[str, object]:
     rule = registry.by_id.get(finding.rule_id)
+    end_line, end_column = edits.end(finding)
     return {
         "path": finding.path,
         "line": finding.line,
         "column": finding.column,
+        "end_line": end_line,
+        "end_column": end_column,
         "rule_id": finding.rule_id,
         "rule_name": rule.name if rule else None,
         "kind": str(finding.kind),
@@ -62,4 +73,15 @@ def _finding(finding: Finding, registry: Registry, written: bool) -> dict[str, o
         "doc_url": rule.doc_url if rule else None,
         "cell": finding.cell,
         "cell_id": finding.cell_id,
+        "fix": _fix(edits.fix(finding)),
     }
+
+
+def _fix(fix: Fix | None) -> dict[str, object] | None:
+    if fix is None:
+        return None
+    edit = fix.edit
+    return {"edits": [{"content": edit.content,
+                       "location": {"line": edit.start[0], "column": edit.start[1]},
+                       "end_location": {"line": edit.end[0], "column": edit.end[1]}}],
+            "diff": fix.hunk}

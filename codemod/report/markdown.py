@@ -1,13 +1,20 @@
-"""A report to paste into a pull-request description: summary first, then each file's diff
-(collapsed) and every change explained with its documentation link."""
+"""A report to paste into a pull-request description or comment: summary first, then each
+file's diff (collapsed) and every change explained with its documentation link.
+
+GitHub refuses a comment over 65,536 characters, and a large migration's diffs run to
+megabytes. When the whole report does not fit in `LIMIT`, it keeps the summary and lists the
+files, worst first (errors, then review items, unsafe fixes, fixes), as many as fit, then says
+how many more there are and where the full detail is.
+"""
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from neuron_migrate.model import Finding
+from neuron_migrate.model import FileResult, Finding, Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.summary import Summary, label, where
 from neuron_migrate.report.text import diff_of
@@ -16,8 +23,28 @@ if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
 
 
-def render_markdown(result: RunResult, registry: Registry, notes: Sequence[str] = ()) -> str:
-    """`notes`: what the run says of the hardware it assumed (neuron_migrate.target)."""
+LIMIT = 60_000
+"""The most UTF-8 bytes the report takes: under GitHub's 65,536-character limit on an issue or
+pull-request comment, however GitHub counts them, with room for a workflow's own heading."""
+
+MORE = ("The full report, every diff and explanation, did not fit in a pull-request comment. "
+        "Get it with `--output FILE` in another format: `--format json --output "
+        "neuron-migrate.json` (kept as a CI artifact), or `apply --dry-run` for the diffs.")
+
+
+def render_markdown(result: RunResult, registry: Registry, notes: Sequence[str] = (),
+                    limit: int = LIMIT) -> str:
+    """`notes`: what the run says of the hardware it assumed (neuron_migrate.target);
+    `limit`: the bytes the report may take (see LIMIT)."""
+    head = _head(result, registry, notes)
+    full = "\n".join([*head, *(line for file in result.files
+                               for line in _file_section(file, registry))])
+    if _size(full) <= limit:
+        return full
+    return _summarized(result, head, limit)
+
+
+def _head(result: RunResult, registry: Registry, notes: Sequence[str]) -> list[str]:
     summary = Summary.of(result)
     lines = ["# neuron-migrate report", "",
              f"{summary.sentence(result.written)}.", ""]
@@ -33,18 +60,74 @@ def render_markdown(result: RunResult, registry: Registry, notes: Sequence[str] 
     errors = [f.error for f in result.files if f.error] + list(result.errors)
     if errors:
         lines += ["## Errors", ""] + [f"- {_escape(e)}" for e in errors] + [""]
-    for file in result.files:
-        if not file.findings:
-            continue
-        lines += [f"## {_code_span(file.path)}", ""]
-        if file.changed:
-            diff = diff_of(file)
-            fence = _fence(diff)
-            lines += ["<details><summary>Diff</summary>", "", f"{fence}diff", diff,
-                      fence, "", "</details>", ""]
-        lines += [_explain(f, registry) for f in file.findings]
-        lines.append("")
-    return "\n".join(lines)
+    return lines
+
+
+def _file_section(file: FileResult, registry: Registry) -> list[str]:
+    if not file.findings:
+        return []
+    lines = [f"## {_code_span(file.path)}", ""]
+    if file.changed and file.original is not None and file.new_source is not None:
+        diff = diff_of(file)
+        fence = _fence(diff)
+        lines += ["<details><summary>Diff</summary>", "", f"{fence}diff", diff,
+                  fence, "", "</details>", ""]
+    lines += [_explain(f, registry) for f in file.findings]
+    lines.append("")
+    return lines
+
+
+def _summarized(result: RunResult, head: list[str], limit: int) -> str:
+    """The head and a table of files, worst first, cut where the limit is reached; each part
+    is dropped whole (a table row, an error line), never cut in the middle."""
+    ranked = sorted((f for f in result.files if f.findings or f.error), key=_badness)
+    table = ["## Files, worst first", "", "| file | review items | unsafe fixes | fixes |",
+             "|---|---:|---:|---:|"]
+    closing = ["", f"> {MORE}", ""]
+    lines = _fitting(head, limit - _size("\n".join([*table, *closing])) - 200)
+    used = _size("\n".join([*lines, *table, *closing])) + 100
+    rows = 0
+    for file in ranked:
+        row = _row(file)
+        if used + _size(row) + 1 > limit:
+            break
+        table.append(row)
+        used += _size(row) + 1
+        rows += 1
+    more = len(ranked) - rows
+    if more:
+        table += ["", f"... and {more} more file{'s' if more != 1 else ''}."]
+    return "\n".join([*lines, *table, *closing])
+
+
+def _fitting(lines: list[str], budget: int) -> list[str]:
+    """`lines` up to the budget, the rest summed up in a line (a very long error list)."""
+    kept: list[str] = []
+    used = 0
+    for index, line in enumerate(lines):
+        if used + _size(line) + 1 > budget:
+            left = len(lines) - index
+            return [*kept, f"... and {left} more line{'s' if left != 1 else ''} of summary.", ""]
+        kept.append(line)
+        used += _size(line) + 1
+    return kept
+
+
+def _badness(file: FileResult) -> tuple[int, int, int, int, str]:
+    kinds = Counter(f.kind for f in file.findings)
+    return (-bool(file.error), -kinds[Kind.REVIEW], -kinds[Kind.UNSAFE_FIX], -kinds[Kind.FIX],
+            file.path)
+
+
+def _row(file: FileResult) -> str:
+    kinds = Counter(f.kind for f in file.findings)
+    name = _code_span(file.path) + (" (error)" if file.error else "")
+    return (f"| {name.replace('|', chr(92) + '|')} | {kinds[Kind.REVIEW]} | "
+            f"{kinds[Kind.UNSAFE_FIX]} | {kinds[Kind.FIX]} |")
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogateescape"))
 
 
 def _explain(finding: Finding, registry: Registry) -> str:

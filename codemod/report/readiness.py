@@ -148,7 +148,7 @@ def audit_document(result: RunResult, registry: Registry, fmt: str) -> str | Non
     import json
 
     from neuron_migrate.report.json_report import render_json
-    from neuron_migrate.report.markdown import render_markdown
+    from neuron_migrate.report.markdown import LIMIT, render_markdown
 
     summary = ReadinessSummary.of(result, registry)
     if fmt == "json":
@@ -156,8 +156,10 @@ def audit_document(result: RunResult, registry: Registry, fmt: str) -> str | Non
         document["readiness"] = readiness_json(summary)
         return json.dumps(document, indent=2, ensure_ascii=False)
     if fmt == "markdown":
-        title, _, rest = render_markdown(result, registry).partition("\n")
-        return "\n".join([title, "", *render_readiness_markdown(summary)]) + rest
+        readiness = "\n".join(["", *render_readiness_markdown(summary)])
+        room = LIMIT - len(readiness.encode("utf-8", "surrogateescape"))
+        title, _, rest = render_markdown(result, registry, limit=room).partition("\n")
+        return title + "\n" + readiness + rest
     return None
 
 

@@ -12,6 +12,7 @@ from urllib.parse import quote
 from neuron_migrate import __version__
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.edits import FileEdits, Fix
 from neuron_migrate.report.summary import written
 
 if TYPE_CHECKING:  # the runner is only a type here
@@ -35,8 +36,9 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
                 "rules": [_rule(rule) for rule in rules],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "results": [_result(finding, index, written(file, result))
-                        for file in result.files for finding in file.findings],
+            "results": [_result(finding, index, written(file, result), edits)
+                        for file in result.files for edits in (FileEdits(file),)
+                        for finding in file.findings],
             "invocations": [{
                 "executionSuccessful": not result.failed,
                 "toolExecutionNotifications": [
@@ -62,7 +64,8 @@ def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
     }
 
 
-def _result(finding: Finding, index: dict[str, int], written: bool) -> dict[str, object]:
+def _result(finding: Finding, index: dict[str, int], written: bool,
+            edits: FileEdits) -> dict[str, object]:
     message = finding.message
     if finding.cell is not None:
         message = f"cell {finding.cell}, line {finding.line}: {message}"
@@ -72,7 +75,7 @@ def _result(finding: Finding, index: dict[str, int], written: bool) -> dict[str,
         "message": {"text": message},
         "locations": [{"physicalLocation": {
             "artifactLocation": _artifact(finding.path),
-            "region": _region(finding),
+            "region": _region(finding, edits),
         }}],
         # as in the JSON report: part of the run's rewrite, and written by this run
         "properties": {"kind": str(finding.kind), "applies": finding.applied,
@@ -80,7 +83,26 @@ def _result(finding: Finding, index: dict[str, int], written: bool) -> dict[str,
     }
     if finding.rule_id in index:
         entry["ruleIndex"] = index[finding.rule_id]
+    # a fix this run wrote is done: its positions no longer describe the file
+    if not written and (fix := edits.fix(finding)) is not None:
+        entry["fixes"] = [_fix(finding, fix)]
     return entry
+
+
+def _fix(finding: Finding, fix: Fix) -> dict[str, object]:
+    """The fix as one replacement in the file (in a notebook, in the .ipynb's own text)."""
+    edit = fix.edit
+    return {
+        "description": {"text": finding.message},
+        "artifactChanges": [{
+            "artifactLocation": _artifact(finding.path),
+            "replacements": [{
+                "deletedRegion": {"startLine": edit.start[0], "startColumn": edit.start[1],
+                                  "endLine": edit.end[0], "endColumn": edit.end[1]},
+                "insertedContent": {"text": edit.content},
+            }],
+        }],
+    }
 
 
 def _artifact(path: str) -> dict[str, str]:
@@ -93,9 +115,11 @@ def _artifact(path: str) -> dict[str, str]:
             "uriBaseId": "%SRCROOT%"}
 
 
-def _region(finding: Finding) -> dict[str, int]:
+def _region(finding: Finding, edits: FileEdits) -> dict[str, int]:
     """Where a viewer of the file shows the finding: in a notebook, the line of the `.ipynb`
     that holds the cell's line (the message names the cell and its line)."""
     if finding.cell is not None and finding.file_line is not None:
         return {"startLine": finding.file_line}
-    return {"startLine": finding.line, "startColumn": finding.column}
+    end_line, end_column = edits.end(finding)
+    return {"startLine": finding.line, "startColumn": finding.column,
+            "endLine": end_line, "endColumn": end_column}

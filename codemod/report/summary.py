@@ -67,6 +67,14 @@ def label(finding: Finding) -> str:
     return str(finding.kind)
 
 
+def line_in_file(finding: Finding) -> int:
+    """The line of the file itself a viewer of the file shows: in a notebook, the `.ipynb`'s
+    line that holds the cell's line (`line` counts inside the cell)."""
+    if finding.cell is not None and finding.file_line is not None:
+        return finding.file_line
+    return finding.line
+
+
 def where(finding: Finding) -> str:
     """`line 3:5`, or `cell 2, line 3:5` in a notebook."""
     cell = f"cell {finding.cell}, " if finding.cell is not None else ""

@@ -34,7 +34,7 @@ def render_text(result: RunResult, registry: Registry, show_diff: bool,
         remaining = list(file.findings)
         if show_diff and file.changed and interleave:
             yield f"{file.path}: {_count(file)}", "heading"
-            for hunk, first, last in _hunks(diff_of(file)):
+            for hunk, first, last in hunks(diff_of(file)):
                 yield hunk, "diff"
                 inside = [f for f in remaining if f.cell is None and first <= f.line <= last]
                 for finding in inside:
@@ -63,7 +63,7 @@ def diff_of(file: FileResult) -> str:
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? ", re.MULTILINE)
 
 
-def _hunks(diff: str) -> Iterator[tuple[str, int, int]]:
+def hunks(diff: str) -> Iterator[tuple[str, int, int]]:
     """(text, first original line, last original line) of each hunk; the file header goes
     with the first."""
     starts = [m.start() for m in _HUNK.finditer(diff)]
