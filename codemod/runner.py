@@ -337,7 +337,7 @@ def migrate_data(name: str, data: bytes, registry: Registry, generate: bool = Tr
         return deps.scan_source(name, data, registry, fix=True)
     if kind == "setup.py" and not code:
         return deps.scan_source(name, data, registry, fix=False)
-    result = _migrate_code(name, data, registry, generate)
+    result = _python(name, data, registry, generate)
     if kind == "setup.py" and not result.error:  # code and a pin list at once
         pins = deps.scan_source(name, data, registry, fix=False)
         # a string both read (NM714 and NM801, NM712 and NM814): the scanner's word is kept
@@ -347,6 +347,22 @@ def migrate_data(name: str, data: bytes, registry: Registry, generate: bool = Tr
         findings = tuple(sorted((*code, *pins.findings), key=BY_POSITION))
         result = dataclasses.replace(result, findings=findings)
     return result
+
+
+def _python(name: str, data: bytes, registry: Registry, generate: bool) -> FileResult:
+    """Python code, with the review notes `apply` leaves where its rewrite would hide a review
+    item, and `check` reports until they are acknowledged (`neuron_migrate.gate.notes`)."""
+    result = _migrate_code(name, data, registry, generate)
+    if NOTE_MARK not in data and not (result.new_source is not None and any(
+            f.kind is Kind.REVIEW for f in result.findings)):
+        return result
+    from neuron_migrate.gate.notes import settle
+
+    return settle(name, data, result, registry,
+                  lambda new: _python(name, new, registry, generate=False))
+
+
+NOTE_MARK = b"neuron-migrate: NM"
 
 
 def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) -> FileResult:

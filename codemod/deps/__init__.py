@@ -143,7 +143,7 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     python = may_choose_python(kind, data, registry, lowered)
     if not (pins or python):
         return FileResult(path, original=data)
-    from neuron_migrate.deps.emit import Emitter, rule_enabled
+    from neuron_migrate.deps.emit import Emitter, rule_enabled, tracking_marker_uses
     from neuron_migrate.deps.entries import Unparsable
 
     text = data.decode("utf-8", "surrogateescape")
@@ -154,12 +154,15 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
         paths = (ContainerPaths if kind == "dockerfile" else HostPaths)(Path(path))
     emitter = Emitter(path, text, registry, fix, paths=paths)
     try:
-        if python:
-            from neuron_migrate.deps import python_env
+        with tracking_marker_uses():
+            if python:
+                from neuron_migrate.deps import python_env
 
-            python_env.scan(kind, text, emitter)
-        if pins:
-            scanner(kind)(text, emitter, path)
+                python_env.scan(kind, text, emitter)
+            if pins:
+                scanner(kind)(text, emitter, path)
+            # the code's own markers share a setup.py's comments: the engine reports those
+            unused = emitter.unused_markers() if kind != "setup.py" else []
     except Unparsable as problem:
         where = f"{path}:{problem.line}" if problem.line else path
         return FileResult(path, _ordered(emitter.findings), original=data,
@@ -179,9 +182,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     new_source = (bom + new).encode("utf-8", "surrogateescape") if new is not None else None
     if new_source == data:
         new_source = None
-    if kind != "setup.py":  # there the code's own markers share the comments
-        emitter.findings += emitter.unused_markers()
-    return FileResult(path, _ordered(emitter.findings), original=data, new_source=new_source)
+    return FileResult(path, _ordered([*emitter.findings, *unused]), original=data,
+                      new_source=new_source)
 
 
 def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:

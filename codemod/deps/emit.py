@@ -4,8 +4,10 @@
 from __future__ import annotations
 
 import bisect
+import contextlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextvars import ContextVar
 
 from neuron_migrate.deps import ids
 from neuron_migrate.deps.entries import Edit
@@ -28,6 +30,20 @@ def from_cuda(registry: Registry) -> bool:
     """Whether the run migrates CUDA code too (`--from cuda`): the NMC8xx checks run only then,
     since many repositories keep their CUDA setup beside the Neuron one on purpose."""
     return ids.CUDA in registry.options.sources
+
+
+_MARKER_USES: ContextVar[set[int] | None] = ContextVar("marker_uses", default=None)
+
+
+@contextlib.contextmanager
+def tracking_marker_uses() -> Iterator[None]:
+    """Around one file's scan: the lines whose markers the emitters of lifted-out lines
+    used."""
+    token = _MARKER_USES.set(set())
+    try:
+        yield
+    finally:
+        _MARKER_USES.reset(token)
 
 
 class Emitter:
@@ -69,6 +85,7 @@ class Emitter:
             return
         text_line = bisect.bisect_right(self.starts, offset)
         if self.markers.ignores(rule_id, text_line):
+            self._used_marker(text_line)
             return
         editable = self.can_edit if isinstance(self.can_edit, bool) else \
             rule_id in self.can_edit
@@ -76,6 +93,7 @@ class Emitter:
         kind = ids.ALL_KINDS[rule_id] if usable else Kind.REVIEW
         applied = usable and self._accept(kind, [e for e in edits if e is not None])
         if kind is not Kind.FIX and not applied and self.markers.acknowledges(rule_id, text_line):
+            self._used_marker(text_line)
             return  # `reviewed`: nothing `apply` would write
         line, column = self.position(offset)
         if kind is Kind.UNSAFE_FIX and not applied and suggestion is None:
@@ -83,12 +101,20 @@ class Emitter:
         self.findings.append(Finding(self.path, line, column, rule_id, kind, message,
                                      applied=applied, suggestion=suggestion))
 
+    def _used_marker(self, text_line: int) -> None:
+        """Lines lifted out of the file (a YAML string's shell) are read by an emitter of
+        their own: the file's emitter learns that their markers were used."""
+        uses = _MARKER_USES.get()
+        if self.line_numbers is not None and uses is not None:
+            uses.add(self.line_numbers[text_line - 1])
+
     def unused_markers(self) -> list[Finding]:
         """NM002 for the markers that silenced nothing (once every scanner has reported)."""
         if not rule_enabled(self.registry, UNUSED_SUPPRESSION):
             return []
+        elsewhere = _MARKER_USES.get() or set()
         return [unused_finding(self.path, self.position(self.starts[line - 1])[0], written)
-                for line, written in self.markers.unused()]
+                for line, written in self.markers.unused() if line not in elsewhere]
 
     def _accept(self, kind: Kind, edits: list[Edit]) -> bool:
         wanted = kind is Kind.FIX or (kind is Kind.UNSAFE_FIX

@@ -23,7 +23,7 @@ from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options
 from neuron_migrate.engine.nameguard import LostName, lost_names, original_line
 from neuron_migrate.analysis.readiness import Readiness, check_tree, mentions_torch
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
-from neuron_migrate.engine.suppress import Suppressions, read_suppressions
+from neuron_migrate.engine.suppress import Suppressions, read_suppressions, unused_finding
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine import review_only
 from neuron_migrate.engine.rewrite import ModuleRewriter
@@ -275,9 +275,7 @@ def _unused(path: str, suppressions: Suppressions, registry: Registry) -> tuple[
     rule = registry.by_id.get(UNUSED_SUPPRESSION)
     if rule is None or not registry.enabled(rule):
         return ()
-    return tuple(Finding(path, line, 1, UNUSED_SUPPRESSION, Kind.REVIEW,
-                         f"this `{suppressions.written.get(line, '# neuron-migrate: ignore')}` "
-                         "comment silences nothing here; remove it")
+    return tuple(unused_finding(path, line, suppressions.written.get(line, ""))
                  for line in suppressions.unused())
 
 
