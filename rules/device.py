@@ -11,6 +11,7 @@ from neuron_migrate.model import Kind
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.rules.device_flow import Verdict, judge
+from neuron_migrate.rules.device_probe import tests_for_device
 from neuron_migrate.rules.support import (argument, call, has_star_args, string, string_value, template,
                            with_string)
 
@@ -118,10 +119,13 @@ the plain form is right in data-parallel scripts.
 
 What differs: an explicit index (`xm.xla_device(n)`) is kept as `torch.device("neuron", n)`;
 check that the index still means what you want, since each process sees its own core as
-index 0. `devkind=` has no equivalent and is reported for review. So is a call inside a `try`
-that catches RuntimeError (or any exception): `xm.xla_device()` raised it when no device was
-there, `torch.device("neuron")` never does, so such a test for the device is rewritten by
-hand (`torch.neuron.is_available()`)."""
+index 0. `devkind=` has no equivalent and is reported for review. So is a test for the device:
+a `try` around the call that catches RuntimeError (or any exception) and falls back (to the
+CPU, to CUDA, to a flag), whose body does little besides getting the device, or one that
+imports torch_xla and names RuntimeError: `xm.xla_device()` raised it when no device was
+there, `torch.device("neuron")` never does, so such a test is rewritten by hand
+(`torch.neuron.is_available()`). Any other `try` (an error logger around a whole function, a
+handler that stops the program) keeps the rewrite."""
     doc_url = D_SETUP_TS
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device()\n",
@@ -141,7 +145,7 @@ hand (`torch.neuron.is_available()`)."""
             return Review(f"`{code(node)}`: the device kind has no native equivalent; "
                           "use `torch.device(\"neuron\")`")
         handler = site.catching(frozenset({"RuntimeError"}))
-        if handler is not None:  # `try: xm.xla_device() except RuntimeError:` asks for a device
+        if handler is not None and tests_for_device(handler, site.module_tree, site.statement):
             return Review(f"`{code(node)}` raised RuntimeError when no XLA device was there, "
                           f"which the `except` on line {handler.lineno} catches; "
                           "`torch.device(\"neuron\")` never raises, so that test would always "
