@@ -190,3 +190,11 @@ def test_an_interrupted_run_says_so(in_tmp: Path) -> None:
     assert report["interrupted"] == "SIGINT"
     (in_tmp / "plain.py").write_text("x = 1\n")
     assert _report("check", "plain.py")["interrupted"] is None
+
+
+def test_the_audit_report_validates_too(in_tmp: Path) -> None:
+    (in_tmp / "model.py").write_text("import torch\n\nx = torch.ones(3).to_sparse()\n"
+                                     "y = torch.zeros(2, dtype=torch.float64)\n")
+    report = _report("audit", "model.py")
+    assert report["mode"] == "audit" and report["readiness"]["limits"]
+    assert report["findings"] and all(f["fix"] is None for f in report["findings"])
