@@ -64,8 +64,10 @@ class Registry:
             tokens.update(rule.tokens)
         self.tokens = tuple(sorted(tokens))
         self._search = _search_order(self.tokens)
-        # the NM9xx readiness rules, run over the stdlib ast of every file that is parsed
-        self.readiness = tuple(r for r in self.rules if hasattr(r, "limit"))
+        # the NM9xx readiness rules, run over the stdlib ast of every file that is parsed (the
+        # environment rules and NM960 carry a limit for `audit`'s summary, but walk nothing)
+        self.readiness = tuple(r for r in self.rules if hasattr(r, "limit")
+                               and hasattr(r, "check"))
 
     def _with_hook(self, hook: str) -> tuple[Rule, ...]:
         from neuron_migrate.rule import overrides

@@ -211,21 +211,23 @@ def _process(path: Path, job: Job) -> FileResult:
 
 
 def _audit(path: Path, job: Job) -> FileResult:
-    """`audit` of one file: the readiness rules, without the engine or LibCST's parse."""
-    from neuron_migrate.analysis.readiness import audit_source
+    """`audit` of one file: the readiness rules, the environment findings, and what the
+    migration still holds for it (`neuron_migrate.analysis.readiness_audit`)."""
+    from neuron_migrate.analysis.readiness_audit import audit_file
 
-    name = str(path)
     data = _read(path, "not read")
     if isinstance(data, FileResult):
         return data
-    rules = job.registry_for(path).readiness
-    if path.suffix == ".ipynb":
-        from neuron_migrate.notebooks.audit import audit_notebook
-
-        result = audit_notebook(name, data, rules)
-    else:
-        result = audit_source(name, data, rules)
+    result = audit_file(str(path), data, job.registry_for(path))
     return result if job.keep_sources else dataclasses.replace(result, original=None)
+
+
+def _audited(path: Path) -> bool:
+    """What `audit` reads: code, notebooks and the files that settle the environment or pin
+    the stack."""
+    from neuron_migrate.analysis.readiness_audit import audited
+
+    return audited(path)
 
 
 def finish(result: FileResult, job: Job) -> FileResult:
@@ -411,8 +413,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     """
-    found = discover(paths, excludes, (lambda path: path.suffix in (".py", ".ipynb"))
-                     if audit else accepts(python))
+    found = discover(paths, excludes, _audited if audit else accepts(python))
     if not python:  # named on the command line: taken whatever they are, by `apply`
         found.skipped += [f"{f}: not a file `scan` reads (use `check` for code)"
                           for f in found.files if not accepts(False)(f)]

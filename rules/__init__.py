@@ -11,8 +11,9 @@ from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_depen
                                   launch, memory, nxd_checkpoints, nxd_layers, nxd_layout,
                                   nxd_loss, nxd_regions, nxd_trainer, optimizer, precision,
                                   process_group, ranks, readiness_compile, readiness_dtypes,
-                                  readiness_environment, readiness_features, readiness_shapes,
-                                  review, runtime, saving, sharding, step, unbound_names,
+                                  readiness_environment, readiness_features,
+                                  readiness_migration, readiness_shapes, review, runtime,
+                                  saving, sharding, step, unbound_names,
                                   unsupported, utilities)
 
 FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
@@ -21,7 +22,8 @@ FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, 
             compile, environment, unsupported, sharding, frameworks, generated_code, installs,
             dependencies, unbound_names,
             readiness_dtypes, readiness_features, readiness_compile, readiness_shapes,
-            readiness_environment, cuda_placement, cuda_runtime, cuda_precision,
+            readiness_environment, readiness_migration, cuda_placement, cuda_runtime,
+            cuda_precision,
             cuda_distributed, cuda_compile, cuda_libraries, cuda_dependencies)
 
 

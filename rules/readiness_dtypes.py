@@ -40,8 +40,10 @@ class Float64OnDevice(ReadinessRule):
 What it does: reports float64 on the device: a tensor made or converted with
 `dtype=torch.float64` (or `torch.double`), `.double()`, `.to(torch.float64)` or
 `.type(torch.DoubleTensor)`, where it is on the device: moved there in the same expression
-(`.to(device)`, `.cuda()`, `device=`), derived from a name the file moves there, or computed
-in compiled code or a training step. A chain that goes back to the host (`.cpu()`,
+(`.to(device)`, `.cuda()`, `device=`, in the chain before it too), derived from a name the
+file moves or makes there (`a = torch.randn(3, device=device)`) or from what a model on the
+device returns (`logits = model(batch)`), or computed in compiled code, a training step or a
+loop over a compiled model. A chain that goes back to the host (`.cpu()`,
 `.numpy()`, `.item()`) is not reported.
 
 Why: TorchNeuron has no native 64-bit floating point: float64 tensors execute as float32,

@@ -10,6 +10,7 @@ decision the project's tests must back. Each example is checked against the scan
 
 from __future__ import annotations
 
+from neuron_migrate.analysis.readiness import Limit
 from neuron_migrate.deps import ids
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.dependencies import D_RN, DependencyRule
@@ -25,6 +26,7 @@ class PythonInImage(DependencyRule):
     id = ids.PYTHON_IMAGE
     name = "python-too-old-in-image"
     kind = ids.KINDS[id]
+    limit = Limit.BLOCKS  # counted by `audit`, which reports these too
     summary = "a base image whose Python is older than 3.12, which TorchNeuron has no wheel for"
     explanation = f"""\
 What it does: reports a Dockerfile `FROM` whose image runs a Python older than 3.12:
@@ -54,6 +56,7 @@ class RequiresPython(DependencyRule):
     id = ids.REQUIRES_PYTHON
     name = "requires-python-excludes-312"
     kind = ids.KINDS[id]
+    limit = Limit.BLOCKS  # counted by `audit`, which reports these too
     summary = "requires-python or python_requires admits no Python TorchNeuron supports"
     explanation = f"""\
 What it does: reports a `requires-python` in pyproject.toml's [project] table, Poetry's
@@ -75,6 +78,7 @@ class PythonVersionPin(DependencyRule):
     id = ids.PYTHON_PIN
     name = "python-version-too-old"
     kind = ids.KINDS[id]
+    limit = Limit.BLOCKS  # counted by `audit`, which reports these too
     summary = "a conda environment, .python-version, CI job or venv command uses a Python below 3.12"
     explanation = f"""\
 What it does: reports `python=3.10` (or any match spec admitting no 3.12-3.14) in a conda

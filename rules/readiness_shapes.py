@@ -161,12 +161,13 @@ class HostSyncPerStep(ReadinessRule):
     kind = Kind.REVIEW
     limit = Limit.SLOWS
     needs = (b"item(", b"tolist(", b"cpu")
-    also = (b"backward",)
     summary = "`.item()`, `.tolist()`, `.cpu()` on every training step stall TorchNeuron's asynchronous queue"
     explanation = """\
-What it does: reports `.item()`, `.tolist()` and `.cpu()` that run on every training step:
-in the body of a loop that calls `backward()`, or of a step function called from a loop,
-outside any `if` (a read every N steps, under `if step % N == 0:`, is not reported).
+What it does: reports `.item()`, `.tolist()` and `.cpu()` that run on every step: in the
+body of a loop that calls `backward()`, or of a step function called from a loop, or of a loop
+that calls a compiled model or function (an evaluation loop: `model = torch.compile(model)`,
+then `loss.item()` per batch), outside any `if` (a read every N steps, under
+`if step % N == 0:`, is not reported).
 
 Why: TorchNeuron runs eagerly but asynchronously: operations are queued and the host goes on
 to the next step. Reading a value on the host waits until the device has caught up, every
@@ -190,7 +191,7 @@ read once per epoch, or read every N steps under an `if`."""
     def check(self, node: ast.AST, where: Where) -> str | None:
         if where.compiled or not where.per_step or not host_read(node, _STEP_READS):
             return None
-        return (f"`{code(node)}` runs on every training step and waits for the device "
+        return (f"`{code(node)}` runs on every step and waits for the device "
                 "(a host sync); accumulate on the device or read every N steps")
 
 

@@ -85,6 +85,13 @@ def device_move(node: ast.AST, facts: Facts) -> bool:
     return is_device(first, facts) or is_device(keyword(node, "device"), facts)
 
 
+def placed(node: ast.AST, facts: Facts) -> bool:
+    """A call that puts its result on the device: a move (`device_move`), or a tensor made
+    there (`torch.randn(3, device=device)`)."""
+    return device_move(node, facts) or \
+        (isinstance(node, ast.Call) and is_device(keyword(node, "device"), facts))
+
+
 def receivers(node: ast.AST) -> Iterator[ast.AST]:
     """The method calls and subscripts `node` is applied to: `a.to(d)[0].double()` yields
     `a.to(d)[0]`, `a.to(d)`, `a`."""
@@ -123,9 +130,7 @@ def on_device(node: ast.AST, where: Where) -> bool:
     after = list(applied(node, where))
     if any(method(c, *_HOST) for c in (*before, *after)):
         return False
-    if any(device_move(c, where.facts) for c in (*before, *after)):
-        return True
-    if isinstance(node, ast.Call) and is_device(keyword(node, "device"), where.facts):
+    if any(placed(c, where.facts) for c in (node, *before, *after)):
         return True
     if where.compiled or where.per_step:
         return True
@@ -155,6 +160,7 @@ def moved_names(where: Where) -> frozenset[str]:
 def _moved(body: list[ast.stmt], facts: Facts, enter: bool) -> frozenset[str]:
     """`enter`: into nested functions and classes too."""
     names: set[str] = set()
+    outputs: list[tuple[list[ast.expr], ast.Call]] = []
     pending: list[ast.AST] = list(body)
     children = CHILDREN  # the fields that may hold a statement or a call
     while pending:
@@ -167,10 +173,12 @@ def _moved(body: list[ast.stmt], facts: Facts, enter: bool) -> frozenset[str]:
                     names.add(name)
         elif kind is ast.Assign or kind is ast.AnnAssign:
             value = node.value  # type: ignore[attr-defined]
-            if value is not None and (device_move(value, facts) or
-                                      any(device_move(r, facts) for r in receivers(value))):
-                targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+            targets = node.targets if kind is ast.Assign else [node.target]  # type: ignore[attr-defined]
+            if value is not None and (placed(value, facts) or
+                                      any(placed(r, facts) for r in receivers(value))):
                 names.update(n for n in map(ast_dotted, targets) if n is not None)
+            elif isinstance(value, ast.Call):
+                outputs.append((targets, value))
         elif not enter and kind in _SCOPES:
             continue
         for field in children[kind]:
@@ -179,7 +187,21 @@ def _moved(body: list[ast.stmt], facts: Facts, enter: bool) -> frozenset[str]:
                 pending.extend(value)
             elif value is not None:
                 pending.append(value)
-    return frozenset(names)
+    return frozenset(names | _outputs(outputs, names))
+
+
+def _outputs(calls: list[tuple[list[ast.expr], ast.Call]], moved: set[str]) -> set[str]:
+    """Names assigned what a model on the device returns (`logits = model(batch)` after
+    `model = Net().to(device)`), and what those return in turn."""
+    found: set[str] = set()
+    for _ in range(3):  # the assignments were met in no particular order
+        before = len(found)
+        for targets, call in calls:
+            if ast_dotted(call.func) in moved | found:
+                found.update(n for n in map(ast_dotted, targets) if n is not None)
+        if len(found) == before:
+            break
+    return found
 
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)

@@ -8,6 +8,7 @@ import re
 
 import pytest
 
+from neuron_migrate.analysis.readiness_audit import audit_file
 from neuron_migrate.deps.signals import KEPT, OTHER_XLA_KNOBS, XLA_VARIABLES, xla_variable_advice
 from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.model import Kind, Options
@@ -85,6 +86,8 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
     for before in (FIXTURES / "cuda").glob("*.before.py"):  # tests/test_cuda.py runs them
         seen |= {f.rule_id for f in migrate_source(before.name, before.read_bytes(),
                                                    CUDA_REGISTRY).findings}
+    for path in (FIXTURES / "audit" / "project").iterdir():  # audit's own (NM960)
+        seen |= {f.rule_id for f in audit_file(path.name, path.read_bytes(), REGISTRY).findings}
     assert {r.id for r in RULES} <= seen
 
 

@@ -66,8 +66,8 @@ class Where:
     compiled: bool
     """Inside code torch.compile traces (a compiled function, a compiled module's forward)."""
     per_step: bool
-    """Runs on every training step, unconditionally (a loop body that calls backward, or
-    a step function called from one, outside any `if`)."""
+    """Runs on every step, unconditionally (a loop body that calls backward or a compiled
+    model, or a step function called from one, outside any `if`)."""
 
     @property
     def ancestors(self) -> tuple[ast.AST, ...]:

@@ -39,6 +39,10 @@ class Facts:
     """ids of functions called once per training step (they call backward)."""
     backward: bool = False
     """The file calls `.backward()` somewhere: without, nothing is a training step."""
+    compiled_names: set[str] = field(default_factory=set)
+    """Dotted names of compiled callables (`model = torch.compile(model)`, `model.compile()`,
+    a function under `@torch.compile`): a loop that calls one each time round runs a
+    step on the device, training or not (an evaluation loop)."""
     assigned: dict[str, list[ast.expr]] = field(default_factory=dict)
     """A dotted target (`x`, `self.model`) -> every value assigned to it in the file."""
     calls: list[ast.Call] = field(default_factory=list)
@@ -64,14 +68,20 @@ class Facts:
         return [call for name in wanted for call in named.get(name, ())]
 
     def may_step(self) -> bool:
-        """Whether any code of the file runs per training step: a step function, or a loop
-        whose body calls backward (what `loop_steps` needs, without a step function)."""
+        """Whether any code of the file runs per step: a step function, a loop whose body
+        calls backward (what `loop_steps` needs, without a step function), or one that calls
+        a compiled model."""
+        if self.compiled_names and any(self._evaluates(loop) for loop in self.scan.loops):
+            return True
         return self.backward and (bool(self.step_functions) or any(
             self.scan.bodies[id(loop)].trains for loop in self.scan.loops))
 
     def loop_steps(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
-        """Whether a loop runs a training step each time round: its body calls backward, or a
-        step function of this file, outside any inner loop."""
+        """Whether a loop runs a step on the device each time round: its body calls
+        backward, a step function of this file, or a compiled model or function (an
+        evaluation loop), outside any inner loop."""
+        if self._evaluates(loop):
+            return True
         if not self.backward:
             return False
         body = self.scan.bodies[id(loop)]
@@ -82,6 +92,12 @@ class Facts:
                 if any(id(f) in self.step_functions for f in self.functions.get(short, ())):
                     return True
         return False
+
+    def _evaluates(self, loop: ast.For | ast.AsyncFor | ast.While) -> bool:
+        """Whether a loop's body calls a compiled callable (outside any inner loop)."""
+        names = self.compiled_names
+        return bool(names) and any(ast_dotted(call.func) in names
+                                   for call in self.scan.bodies[id(loop)].calls)
 
     def qualname(self, expr: ast.AST) -> str | None:
         """The qualified name a dotted expression refers to, through the file's imports."""
@@ -148,6 +164,7 @@ def facts_of(tree: ast.Module) -> Facts:
     facts.backward = found.backward
     facts.scan = found
     _compiled(facts, decorated, classes, functions)
+    facts.compiled_names = _compiled_names(facts)
     if facts.backward:
         _steps(facts, found, functions)
     return facts
@@ -209,6 +226,22 @@ def _compiled(facts: Facts, decorated: list[ast.FunctionDef | ast.AsyncFunctionD
     _submodules(compiled_classes, classes)
     for name in compiled_classes:
         _mark_class(facts, classes[name])
+
+
+def _compiled_names(facts: Facts) -> set[str]:
+    """The dotted names of what the file compiles with torch.compile or Module.compile (not
+    torch_xla.compile: migrated, that code runs eagerly)."""
+    names = {name for name, values in facts.assigned.items()
+             if any(isinstance(v, ast.Call) and is_compile_call(v, facts) and
+                    facts.qualname(v.func) not in _XLA_COMPILE for v in values)}
+    for call in facts.calls_named(("compile",)):
+        if is_module_compile(call, facts):
+            name = ast_dotted(call.func.value)  # type: ignore[attr-defined]
+            if name is not None:
+                names.add(name)
+    names |= {f.name for group in facts.functions.values() for f in group
+              if id(f) in facts.compiled and f.name != "forward"}
+    return names
 
 
 def _mark_target(facts: Facts, target: ast.expr, classes: dict[str, ast.ClassDef],

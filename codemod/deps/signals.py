@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 from pathlib import PurePosixPath
 
 from packaging.version import InvalidVersion, Version
@@ -95,7 +96,7 @@ def targets_hardware(path: str, text: str) -> bool:
     template lists instance types for a reporter to pick; a Hugging Face model card's
     metadata says what a model was built or tested on. Neither moves a workload."""
     parts = [p.lower() for p in PurePosixPath(path.replace("\\", "/")).parts]
-    if any(a == ".github" and b in TEMPLATE_FOLDERS for a, b in zip(parts, parts[1:])):
+    if any(a == ".github" and b in TEMPLATE_FOLDERS for a, b in pairwise(parts)):
         return False
     name = parts[-1] if parts else ""
     if "modelcard" in name.replace("_", "").replace("-", ""):
