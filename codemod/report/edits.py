@@ -6,7 +6,7 @@ engine and the rules stay as they are. The end of a Python finding is the end of
 node that starts where the finding does (the call, the name, the statement); elsewhere
 (dependency files, notebooks, a position no node starts at) it is the end of the line. A
 fix's edit is the part of the file's change at the finding's line: the lines the rewrite
-replaces there, narrowed to the characters that differ, with the unified diff hunk holding
+replaces there, narrowed to the names that differ, with the unified diff hunk holding
 them. Positions are 1-based; an end column is the column just after the last character, as
 in ruff's JSON and SARIF regions.
 """
@@ -28,6 +28,7 @@ from neuron_migrate.report.text import hunks
 
 Position = tuple[int, int]
 """(line, column), both 1-based."""
+
 
 @dataclass(frozen=True)
 class Edit:
@@ -89,8 +90,7 @@ class FileEdits:
 
     @cached_property
     def _tree(self) -> ast.Module | None:
-        if self._old is None or self.file.path.endswith(".ipynb") or \
-                not self.file.path.endswith((".py", ".pyi", "-")):
+        if self._old is None or not self.file.path.endswith((".py", ".pyi", "-")):
             return None
         try:
             with warnings.catch_warnings():
@@ -203,23 +203,21 @@ def _narrowed(old: list[str], new: list[str], opcode: tuple[str, int, int, int, 
     before, after = "".join(old[i1:i2]), "".join(new[j1:j2])
     if i2 - i1 != 1 or j2 - j1 != 1:
         return Edit(_position(i1, ""), _position(i1, before), after)
-    head = _boundary(before, len(os.path.commonprefix([before, after])), backwards=True)
-    room = min(len(before), len(after)) - head
-    shared = min(len(os.path.commonprefix([before[::-1], after[::-1]])), room)
-    tail = len(before) - _boundary(before, len(before) - shared, backwards=False)
-    tail = min(tail, len(after) - head)
+    head = len(os.path.commonprefix([before, after]))
+    while head and _word(before[head - 1]) and _word(before[head:head + 1] + after[head:head + 1]):
+        head -= 1  # whole names: `xla_device` becomes `device`, not `xla_` nothing
+    tail = min(len(os.path.commonprefix([before[::-1], after[::-1]])),
+               min(len(before), len(after)) - head)
+    while tail and _word(before[-tail]) and \
+            _word(before[-tail - 1:len(before) - tail] + after[-tail - 1:len(after) - tail]):
+        tail -= 1
     return Edit(_position(i1, before[:head]), _position(i1, before[:len(before) - tail]),
                 after[head:len(after) - tail])
 
 
-def _boundary(text: str, index: int, backwards: bool) -> int:
-    """`index` moved off the inside of a word (backwards or forwards), so that an edit
-    replaces whole names: `xla_device` with `device`, not `xla_` with nothing."""
-    step = -1 if backwards else 1
-    while 0 < index < len(text) and (text[index - 1].isalnum() or text[index - 1] == "_") \
-            and (text[index].isalnum() or text[index] == "_"):
-        index += step
-    return index
+def _word(chars: str) -> bool:
+    """Whether any of these characters can be part of a name."""
+    return any(c.isalnum() or c == "_" for c in chars)
 
 
 def _position(first: int, text: str) -> Position:
