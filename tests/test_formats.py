@@ -245,6 +245,9 @@ def test_a_large_markdown_report_fits_a_pull_request_comment() -> None:
     assert f"and {136 - listed} more files" in report if listed < 136 else True
     assert "--output" in report and "--format json" in report
     assert "```diff" not in report
+    # the room left explains the worst files' changes, in the same order
+    assert report.index("## `pkg/module_006.py`") < report.index("## `pkg/module_013.py`")
+    assert "- **NM701** `review` line 1:1: review this" in report
 
 
 def test_a_small_markdown_report_keeps_every_diff() -> None:

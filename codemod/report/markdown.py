@@ -3,8 +3,9 @@ file's diff (collapsed) and every change explained with its documentation link.
 
 GitHub refuses a comment over 65,536 characters, and a large migration's diffs run to
 megabytes. When the whole report does not fit in `LIMIT`, it keeps the summary and lists the
-files, worst first (errors, then review items, unsafe fixes, fixes), as many as fit, then says
-how many more there are and where the full detail is.
+files, worst first (errors, then review items, unsafe fixes, fixes), as many as fit, says how
+many more there are and where the full detail is, and explains the changes of the worst files
+(without their diffs) in the room left.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def render_markdown(result: RunResult, registry: Registry, notes: Sequence[str] 
                                for line in _file_section(file, registry))])
     if _size(full) <= limit:
         return full
-    return _summarized(result, head, limit)
+    return _summarized(result, head, registry, limit)
 
 
 def _head(result: RunResult, registry: Registry, notes: Sequence[str]) -> list[str]:
@@ -63,11 +64,11 @@ def _head(result: RunResult, registry: Registry, notes: Sequence[str]) -> list[s
     return lines
 
 
-def _file_section(file: FileResult, registry: Registry) -> list[str]:
+def _file_section(file: FileResult, registry: Registry, diff: bool = True) -> list[str]:
     if not file.findings:
         return []
     lines = [f"## {_code_span(file.path)}", ""]
-    if file.changed and file.original is not None and file.new_source is not None:
+    if diff and file.changed and file.original is not None and file.new_source is not None:
         diff = diff_of(file)
         fence = _fence(diff)
         lines += ["<details><summary>Diff</summary>", "", f"{fence}diff", diff,
@@ -77,9 +78,10 @@ def _file_section(file: FileResult, registry: Registry) -> list[str]:
     return lines
 
 
-def _summarized(result: RunResult, head: list[str], limit: int) -> str:
-    """The head and a table of files, worst first, cut where the limit is reached; each part
-    is dropped whole (a table row, an error line), never cut in the middle."""
+def _summarized(result: RunResult, head: list[str], registry: Registry, limit: int) -> str:
+    """The head, a table of files worst first, then, in the room left, each of those files'
+    changes explained (without its diff); each part is dropped whole (a table row, a file's
+    section, an error line), never cut in the middle."""
     ranked = sorted((f for f in result.files if f.findings or f.error), key=_badness)
     table = ["## Files, worst first", "", "| file | review items | unsafe fixes | fixes |",
              "|---|---:|---:|---:|"]
@@ -97,7 +99,15 @@ def _summarized(result: RunResult, head: list[str], limit: int) -> str:
     more = len(ranked) - rows
     if more:
         table += ["", f"... and {more} more file{'s' if more != 1 else ''}."]
-    return "\n".join([*lines, *table, *closing])
+        used += 40
+    details: list[str] = []
+    for file in ranked[:rows]:
+        section = _file_section(file, registry, diff=False)
+        if used + _size("\n".join(section)) + 1 > limit:
+            break
+        details += section
+        used += _size("\n".join(section)) + 1
+    return "\n".join([*lines, *table, "", *details, *closing[1:]])
 
 
 def _fitting(lines: list[str], budget: int) -> list[str]:
