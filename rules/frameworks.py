@@ -60,6 +60,7 @@ _TRAINERS = frozenset({
     "pytorch_lightning.lite.LightningLite", "lightning_lite.LightningLite",
     "lightning_lite.lite.LightningLite",
 })
+_TRAINER_NAMES = frozenset(q.rsplit(".", 1)[1] for q in _TRAINERS)
 # The strings that select the XLA accelerator or an XLA strategy, by the argument that
 # takes them (Lightning's registry names, 1.x's TPU names included).
 _XLA_STRINGS = {
@@ -156,11 +157,12 @@ Lightning's release notes for a Neuron accelerator before relying on one."""
     guidance = {f"{package}.{part}": _ADVICE for package in _LIGHTNING for part in _XLA_PARTS}
 
     def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
-        return isinstance(node, ast.Call) and bool(
-            names & {"Trainer", "Fabric", "LightningLite"})
+        return isinstance(node, ast.Call) and bool(names & _TRAINER_NAMES)
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if site.qualname_of(node.func) not in _TRAINERS:
+        func = node.func  # asked of every call the engine reads: a method call is seldom one
+        if isinstance(func, cst.Attribute) and func.attr.value not in _TRAINER_NAMES or \
+                site.qualname_of(func) not in _TRAINERS:
             return None
         chosen: list[str] = []
         for arg in node.args:
