@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+from contextvars import ContextVar
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -47,7 +49,29 @@ Output = Annotated[Optional[Path], typer.Option(
                                            "shows the progress and the summary.")]
 Exclude = Annotated[Optional[list[str]], typer.Option(
     "--exclude", metavar="GLOB",
-    help="Skip paths matching this gitignore-style glob (repeatable).")]
+    help="Skip paths matching this gitignore-style glob (repeatable); replaces the "
+         "configuration's `exclude` and the default excludes (use --extend-exclude to add).")]
+ExtendExclude = Annotated[Optional[list[str]], typer.Option(
+    "--extend-exclude", metavar="GLOB",
+    help="Also skip paths matching this gitignore-style glob (repeatable), on top of the "
+         "excludes in force.", show_default=False)]
+ForceExclude = Annotated[Optional[bool], typer.Option(
+    "--force-exclude/--no-force-exclude",
+    help="Apply the excludes to paths named on the command line too (by default a file "
+         "named is checked even if excluded, as with ruff); for pre-commit.",
+    show_default=False)]
+RespectGitignore = Annotated[Optional[bool], typer.Option(
+    "--respect-gitignore/--no-respect-gitignore",
+    help="Skip what .gitignore files and .git/info/exclude ignore (on by default).",
+    show_default=False)]
+NoDefaultExcludes = Annotated[bool, typer.Option(
+    "--no-default-excludes",
+    help="Walk build/, dist/, _build/ and buck-out/ at the project root too.")]
+ConfigFile = Annotated[Optional[Path], typer.Option(
+    "--config", metavar="FILE",
+    help="Use this configuration (a pyproject.toml or a neuron-migrate.toml) for every file "
+         "instead of each file's nearest one; its relative paths are read from the working "
+         "directory.", show_default=False)]
 Select = Annotated[Optional[list[str]], typer.Option(
     "--select", metavar="RULE", help="Only these rule ids or prefixes (comma-separated or repeated, e.g. NM1,NM2).")]
 Ignore = Annotated[Optional[list[str]], typer.Option(
@@ -144,10 +168,27 @@ def _target(given: str | None) -> str | None:
 
 def _execute(request: Request) -> None:
     try:
-        status = execute(request, _load_rules)
+        status = execute(_with_file_selection(request), _load_rules)
     except UsageProblem as problem:
         raise typer.BadParameter(str(problem), param_hint=problem.param_hint) from None
     raise typer.Exit(status)
+
+
+_FILE_SELECTION: ContextVar[dict[str, object]] = ContextVar("file_selection", default={})
+
+
+def _select_files(config: Path | None, extend_exclude: list[str] | None,
+                  force_exclude: bool | None, respect_gitignore: bool | None,
+                  no_default_excludes: bool) -> None:
+    """The file-selection options every command that walks paths takes alike, for the
+    request `_execute` runs next."""
+    _FILE_SELECTION.set({"config": config, "extend_exclude": extend_exclude,
+                         "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
+                         "default_excludes": not no_default_excludes})
+
+
+def _with_file_selection(request: Request) -> Request:
+    return dataclasses.replace(request, **_FILE_SELECTION.get())  # type: ignore[arg-type]
 
 
 @app.command(cls=Command)
@@ -158,6 +199,11 @@ def apply(
     fmt: Format = "text",
     output: Output = None,
     exclude: Exclude = None,
+    extend_exclude: ExtendExclude = None,
+    force_exclude: ForceExclude = None,
+    respect_gitignore: RespectGitignore = None,
+    no_default_excludes: NoDefaultExcludes = False,
+    config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
@@ -181,6 +227,8 @@ def apply(
     Exit status: 0 when everything was applied (or there was nothing to do); 1 when --dry-run
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
+    _select_files(config, extend_exclude, force_exclude, respect_gitignore,
+                  no_default_excludes)
     _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
                       select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since,
@@ -194,6 +242,11 @@ def check(
     fmt: Format = "text",
     output: Output = None,
     exclude: Exclude = None,
+    extend_exclude: ExtendExclude = None,
+    force_exclude: ForceExclude = None,
+    respect_gitignore: RespectGitignore = None,
+    no_default_excludes: NoDefaultExcludes = False,
+    config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
     diff: Annotated[bool, typer.Option("--diff", help="Show the diff of each file too.")] = False,
@@ -219,6 +272,8 @@ def check(
     Exit status: 0 when clean, 1 when anything would change or needs review, 2 on errors.
     """
     # unsafe fixes as the configuration has them: check reports what apply would write
+    _select_files(config, extend_exclude, force_exclude, respect_gitignore,
+                  no_default_excludes)
     _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
@@ -236,6 +291,11 @@ def scan(
     fmt: Format = "text",
     output: Output = None,
     exclude: Exclude = None,
+    extend_exclude: ExtendExclude = None,
+    force_exclude: ForceExclude = None,
+    respect_gitignore: RespectGitignore = None,
+    no_default_excludes: NoDefaultExcludes = False,
+    config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
     unsafe_fixes: Unsafe = None,
@@ -260,6 +320,8 @@ def scan(
     apply and check include these checks. Exit status: 0 when clean, 1 when something was
     found (with --fix: something that could not be fixed), 2 on errors.
     """
+    _select_files(config, extend_exclude, force_exclude, respect_gitignore,
+                  no_default_excludes)
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
@@ -274,6 +336,11 @@ def audit(
     fmt: Format = "text",
     output: Output = None,
     exclude: Exclude = None,
+    extend_exclude: ExtendExclude = None,
+    force_exclude: ForceExclude = None,
+    respect_gitignore: RespectGitignore = None,
+    no_default_excludes: NoDefaultExcludes = False,
+    config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
     jobs: Jobs = None,
@@ -287,6 +354,8 @@ def audit(
 
     Exit status: 0 when nothing blocks, 1 when something blocks, 2 on errors.
     """
+    _select_files(config, extend_exclude, force_exclude, respect_gitignore,
+                  no_default_excludes)
     _execute(Request(_paths(paths), "audit", fmt, output, exclude, select, ignore, False, None,
                       False, jobs, quiet, verbose, show_diff=False,
                       changed_since=changed_since))

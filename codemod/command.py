@@ -8,7 +8,6 @@ needed: the rule catalogue and LibCST only when a file has an XLA-era token (thr
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import sys
@@ -21,17 +20,19 @@ from typing import TYPE_CHECKING
 from neuron_migrate import catalogue, target
 
 from neuron_migrate.files import gitstate
-from neuron_migrate.config import (Config, ConfigError, check_patterns, check_rule_code,
-                                   check_sources, load_config)
+from neuron_migrate.config import (Config, ConfigError, ConfigFinder, check_patterns,
+                                   check_rule_code, check_sources, folder_of, read_config)
 from neuron_migrate.files.diff import split_lines
-from neuron_migrate.files.discover import Excludes
+from neuron_migrate.files.discover import Discovery, discover, nothing_found
+from neuron_migrate.files.scope import Overrides, Scopes
 from neuron_migrate.gate import Gate
 from neuron_migrate.model import Options
-from neuron_migrate.registry import DeferredRegistry, Registry
+from neuron_migrate.registry import Registry
 from neuron_migrate.report import (FORMATS, KEEPS_SOURCES, OTHER_FORMATS, render_github,
                                    render_json, render_markdown, render_sarif, render_text,
                                    summary_rows)
-from neuron_migrate.runner import Job, PerFileIgnores, RunResult, default_jobs, run
+from neuron_migrate.runner import Job, RunResult, accept_for, default_jobs, run
+from neuron_migrate.settings import Configurations
 from neuron_migrate.gate.outcome import before_report, exit_status
 from neuron_migrate.gate.outcome import usage_problem as gate_problem
 from neuron_migrate.stdin import config_paths, execute_stdin, usage_problem
@@ -75,6 +76,11 @@ class Request:
     stdin_filename: str | None = None
     sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
     target: str | None = None  # --target
+    config: Path | None = None  # --config FILE: this configuration for every file
+    extend_exclude: list[str] | None = None  # --extend-exclude
+    force_exclude: bool | None = None  # --force-exclude / --no-force-exclude
+    respect_gitignore: bool | None = None  # --respect-gitignore / --no-respect-gitignore
+    default_excludes: bool = True  # False with --no-default-excludes
     gate: Gate = Gate()  # --baseline, --write-baseline, --add-noqa, --exit-zero
 
 
@@ -157,29 +163,33 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if problem := gate_problem(request.gate, request.stdin):
         raise UsageProblem(*problem)
     stdin = request.stdin
+    # each file's configuration is its own (neuron_migrate.config); standard input's is NAME's
+    configurations = Configurations(lambda config: options_of(request, config), load_rules,
+                                    target_given=request.target is not None)
     try:
-        config = load_config(config_paths(request.stdin_filename) if stdin else request.paths,
-                             catalogue.rule_ids())
-        options = options_of(request, config)
+        finder = _finder(request)
+        default = (finder.nearest(folder_of(config_paths(request.stdin_filename)[0]))
+                   if stdin else None) or Config()
+        configurations.of(default)  # the command line's rule ids and --from are checked here
         check_patterns(request.exclude or [], where="--exclude")
+        check_patterns(request.extend_exclude or [], where="--extend-exclude")
     except ConfigError as error:
         return _fail(f"error: {error}")
-    where = _target_source(request, config, options.target)
-    if not target.native(options.target):  # Trn1/Inf2: nothing moves toward TorchNeuron
-        options = dataclasses.replace(options, select=frozenset(), ignore=frozenset({"NM"}))
-        if not request.quiet:
-            print_warning(target.legacy_notice(options.target, where or ""))
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
-    registry = DeferredRegistry(load_rules, catalogue.tokens(options.sources), options)
     keep = request.show_diff or request.fmt in KEEPS_SOURCES
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
+    scopes = Scopes(finder, _overrides(request))
     if stdin:
-        job = Job(registry, writes, keep,
-                  per_file_ignores=_per_file(config), code=not scan_only)
+        settings = configurations.of(default)
+        registry, where = configurations.for_report(None, default)
+        _print_notices(configurations, request.quiet)
+        job = Job(settings.registry, writes, keep,
+                  per_file_ignores=settings.per_file_ignores, code=not scan_only)
+        named = folder_of(Path(request.stdin_filename or "."))
         return exit_status(execute_stdin(
-            request.stdin_filename, job, _excludes(config, request), scan_only,
+            request.stdin_filename, job, scopes.nearest(named, root=named).excludes, scan_only,
             lambda result: _report(result, registry, request, where)), request.gate)
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
@@ -190,19 +200,29 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     if request.changed_since and not roots:
         return _fail("error: --changed-since needs paths inside a git work tree")
+    try:
+        found = discover(request.paths, accept=accept_for(not scan_only, request.mode == "audit"),
+                         scopes=scopes, verbose=request.verbose, not_read=_NOT_READ[scan_only])
+        files = configurations.files(found, default)
+        registry, where = configurations.for_report(found, default)
+    except ConfigError as error:  # a configuration found below the paths given
+        return _fail(f"error: {error}")
+    _print_notices(configurations, request.quiet)
+    given = len(found.files)
     with _progress(request.quiet) as advance:
         result = run(request.paths, registry, write=writes,
-                     excludes=_excludes(config, request),
                      jobs=min(request.jobs or default_jobs(), MAX_JOBS_PER_CORE * default_jobs()),
                      keep_sources=keep, progress=advance,
                      python=not scan_only,
-                     strict=scan_only, per_file_ignores=_per_file(config),
-                     protected=protected, only=only, audit=request.mode == "audit")
+                     strict=scan_only, protected=protected, only=only,
+                     audit=request.mode == "audit", found=found, settings=files)
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
         return finished
     if not _report(result, registry, request, where):
         return 2
+    if not result.files and not result.errors and not request.quiet:
+        print_warning(f"warning: {_why_nothing(found, given, request.changed_since)}")
     if result.interrupted:
         name = "Ctrl-C" if result.interrupted == signal.SIGINT else \
             signal.Signals(result.interrupted).name
@@ -220,10 +240,41 @@ def _say(quiet: bool) -> Callable[[str], None]:
     return (lambda message: None) if quiet else (lambda message: print(message))
 
 
-def _target_source(request: Request, config: Config, chosen: str | None) -> str | None:
-    if chosen is None:
-        return None
-    return "--target" if request.target is not None else f"target in {config.path}"
+_NOT_READ = {False: "not a file type neuron-migrate reads",
+             True: "not a file `scan` reads (requirements, Dockerfiles, notebooks...)"}
+
+
+def _finder(request: Request) -> ConfigFinder:
+    """Configurations found per folder; with `--config FILE`, that one for every file, its
+    relative paths from the working directory (as ruff reads a `--config` file)."""
+    rule_ids = catalogue.rule_ids()
+    if request.config is None:
+        return ConfigFinder(rule_ids)
+    return ConfigFinder(rule_ids, fixed=read_config(request.config, rule_ids,
+                                                    anchor=Path.cwd().resolve()))
+
+
+def _overrides(request: Request) -> Overrides:
+    return Overrides(exclude=tuple(request.exclude) if request.exclude is not None else None,
+                     extend_exclude=tuple(request.extend_exclude or ()),
+                     respect_gitignore=request.respect_gitignore,
+                     force_exclude=request.force_exclude,
+                     default_excludes=request.default_excludes)
+
+
+def _print_notices(configurations: Configurations, quiet: bool) -> None:
+    if not quiet:
+        for notice in configurations.notices:
+            print_warning(notice)
+
+
+def _why_nothing(found: Discovery, given: int, changed_since: str | None) -> str:
+    """What a run over paths that checked no file says besides "0 files scanned"."""
+    if not given:
+        return nothing_found(found)
+    if changed_since is not None:
+        return f"none of the {given} files found changed since {changed_since}"
+    return f"none of the {given} files given is one `scan` reads (use `check` for code)"
 
 
 def print_warning(message: str) -> None:
@@ -243,19 +294,6 @@ def print_error(message: str) -> None:
     from rich.text import Text
 
     Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="bold red"))
-
-
-def _excludes(config: Config, request: Request) -> Excludes:
-    groups: list[tuple[Path, list[str]]] = [(Path.cwd(), list(request.exclude or []))]
-    if config.path is not None:
-        groups.append((config.path.parent, list(config.exclude)))
-    return Excludes.of(*groups)
-
-
-def _per_file(config: Config) -> PerFileIgnores | None:
-    if config.path is None or not config.per_file_ignores:
-        return None
-    return PerFileIgnores.of(config.path.parent.resolve(), config.per_file_ignores)
 
 
 @contextmanager

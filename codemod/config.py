@@ -1,14 +1,23 @@
-"""`[tool.neuron-migrate]` in the migrated repository's pyproject.toml.
+"""The configuration: `[tool.neuron-migrate]` in a pyproject.toml, or a file of our own.
 
-Found by walking up from the paths given, like ruff's configuration; command-line flags
-override it. An unknown key, a value of the wrong type or an unknown rule id is an error that
-names the file, never silently ignored.
+Found per file, as ruff finds its configuration: the nearest folder, from the file's own up,
+that holds `.neuron-migrate.toml`, `neuron-migrate.toml` (top-level keys, always a
+configuration, even empty) or a `pyproject.toml` with a `[tool.neuron-migrate]` table (one
+without the table is passed over and the search goes on upwards, as ruff passes over a
+pyproject.toml without `[tool.ruff]`). Several in one folder: the first of those three names
+wins, as `.ruff.toml` > `ruff.toml` > `pyproject.toml` do. Settings are never merged across
+files: the nearest one alone applies. `--config FILE` replaces discovery for every file.
+
+Relative paths in a configuration (exclude, extend-exclude, per-file-ignores) are relative to
+its folder; those in a `--config` file to the working directory, as ruff resolves them.
+Command-line flags override every configuration. An unknown key, a value of the wrong type or
+an unknown rule id is an error that names the file, never silently ignored.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,6 +29,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 TABLE = "neuron-migrate"
+OWN_FILES = (".neuron-migrate.toml", "neuron-migrate.toml")
+"""Files of our own, top-level keys; each wins over a pyproject.toml in the same folder."""
+CONFIG_FILES = (*OWN_FILES, "pyproject.toml")
+"""Every name a configuration may have, the one that wins first."""
 
 
 class ConfigError(Exception):
@@ -31,55 +44,117 @@ class Config:
     path: Path | None = None
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None
+    """None when not set: the default excludes apply (a list replaces them, as in ruff)."""
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
     compile: bool | None = None
     unsafe_fixes: bool | None = None
     annotate: bool | None = None
     target: str | None = None
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     sources: tuple[str, ...] = ()
+    anchor: Path | None = None
+    """The project root: where its relative paths and the default excludes start from. Its
+    own folder, or the working directory for a `--config` file."""
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
 
 
-_LISTS = {"select", "ignore", "exclude"}
-_BOOLS = {"compile", "unsafe-fixes", "annotate"}
+_LISTS = {"select", "ignore", "exclude", "extend-exclude"}
+_PATTERNS = {"exclude", "extend-exclude"}
+_BOOLS = {"compile", "unsafe-fixes", "annotate", "respect-gitignore", "force-exclude"}
 SOURCES = ("xla", "cuda")
 """What `from` may name: the stacks neuron-migrate migrates code from."""
 
 
-def find_pyproject(paths: Iterable[Path]) -> Path | None:
-    """The nearest pyproject.toml with a [tool.neuron-migrate] table above the first path."""
-    found = _find(list(paths))
-    return found[0] if found else None
+class ConfigFinder:
+    """The configuration of each folder, looked up once per folder: a run over thousands of
+    files in a few folders (a pre-commit hook's) reads each configuration file once.
+
+    Folders are real (resolved) paths. `fixed` (a `--config` file) answers for every folder."""
+
+    def __init__(self, rule_ids: frozenset[str], fixed: Config | None = None) -> None:
+        self.rule_ids = rule_ids
+        self.fixed = fixed
+        self._folders: dict[Path, Config | None] = {}
+        self._own: dict[Path, Config | None] = {}
+
+    def nearest(self, folder: Path) -> Config | None:
+        """The configuration that applies to the files of `folder`: its own, else the
+        nearest above it; None when there is none."""
+        if self.fixed is not None:
+            return self.fixed
+        chain: list[Path] = []
+        found: Config | None = None
+        for candidate in (folder, *folder.parents):
+            if candidate in self._folders:
+                found = self._folders[candidate]
+                break
+            chain.append(candidate)
+            found = self.own(candidate)
+            if found is not None:
+                break
+        for passed in chain:
+            self._folders[passed] = found
+        return found
+
+    def own(self, folder: Path, names: Collection[str] | None = None) -> Config | None:
+        """The configuration defined in `folder` itself, if any. `names` (the folder's
+        entries, when a walk has listed them) spares asking for files that are not there."""
+        if self.fixed is not None:
+            return None  # --config: no other file counts
+        if folder not in self._own:
+            self._own[folder] = config_in(folder, self.rule_ids, names)
+        return self._own[folder]
 
 
-def _find(paths: list[Path]) -> tuple[Path, object] | None:
-    """The nearest pyproject.toml whose parsed TOML has `tool.neuron-migrate`, and its value.
-
-    Only the parsed document decides: TOML spells the table in many ways (`[ tool . "neuron-
-    migrate" ]`, a dotted key under `[tool]`, an inline table, a sub-table header alone)."""
-    for given in paths[:1]:
-        try:
-            start = given.resolve()
-        except (OSError, RuntimeError):  # a symlink loop: discovery reports it
-            start = given.absolute()
-        directory = start if start.is_dir() else start.parent
-        for candidate in (directory, *directory.parents):
-            pyproject = candidate / "pyproject.toml"
-            table = _table_in(pyproject)
-            if table is not _ABSENT:
-                return pyproject, table
+def config_in(folder: Path, rule_ids: frozenset[str],
+              names: Collection[str] | None = None) -> Config | None:
+    """The configuration a folder defines, the first of CONFIG_FILES that holds one."""
+    for name in CONFIG_FILES:
+        if names is not None and name not in names:
+            continue
+        path = folder / name
+        table = _own_table(path) if name in OWN_FILES else _table_in(path)
+        if table is not _ABSENT:
+            return parse_config(path, table, rule_ids, anchor=folder)
     return None
 
 
+def read_config(path: Path, rule_ids: frozenset[str], anchor: Path) -> Config:
+    """A `--config FILE`: a pyproject.toml (its table, or the defaults when it has none) or
+    a file of our own, whatever its name."""
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such configuration file")
+    table = _table_in(path) if path.name == "pyproject.toml" else _own_table(path)
+    return parse_config(path, {} if table is _ABSENT else table, rule_ids, anchor)
+
+
 _ABSENT = object()
+
+
+def _own_table(path: Path) -> object:
+    """The whole document of one of our own files, or `_ABSENT` when there is no file."""
+    try:
+        data = path.read_bytes()
+    except OSError:  # absent, a folder, unreadable: not a configuration
+        return _ABSENT
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"{path}: not valid TOML ({error})") from error
 
 
 def _table_in(pyproject: Path) -> object:
     """`tool.neuron-migrate` of this file, or `_ABSENT`. A file that cannot name the table
     is not parsed: the key can only be spelt with the bare text `neuron-migrate` or with
     \\u/\\U escapes in a quoted key, so a file with neither cannot hold it (this keeps a
-    run started deep in a repository from parsing every unrelated pyproject above it)."""
+    run started deep in a repository from parsing every unrelated pyproject above it).
+
+    Only the parsed document decides whether the table is there: TOML spells it in many ways
+    (`[ tool . "neuron-migrate" ]`, a dotted key under `[tool]`, an inline table, a sub-table
+    header alone)."""
     try:
         data = pyproject.read_bytes()
     except OSError:  # absent, a folder, unreadable: not a configuration
@@ -100,11 +175,27 @@ def _table_in(pyproject: Path) -> object:
 
 
 def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
-    found = _find(list(paths))
-    if found is None:
-        return Config()
-    pyproject, table = found
-    where = f"{pyproject}: [tool.{TABLE}]"
+    """The configuration of the first path (the nearest above it). A run asks a
+    `ConfigFinder` for each file's."""
+    for given in list(paths)[:1]:
+        found = ConfigFinder(rule_ids).nearest(folder_of(given))
+        if found is not None:
+            return found
+    return Config()
+
+
+def folder_of(given: Path) -> Path:
+    """The real folder a path given on the command line is in (or is)."""
+    try:
+        start = given.resolve()
+    except (OSError, RuntimeError):  # a symlink loop: discovery reports it
+        start = given.absolute()
+    return start if start.is_dir() else start.parent
+
+
+def parse_config(path: Path, table: object, rule_ids: frozenset[str], anchor: Path) -> Config:
+    """Every key checked, the file and the key named in each error."""
+    where = f"{path}: [tool.{TABLE}]" if path.name == "pyproject.toml" else f"{path}:"
     if not isinstance(table, dict):
         raise ConfigError(f"{where} must be a table")
     values: dict[str, object] = {}
@@ -112,14 +203,14 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
         if key in _LISTS:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise ConfigError(f"{where} {key} must be a list of strings")
-            if key != "exclude":
+            if key in _PATTERNS:
+                check_patterns(value, where=f"{where} {key}")
+            else:
                 for code in value:
                     check_rule_code(code, rule_ids, where=f"{where} {key}")
-            else:
-                check_patterns(value, where=f"{where} {key}")
-            values[key] = tuple(value)
+            values[key.replace("-", "_")] = tuple(value)
         elif key == "from":
-            values["sources"] = check_sources(value, f"{pyproject}: [tool.{TABLE}] from")
+            values["sources"] = check_sources(value, f"{where} from")
         elif key == "per-file-ignores":
             values["per_file_ignores"] = _per_file_ignores(f"{where} {key}", value, rule_ids)
         elif key == "target":
@@ -132,9 +223,9 @@ def load_config(paths: Iterable[Path], rule_ids: frozenset[str]) -> Config:
             values[key.replace("-", "_")] = value
         else:
             known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target"}))
-            raise ConfigError(f"{pyproject}: unknown key {key!r} in [tool.{TABLE}] "
-                              f"(known: {known})")
-    return Config(path=pyproject, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
+            inside = f" in [tool.{TABLE}]" if path.name == "pyproject.toml" else ""
+            raise ConfigError(f"{path}: unknown key {key!r}{inside} (known: {known})")
+    return Config(path=path, anchor=anchor, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
 
 
 def check_sources(value: object, where: str) -> tuple[str, ...]:
@@ -164,7 +255,7 @@ def _per_file_ignores(where: str, value: object,
 def check_patterns(patterns: list[str], where: str) -> None:
     """Exclude globs are gitignore patterns: one git cannot read (`!` alone) is an error
     that names it, not a traceback later."""
-    from neuron_migrate.files.discover import gitignore_spec
+    from neuron_migrate.files.patterns import gitignore_spec
 
     for _, pattern in gitignore_spec(patterns)[1][:1]:
         raise ConfigError(f"{where}: {pattern!r} is not a gitignore pattern")

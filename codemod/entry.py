@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from neuron_migrate.command import Request
 
 _SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
-             "--verbose": ("verbose", True)}
+             "--verbose": ("verbose", True),
+             "--force-exclude": ("force_exclude", True),
+             "--no-force-exclude": ("force_exclude", False),
+             "--respect-gitignore": ("respect_gitignore", True),
+             "--no-respect-gitignore": ("respect_gitignore", False),
+             "--no-default-excludes": ("default_excludes", False)}
 _COMPILE = {"--compile": ("compile", True), "--no-compile": ("compile", False)}
 _UNSAFE = {"--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False)}
 _COMMAND_SWITCHES = {
@@ -37,8 +42,11 @@ _COMMAND_SWITCHES = {
 _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
            "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
            "--changed-since": "changed_since", "--stdin-filename": "stdin_filename",
-           "--target": "target"}
-_REPEATABLE = frozenset({"exclude", "select", "ignore"})
+           "--target": "target", "--config": "config", "--extend-exclude": "extend_exclude"}
+_REPEATABLE = frozenset({"exclude", "select", "ignore", "extend_exclude"})
+_FILE_SELECTION = ("config", "extend_exclude", "force_exclude", "respect_gitignore",
+                   "default_excludes")
+"""Request fields every lean command takes alike (`neuron_migrate.cli._with_file_selection`)."""
 """The options the lean `check` and `apply` take; anything else is typer's to parse."""
 
 
@@ -111,7 +119,10 @@ def lean_request(arguments: list[str]) -> Request | None:
                                   given.get("changed_since"),  # type: ignore[arg-type]
                                   scan=arguments[0] == "scan") is not None:
         return None
-    return _request(arguments[0], paths, given)
+    import dataclasses
+
+    return dataclasses.replace(_request(arguments[0], paths, given),
+                               **{k: given[k] for k in _FILE_SELECTION if k in given})
 
 
 def _acceptable(field: str, value: str) -> bool:
@@ -133,7 +144,8 @@ def _store(given: dict[str, object], field: str, value: str) -> None:
         given.setdefault(field, [])
         given[field].append(value)  # type: ignore[attr-defined]
     else:
-        given[field] = int(value) if field == "jobs" else Path(value) if field == "output" \
+        given[field] = int(value) if field == "jobs" else \
+            Path(value) if field in ("output", "config") \
             else value.lower() if field == "target" else value
 
 

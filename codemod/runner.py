@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pathspec
 
 from neuron_migrate import deps
-from neuron_migrate.files.discover import Excludes, discover
+from neuron_migrate.files.discover import Discovery, discover
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options
 from neuron_migrate.registry import DeferredRegistry, Registry
@@ -27,6 +27,8 @@ from neuron_migrate.wording import as_written
 
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
+
+    from neuron_migrate.settings import FileSettings
 
 Progress = Callable[[int, int], None]
 """Called with (files done, files in all) as the run advances."""
@@ -83,6 +85,7 @@ class Job:
     protected: frozenset[Path] = frozenset()  # files with uncommitted changes: not written
     code: bool = True  # Python code migrated too; `scan` reads dependencies only
     audit: bool = False  # `audit`: the readiness rules only, on every file that uses torch
+    settings: FileSettings | None = None  # each file's configuration, when they differ
 
     @property
     def generate(self) -> bool:
@@ -90,13 +93,21 @@ class Job:
         needs the findings."""
         return self.write or self.keep_sources
 
+    def rules_of(self, path: Path) -> tuple[Registry, PerFileIgnores | None]:
+        """The registry of the file's configuration, and its per-file-ignores."""
+        if self.settings is None:
+            return self.registry, self.per_file_ignores
+        settings = self.settings.of(path)
+        return settings.registry, settings.per_file_ignores
+
     def registry_for(self, path: Path) -> Registry:
-        if self.per_file_ignores is None:
-            return self.registry
-        codes = self.per_file_ignores.codes(path)
+        registry, per_file_ignores = self.rules_of(path)
+        if per_file_ignores is None:
+            return registry
+        codes = per_file_ignores.codes(path)
         if not codes:
-            return self.registry
-        return _registry_ignoring(self.registry, codes)
+            return registry
+        return _registry_ignoring(registry, codes)
 
 
 @dataclass(frozen=True)
@@ -220,14 +231,6 @@ def _audit(path: Path, job: Job) -> FileResult:
         return data
     result = audit_file(str(path), data, job.registry_for(path))
     return result if job.keep_sources else dataclasses.replace(result, original=None)
-
-
-def _audited(path: Path) -> bool:
-    """What `audit` reads: code, notebooks and the files that settle the environment or pin
-    the stack."""
-    from neuron_migrate.analysis.readiness_audit import audited
-
-    return audited(path)
 
 
 def finish(result: FileResult, job: Job) -> FileResult:
@@ -397,30 +400,45 @@ def accepts(job_python: bool) -> Callable[[Path], bool]:
     return lambda path: path.suffix == ".ipynb" or deps.is_dependency_file(path)
 
 
+def accept_for(python: bool, audit: bool) -> Callable[[Path], bool]:
+    """What a run's discovery takes: `audit` reads code, notebooks and the files that settle
+    the environment or pin the stack."""
+    if audit:
+        from neuron_migrate.analysis.readiness_audit import audited
+
+        return audited
+    return accepts(python)
+
+
 def default_jobs() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                else os.cpu_count() or 1)
 
 
 def run(paths: Iterable[Path], registry: Registry, write: bool,
-        excludes: Iterable[str] | Excludes = (), jobs: int = 1, keep_sources: bool = True,
+        excludes: Iterable[str] = (), jobs: int = 1, keep_sources: bool = True,
         progress: Progress | None = None, python: bool = True,
         strict: bool = False,
         per_file_ignores: PerFileIgnores | None = None,
         protected: frozenset[Path] = frozenset(),
-        only: frozenset[Path] | None = None, audit: bool = False) -> RunResult:
+        only: frozenset[Path] | None = None, audit: bool = False,
+        found: Discovery | None = None, settings: FileSettings | None = None) -> RunResult:
     """Migrate every file under `paths`. The result does not depend on `jobs`.
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
+    `found`: the files, when the caller has discovered them (with each file's configuration,
+    whose rules `settings` hold).
     """
-    found = discover(paths, excludes, _audited if audit else accepts(python))
+    if found is None:
+        found = discover(paths, excludes, accept_for(python, audit))
     if not python:  # named on the command line: taken whatever they are, by `apply`
         found.skipped += [f"{f}: not a file `scan` reads (use `check` for code)"
                           for f in found.files if not accepts(False)(f)]
         found.files = [f for f in found.files if accepts(False)(f)]
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
-    job = Job(registry, write, keep_sources, per_file_ignores, protected, python, audit)
+    job = Job(registry, write, keep_sources, per_file_ignores, protected, python, audit,
+              settings)
     results: list[FileResult] = []
     interrupts = _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(
@@ -523,6 +541,8 @@ def _preload(job: Job) -> None:
 
     if isinstance(job.registry, DeferredRegistry):
         job.registry.loaded
+    if job.settings is not None:
+        job.settings.preload()
     gc.freeze()
 
 
@@ -555,8 +575,9 @@ def _needs_engine(path: Path, job: Job) -> bool:
         from neuron_migrate.analysis.readiness import mentions_torch
 
         return mentions_torch(data)
-    cuda = "cuda" in job.registry.options.sources
-    return job.registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
+    registry = job.rules_of(path)[0]
+    cuda = "cuda" in registry.options.sources
+    return registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
 
 
 def _write(result: FileResult) -> FileResult:

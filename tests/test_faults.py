@@ -413,12 +413,12 @@ def test_odd_entries_in_the_tree(in_tmp: Path) -> None:
 
 def test_ctrl_c_before_the_migration_is_exit_130(in_tmp: Path, monkeypatch) -> None:
     """Interrupted while finding files: 130 as well, never 1 ("findings" to `check`)."""
-    from neuron_migrate import runner
+    from neuron_migrate import command
 
-    def discover(*args: object) -> None:
+    def discover(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runner, "discover", discover)
+    monkeypatch.setattr(command, "discover", discover)  # the command finds the files
     (in_tmp / "train.py").write_text(OLD)
     run = cli("check", ".")
     assert run.exit_code == 130 and "interrupted" in run.stderr

@@ -1,30 +1,36 @@
-"""Which files a run looks at.
+"""Which files a run looks at, and why each other path was skipped.
 
-Walks directories in a stable order, honours .gitignore files (from the enclosing git work
-tree down) and `--exclude` globs (gitignore syntax), skips version-control, virtualenv,
-package and build folders, never descends into a symlinked folder and never follows a
-symlinked file out of the tree it was found in.
+Walks directories in a stable order. Each folder is judged by its scope
+(`neuron_migrate.files.scope`): the nearest configuration's `exclude` (or the default
+excludes, at the project root only) and `extend-exclude`, the command line's patterns, and,
+with `respect-gitignore` (the default), the .gitignore files from the enclosing git work tree
+down and the work tree's `.git/info/exclude`. Version-control, virtualenv, installed-package
+and cache folders are never entered. A symlinked folder is never descended into and a
+symlinked file is never followed out of the tree it was found in.
+
+A path named on the command line is taken even when excluded, as ruff takes it, unless
+`force-exclude` applies to it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-from pathspec.util import normalize_file
+from neuron_migrate.config import Config, ConfigFinder
+from neuron_migrate.files.patterns import Patterns, _any_pattern, gitignore_spec  # noqa: F401
+from neuron_migrate.files.scope import (ALWAYS_SKIPPED, Excludes, Overrides, Scope, Scopes,
+                                        always_skipped)
 
-SKIPPED_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".venv", "venv", ".tox", ".nox", ".eggs", "__pycache__",
-    "site-packages", "dist-packages", "node_modules", "build", "dist", ".mypy_cache",
-    ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints",
-})
+SKIPPED_DIRS = frozenset(ALWAYS_SKIPPED)
 Accept = Callable[[Path], bool]
 """Which files a run takes, by name (discovery never reads a file)."""
+NOT_READ = "not a file type neuron-migrate reads"
+"""Why a file found in a walk is passed over when `Accept` refuses it."""
 
 
 def python_files(path: Path) -> bool:
@@ -36,130 +42,25 @@ class Discovery:
     files: list[Path] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
+    """Notes (a link that leads out of the tree...) and, when verbose, every path skipped
+    with the reason."""
+    excluded: Counter[str] = field(default_factory=Counter)
+    """How many paths each reason skipped: what a run that found nothing says."""
+    scopes: dict[Path, Scope] = field(default_factory=dict)
+    """The scope of each file found: its configuration."""
 
 
-class Patterns:
-    """A gitignore spec anchored at a folder, asked about every path of a walk.
-
-    pathspec tries each pattern in turn, a regular-expression search apiece, for every path:
-    most of a walk's time. Most paths match none of them, so one search of all the patterns
-    joined (`_any_pattern`) answers those at once; a path it matches is asked of the spec as
-    before, which alone knows how the matching patterns rank."""
-
-    def __init__(self, base: Path, spec: pathspec.GitIgnoreSpec) -> None:
-        self.base = base
-        self.spec = spec
-        text = str(base)
-        self._prefix = text if text.endswith(os.sep) else text + os.sep
-        self._any = _any_pattern(spec)
-
-    def relative(self, path: Path) -> str | None:
-        """`path` relative to the base, in gitignore's spelling; None when it is not below."""
-        text = str(path)
-        if text.startswith(self._prefix):
-            relative = text[len(self._prefix):]
-            return relative if os.sep == "/" else relative.replace(os.sep, "/")
-        try:  # the base itself, or a path spelt differently (pathlib decides)
-            return path.relative_to(self.base).as_posix()
-        except ValueError:
-            return None
-
-    def check(self, relative: str) -> bool | None:
-        """Whether the last pattern that matches includes the path (ignores it), or None
-        when no pattern matches."""
-        if self._any is not None and not self._any.search(normalize_file(relative)):
-            return None
-        return self.spec.check_file(relative).include
-
-
-_DIR_MARK_SUFFIXES = (("(?:(?P<ps_d>/)|$)", "(?:/|$)"), ("(?P<ps_d>/)", "/"),
-                      ("(?:(?P<ps_d>/).*)?$", "(?:/.*)?$"), ("(?P<ps_d>/).*$", "/.*$"))
-"""How pathspec ends a gitignore pattern's expression (since 1.0, then as 0.12 wrote it): a
-named group that tells a folder's match from a file's. Rewritten without the name, it
-matches the same paths."""
-_ANY_FOLDER = "^(?:.+/)?"
-"""How pathspec begins the expression of a pattern without a slash: at any depth."""
-
-
-@dataclass(frozen=True)
-class _AnyPattern:
-    """Whether some pattern of a spec matches a path, in one or two searches: expressions
-    anchored at the start are matched together, those that begin at any depth sharing that
-    beginning (`^(?:.+/)?(?:a|b)` matches where `^(?:.+/)?a` or `^(?:.+/)?b` does), and the
-    few unanchored ones searched together."""
-
-    anchored: re.Pattern[str] | None
-    floating: re.Pattern[str] | None
-
-    def search(self, path: str) -> bool:
-        return (self.anchored is not None and self.anchored.match(path) is not None) or \
-            (self.floating is not None and self.floating.search(path) is not None)
-
-
-def _any_pattern(spec: pathspec.PathSpec) -> _AnyPattern | None:
-    """One test that is true of a path when and only when some pattern of `spec` with an
-    opinion (`include` not None) matches it; None when one cannot be made for sure (then
-    every path is asked of the spec). A pattern's own expression is used as it is, but for
-    its folder-mark group, which alone would repeat a group name: one with any other named
-    group, another flag or a non-expression pattern leaves the spec without a shortcut."""
-    deep: list[str] = []
-    rooted: list[str] = []
-    floating: list[str] = []
-    for pattern in spec.patterns:
-        if pattern.include is None:
-            continue  # never matched by pathspec either
-        regex = getattr(pattern, "regex", None)
-        if not isinstance(regex, re.Pattern) or not isinstance(regex.pattern, str) or \
-                regex.flags != re.UNICODE:
-            return None
-        text = regex.pattern
-        for suffix, plain in _DIR_MARK_SUFFIXES:
-            if text.endswith(suffix):
-                text = text[:-len(suffix)] + plain
-                break
-        if "(?P" in text:
-            return None
-        if text.startswith(_ANY_FOLDER):
-            deep.append(f"(?:{text[len(_ANY_FOLDER):]})")
-        elif text.startswith("^"):
-            rooted.append(f"(?:{text[1:]})")
-        else:
-            floating.append(f"(?:{text})")
-    anchored = ([f"(?:.+/)?(?:{'|'.join(deep)})"] if deep else []) + rooted
-    try:
-        return _AnyPattern(re.compile("|".join(anchored)) if anchored else None,
-                           re.compile("|".join(floating)) if floating else None)
-    except re.error:
-        return None
-
-
-@dataclass(frozen=True)
-class Excludes:
-    """Gitignore-style patterns anchored at a folder: the configuration file's folder for
-    patterns from pyproject.toml, the working directory for --exclude."""
-
-    patterns: tuple[Patterns, ...] = ()
-
-    @classmethod
-    def of(cls, *groups: tuple[Path, Iterable[str]]) -> Excludes:
-        """Raises ValueError for a pattern git cannot read (`gitignore_spec` tells which
-        first, for a message that names it)."""
-        return cls(tuple(Patterns(base.resolve(), pathspec.GitIgnoreSpec.from_lines(list(lines)))
-                         for base, lines in groups if lines))
-
-    def match(self, real: Path, is_dir: bool) -> bool:
-        for patterns in self.patterns:
-            relative = patterns.relative(real)
-            if relative is not None and patterns.check(relative + ("/" if is_dir else "")):
-                return True
-        return False
-
-
-def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
-             accept: Accept = python_files) -> Discovery:
+def discover(paths: Iterable[Path], excludes: Iterable[str] = (),
+             accept: Accept = python_files, scopes: Scopes | None = None,
+             verbose: bool = False, not_read: str = NOT_READ) -> Discovery:
+    """The files under `paths`. Without `scopes`, no configuration is read and `excludes`
+    (gitignore-style, from the working directory) add to the defaults. `verbose` lists
+    every path skipped in `skipped`; `not_read` is the reason given for a file `accept`
+    refuses."""
+    if scopes is None:
+        scopes = Scopes(ConfigFinder(frozenset(), fixed=Config()),
+                        Overrides(extend_exclude=tuple(excludes)))
     result = Discovery()
-    exclude = excludes if isinstance(excludes, Excludes) else \
-        Excludes.of((Path.cwd(), list(excludes)))
     seen: set[Path] = set()
     for given in paths:
         problem = _unreadable(given)
@@ -167,16 +68,35 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] | Excludes = (),
             result.errors.append(f"{given}: {problem}")
             continue
         real = given.resolve()
-        if given.is_dir():
-            walk = _Walk(real, exclude, accept, result)
-            for path, real_path in walk.directory(given, real,
-                                                     _parent_ignores(real, result.skipped)):
-                _add(path, real_path, seen, result)
-        elif exclude.match(real, is_dir=False):
-            result.skipped.append(f"{given}: excluded")
+        is_dir = given.is_dir()
+        root = _project_root(real, is_dir, scopes.overrides.cwd)
+        scope = scopes.nearest(real if is_dir else real.parent, root=root)
+        why = scope.named_excluded(real, is_dir) if scope.force_exclude else None
+        if why is not None:
+            _skip(result, f"{given}{'/' if is_dir else ''}", why, verbose=True)
+        elif is_dir:
+            walk = _Walk(real, accept, result, scopes, verbose, not_read)
+            for path, real_path, found in walk.directory(
+                    given, real, scope, _parent_ignores(real, result.skipped)):
+                _add(path, real_path, found, seen, result)
         else:
-            _add(given, real, seen, result)
+            _add(given, real, scope, seen, result)
     return result
+
+
+def _project_root(real: Path, is_dir: bool, cwd: Path) -> Path:
+    """The project root of a path named without a configuration (the default excludes are
+    anchored there): the working directory, as ruff's, when the path is in it; else the
+    folder named, or the named file's folder."""
+    if real.is_relative_to(cwd):
+        return cwd
+    return real if is_dir else real.parent
+
+
+def _skip(result: Discovery, shown: str, why: str, verbose: bool) -> None:
+    result.excluded[why] += 1
+    if verbose:
+        result.skipped.append(f"{shown}: {why}")
 
 
 def _unreadable(given: Path) -> str | None:
@@ -196,35 +116,42 @@ def _unreadable(given: Path) -> str | None:
     return "not a regular file or folder; skipped"
 
 
-def _add(path: Path, real: Path, seen: set[Path], result: Discovery) -> None:
+def _add(path: Path, real: Path, scope: Scope, seen: set[Path], result: Discovery) -> None:
     if real not in seen:
         seen.add(real)
         result.files.append(path)
+        result.scopes[path] = scope
 
 
 @dataclass
 class _Walk:
     root_real: Path
-    exclude: Excludes
     accept: Accept
     result: Discovery
+    scopes: Scopes
+    verbose: bool
+    not_read: str
 
-    def directory(self, path: Path, real: Path,
-                  ignores: list[Patterns]) -> Iterator[tuple[Path, Path]]:
-        """Files to migrate below `path`, each with its resolved path."""
-        local = _load_gitignore(path, real, self.result.skipped)
-        if local is not None:
-            ignores = [*ignores, local]
+    def directory(self, path: Path, real: Path, scope: Scope,
+                  ignores: list[Patterns]) -> Iterator[tuple[Path, Path, Scope]]:
+        """Files to migrate below `path`, each with its resolved path and its scope. A
+        folder that holds a configuration starts a scope of its own."""
         try:
             entries = sorted(os.scandir(path), key=lambda e: e.name)
         except OSError as error:
             self.result.errors.append(f"{path}: cannot list ({error.strerror})")
             return
+        names = {entry.name for entry in entries}
+        scope = self.scopes.own(real, names) or scope
+        if ".gitignore" in names:
+            local = _load_gitignore(path, real, self.result.skipped)
+            if local is not None:
+                ignores = [*ignores, local]
         for entry in entries:
-            yield from self.entry(entry, path, real, ignores)
+            yield from self.entry(entry, path, real, scope, ignores)
 
-    def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path,
-              ignores: list[Patterns]) -> Iterator[tuple[Path, Path]]:
+    def entry(self, entry: os.DirEntry[str], parent: Path, parent_real: Path, scope: Scope,
+              ignores: list[Patterns]) -> Iterator[tuple[Path, Path, Scope]]:
         path = parent / entry.name
         try:
             is_link = entry.is_symlink()
@@ -244,62 +171,43 @@ class _Walk:
             if not target.is_relative_to(self.root_real):
                 self.result.skipped.append(f"{path}: symlink to a file outside the tree")
                 return
-        elif is_dir and _skipped_dir(entry):
+        elif is_dir and (why := always_skipped(entry.name, entry.path)) is not None:
+            _skip(self.result, f"{path}/", why, self.verbose)
             return
         if not is_dir and not self.accept(path):
-            return  # before the patterns are asked, which say nothing else about a file
+            # before the patterns are asked, which say nothing else about a file
+            _skip(self.result, str(path), self.not_read, self.verbose)
+            return
         real = parent_real / entry.name
-        resolved = target if is_link else real
-        if _ignored(ignores, real, is_dir):
-            return
-        if self.exclude.match(real, is_dir):
-            return
-        if is_dir:
-            yield from self.directory(path, real, ignores)
+        why = scope.excluded(real, is_dir, parent_real)
+        if why is None and scope.gitignore:
+            why = _ignored(ignores, real, is_dir)
+        if why is not None:
+            _skip(self.result, f"{path}/" if is_dir else str(path), why, self.verbose)
+        elif is_dir:
+            yield from self.directory(path, real, scope, ignores)
         else:
-            yield path, resolved
+            yield path, target if is_link else real, scope
 
 
-def _skipped_dir(entry: os.DirEntry[str]) -> bool:
-    if entry.name in SKIPPED_DIRS or entry.name.endswith(".egg-info"):
-        return True
-    return os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))  # any virtualenv
-
-
-def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> bool:
-    for ignore in reversed(ignores):  # the deepest .gitignore with an opinion decides
+def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> str | None:
+    """Why git ignores the path (the file and the pattern), or None."""
+    for ignore in reversed(ignores):  # the deepest file with an opinion decides
         relative = ignore.relative(path)
         if relative is None:
             continue
-        verdict = ignore.check(relative + ("/" if is_dir else ""))
+        verdict = ignore.deciding(relative + ("/" if is_dir else ""))
         if verdict is not None:
-            return verdict
-    return False
+            return f"{ignore.label} {verdict[1]!r}" if verdict[0] else None
+    return None
 
 
-def gitignore_spec(lines: Iterable[str]) -> tuple[pathspec.GitIgnoreSpec, list[tuple[int, str]]]:
-    """The spec of the lines pathspec can read, and the lines (numbered from 1) it cannot,
-    such as `!` alone. A file whose lines all read is compiled once."""
-    lines = list(lines)
-    try:
-        return pathspec.GitIgnoreSpec.from_lines(lines), []
-    except ValueError:
-        pass
-    bad, good = [], []
-    for number, line in enumerate(lines, start=1):
-        try:
-            pathspec.GitIgnoreSpec.from_lines([line])
-        except ValueError:
-            bad.append((number, line))
-            continue
-        good.append(line)
-    return pathspec.GitIgnoreSpec.from_lines(good), bad
-
-
-def _load_gitignore(directory: Path, real: Path, notes: list[str]) -> Patterns | None:
-    """A folder's .gitignore; none when the folder cannot be read (listing it reports that).
-    A line git cannot read as a pattern is passed over, as git does, with a note."""
-    gitignore = directory / ".gitignore"
+def _load_gitignore(directory: Path, real: Path, notes: list[str],
+                    name: str = ".gitignore") -> Patterns | None:
+    """A folder's .gitignore (or another file of gitignore patterns at `name` below it);
+    none when it cannot be read (listing the folder reports that). A line git cannot read
+    as a pattern is passed over, as git does, with a note."""
+    gitignore = directory / name
     try:
         if not gitignore.is_file():
             return None
@@ -309,21 +217,55 @@ def _load_gitignore(directory: Path, real: Path, notes: list[str]) -> Patterns |
     spec, bad = gitignore_spec(lines)
     notes += [f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed over, as "
               "git does" for number, line in bad]
-    return Patterns(real, spec)
+    return Patterns(real, spec, label=f"ignored by {gitignore}")
 
 
 def _parent_ignores(directory: Path, notes: list[str]) -> list[Patterns]:
-    """The .gitignore files above `directory`, up to the root of its git work tree."""
-    chain: list[Path] = []
-    current = directory.parent
-    inside_git = (directory / ".git").exists()
-    while not inside_git and current != current.parent:
-        chain.append(current)
-        if (current / ".git").exists():
-            inside_git = True
-            break
-        current = current.parent
-    if not inside_git:
+    """What git ignores that is not in `directory`'s own .gitignore, lowest priority first:
+    the work tree's `.git/info/exclude`, then the .gitignore files above `directory` up to
+    the root of its git work tree. Nothing outside a work tree."""
+    chain = [directory, *directory.parents]
+    root = next((folder for folder in chain if os.path.lexists(folder / ".git")), None)
+    if root is None:
         return []
-    ignores = [_load_gitignore(d, d, notes) for d in reversed(chain)]
+    above = chain[1:chain.index(root) + 1]
+    ignores = [_info_exclude(root, notes), *(_load_gitignore(d, d, notes) for d in reversed(above))]
     return [i for i in ignores if i is not None]
+
+
+def _info_exclude(root: Path, notes: list[str]) -> Patterns | None:
+    """The work tree's `.git/info/exclude`. In a linked work tree or a submodule `.git` is a
+    file naming the git folder (`gitdir: ...`), and a linked work tree shares the main
+    one's info folder (named by `commondir`)."""
+    dot_git = root / ".git"
+    git_dir = dot_git
+    try:
+        if dot_git.is_file():
+            line = dot_git.read_text(encoding="utf-8").strip()
+            if not line.startswith("gitdir:"):
+                return None
+            git_dir = root / line.removeprefix("gitdir:").strip()
+            common = git_dir / "commondir"
+            if common.is_file():
+                git_dir = git_dir / common.read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+    return _load_gitignore(git_dir, root, notes, name="info/exclude")
+
+
+def nothing_found(found: Discovery) -> str:
+    """Why a walk found no file: each reason with the number of paths it skipped, most
+    first, rather than a bare "0 files scanned"."""
+    if not found.excluded:
+        return "no file found under the paths given (nothing but empty folders)"
+    reasons = found.excluded.most_common()
+    shown = [f"{count} {'path' if count == 1 else 'paths'} {_as_clause(why)}"
+             for why, count in reasons[:4]]
+    if len(reasons) > 4:
+        shown.append(f"{sum(count for _, count in reasons[4:])} more for other reasons")
+    return f"no file to check: {'; '.join(shown)} (-v lists every path and why)"
+
+
+def _as_clause(why: str) -> str:
+    """"--exclude 'x'" as "excluded by --exclude 'x'"; reasons that are sentences stay."""
+    return why if why.startswith(("not ", "always ", "ignored ")) else f"excluded by {why}"
