@@ -82,8 +82,12 @@ class Suppressions:
     """Line -> its markers as written, for the NM002 message."""
 
     def silences(self, rule_id: str, first: int, last: int) -> bool:
+        """Whether an `ignore` (or `noqa`) marker on these lines names the rule."""
+        return self._names(self.lines, rule_id, first, last)
+
+    def _names(self, table: dict[int, Codes], rule_id: str, first: int, last: int) -> bool:
         for line in range(first, last + 1):
-            if line in self.lines and _names(self.lines[line], rule_id):
+            if line in table and _names(table[line], rule_id):
                 self.used.add(line)
                 return True
         return False
@@ -119,11 +123,7 @@ class Suppressions:
 
     def acknowledges(self, rule_id: str, first: int, last: int) -> bool:
         """Whether a `reviewed` marker on these lines names the rule."""
-        for line in range(first, last + 1):
-            if line in self.reviewed and _names(self.reviewed[line], rule_id):
-                self.used.add(line)
-                return True
-        return False
+        return self._names(self.reviewed, rule_id, first, last)
 
 
 def unused_finding(path: str, line: int, written: str) -> Finding:

@@ -31,6 +31,7 @@ from pathlib import Path
 
 from neuron_migrate.engine.suppress import acknowledgeable
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
+from neuron_migrate.gate.lines import lines_of
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import UNUSED_SUPPRESSION
 
@@ -81,7 +82,7 @@ def mark_file(path: str, data: bytes, findings: list[Finding],
     where = _python if _is_python(path) else _dockerfile if _is_dockerfile(path) else \
         _yaml if path.endswith((".yml", ".yaml")) else _toml if path.endswith(".toml") else \
         _plain
-    new, count = _mark_text(path, text, findings, where, skipped)
+    new, count = _mark_text(path, text, findings, where, skipped, python=where is _python)
     return (b"\xef\xbb\xbf" if bom else b"") + new.encode("utf-8", "surrogateescape"), count
 
 
@@ -101,8 +102,8 @@ why it cannot go anywhere."""
 
 
 def _mark_text(path: str, text: str, findings: list[Finding], where, skipped: list[str],
-               label: str = "") -> tuple[str, int]:
-    lines = text.splitlines(keepends=True)
+               label: str = "", python: bool = False) -> tuple[str, int]:
+    lines = lines_of(text, python)
     placer = where(text, lines)
     wanted: dict[tuple[int, bool], set[str]] = defaultdict(set)
     for finding in findings:
@@ -304,7 +305,7 @@ def _mark_notebook(path: str, data: bytes, findings: list[Finding],
     for index, cell_findings in sorted(by_cell.items()):
         cell = notebook.cells[index]
         new, added = _mark_text(path, cell.text, cell_findings, _cell_placer, skipped,
-                                label=f" cell {index}")
+                                label=f" cell {index}", python=True)
         if added:
             texts[index], count = new, count + added
     if not texts:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from neuron_migrate.gate.lines import lines_of
 from neuron_migrate.model import BY_POSITION, FileResult, Finding
 
 if TYPE_CHECKING:
@@ -81,8 +82,9 @@ class _Sources:
                 cells = read_notebook(file.path, data).cells
             except NotebookError:
                 return []
-            return cells[cell].text.splitlines() if cell < len(cells) else []
-        return data.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()
+            return lines_of(cells[cell].text, python=True) if cell < len(cells) else []
+        text = data.decode("utf-8", "replace").removeprefix("\ufeff")
+        return lines_of(text, python=file.path.endswith((".py", ".pyi")))
 
 
 def _relative(path: str, base: Path) -> str:

@@ -9,9 +9,21 @@ a marker inside a quoted string would count too, which no real file does by acci
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from neuron_migrate.engine.suppress import Suppressions, markers
+
+
+_PYTHON_LINES = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+_LINES = re.compile(r"[^\n]*\n|[^\n]+\Z")
+
+
+def lines_of(text: str, python: bool) -> list[str]:
+    """The physical lines, with their endings, numbered as findings number them: Python's
+    tokenizer ends a line at \\r too, the dependency scanner only at \\n (and neither at a
+    form feed, where `str.splitlines` would)."""
+    return (_PYTHON_LINES if python else _LINES).findall(text)
 
 
 def may_hold_markers(text: str) -> bool:
@@ -31,7 +43,7 @@ class LineMarkers:
         found = cls()
         if not may_hold_markers(text):
             return found
-        lines = text.splitlines()
+        lines = [line.rstrip("\r\n") for line in lines_of(text, python=False)]
         start = 1
         for number, line in enumerate(lines, start=1):
             for marker in markers(line):

@@ -32,6 +32,7 @@ from difflib import SequenceMatcher
 
 from neuron_migrate.engine.suppress import read_suppressions, statement_lines
 from neuron_migrate.gate.baseline import normalised
+from neuron_migrate.gate.lines import lines_of
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind
 from neuron_migrate.registry import UNUSED_SUPPRESSION, Registry
 
@@ -118,7 +119,7 @@ def _report_notes(path: str, data: bytes, result: FileResult,
 
 
 def _column(text: str, line: int) -> int:
-    lines = text.splitlines()
+    lines = lines_of(text, python=True)
     if not 0 < line <= len(lines):
         return 1
     return len(lines[line - 1]) - len(lines[line - 1].lstrip()) + 1
@@ -136,7 +137,7 @@ def _leave_notes(original: bytes, result: FileResult, registry: Registry,
     after = recheck(new)
     if after.error:
         return result
-    old_lines, new_lines = _decode(original).splitlines(), _decode(new).splitlines()
+    old_lines, new_lines = lines_of(_decode(original), True), lines_of(_decode(new), True)
     still = [f for f in after.findings if f.kind is Kind.REVIEW]
     remaining = Counter((f.rule_id, _line(new_lines, f.line)) for f in still)
     others = Counter(f.rule_id for f in still)  # the rewritten file's items not yet paired
@@ -179,7 +180,7 @@ def _with_notes(new: bytes, old_lines: list[str], new_lines: list[str],
     encoding = _encoding(new)
     bom = new.startswith(_BOM)
     text = new.removeprefix(_BOM).decode(encoding)
-    lines = text.splitlines(keepends=True)
+    lines = lines_of(text, python=True)
     free = _comment_lines(text)
     if free is None:
         return None
