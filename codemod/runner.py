@@ -358,13 +358,15 @@ def _python(name: str, data: bytes, registry: Registry, generate: bool) -> FileR
     """Python code, with the review notes `apply` leaves where its rewrite would hide a review
     item, and `check` reports until they are acknowledged (`neuron_migrate.gate.notes`)."""
     result = _migrate_code(name, data, registry, generate)
-    if NOTE_MARK not in data and not (result.new_source is not None and any(
-            f.kind is Kind.REVIEW for f in result.findings)):
+    leave = generate and result.new_source is not None and any(
+        f.kind is Kind.REVIEW for f in result.findings)
+    if NOTE_MARK not in data and not leave:
         return result
     from neuron_migrate.gate.notes import settle
 
+    # `check` without a diff needs no note: it reports the item as it is
     return settle(name, data, result, registry,
-                  lambda new: _python(name, new, registry, generate=False))
+                  lambda new: _python(name, new, registry, generate=False), leave)
 
 
 NOTE_MARK = b"neuron-migrate: NM"

@@ -42,14 +42,15 @@ _BOM = b"\xef\xbb\xbf"
 
 
 def settle(path: str, data: bytes, result: FileResult, registry: Registry,
-           recheck: Callable[[bytes], FileResult]) -> FileResult:
-    """The file's result with its notes reported, and with notes added to its new source for
-    the review items the rewrite would otherwise hide. `recheck` checks a new source."""
+           recheck: Callable[[bytes], FileResult], leave: bool = True) -> FileResult:
+    """The file's result with its notes reported, and (with `leave`) with notes added to its
+    new source for the review items the rewrite would otherwise hide. `recheck` checks a new
+    source."""
     if result.error:
         return result
     if _MARK in data:
         result = _report_notes(path, data, result, registry)
-    if result.new_source is not None and result.new_source != data:
+    if leave and result.new_source is not None and result.new_source != data:
         result = _leave_notes(data, result, registry, recheck)
     return result
 
