@@ -83,7 +83,21 @@ def mark_file(path: str, data: bytes, findings: list[Finding],
         _yaml if path.endswith((".yml", ".yaml")) else _toml if path.endswith(".toml") else \
         _plain
     new, count = _mark_text(path, text, findings, where, skipped, python=where is _python)
+    if count and where is _python and not _parses(new):
+        skipped.append(f"{path}: not marked: the markers would not leave it valid Python "
+                       "(please report this)")
+        return data, 0
     return (b"\xef\xbb\xbf" if bom else b"") + new.encode("utf-8", "surrogateescape"), count
+
+
+def _parses(text: str) -> bool:
+    import ast
+
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError):
+        return False
+    return True
 
 
 def _is_python(path: str) -> bool:

@@ -50,7 +50,7 @@ def _before_report(result: RunResult, gate: Gate, say: Say, warn: Say
 
         count = write_baseline(gate.write_baseline, result)
         say(f"wrote {count} finding{'s' if count != 1 else ''} to the baseline "
-            f"{gate.write_baseline}; `check --baseline {gate.write_baseline}` now fails only "
+            f"{gate.write_baseline}; with `--baseline {gate.write_baseline}` a run fails only "
             "on findings not in it")
         return result, _errors_only(result)
     if gate.add_noqa:
