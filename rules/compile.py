@@ -10,6 +10,7 @@ from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.training import called_functions, decorated as _decorated, trains
+from neuron_migrate.rules.trained_model import trained_where_placed
 from neuron_migrate.rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
                            string_value, with_string)
 
@@ -213,11 +214,16 @@ class CompileModel(Rule):
     kind = Kind.FIX
     summary = "after the training model is put on the device, `model.compile(backend=\"neuron\", dynamic=False)` is added"
     explanation = """\
-What it does: where a model that the file trains (its `.parameters()` go to an optimizer) is
-moved to the XLA device (`model.to(device)`, `model = Net().to(device)` or
-`self.model = Net().to(device)`), adds
-`model.compile(backend="neuron", dynamic=False)` on the next line. Turn it off with
---no-compile.
+What it does: where a model is moved to the XLA device (`model.to(device)`,
+`model = Net().to(device)` or `self.model = Net().to(device)`, the device from
+`xm.xla_device()` directly or through a function of the file that returns it) by code that
+trains it, adds `model.compile(backend="neuron", dynamic=False)` on the next line. The code
+trains the model when it hands the model's `.parameters()` over (to an optimizer) and runs a
+training step (backward, an optimizer step), itself or through functions of the file it
+calls, or when it passes the model to a function or class of the file that does; for
+`self.model`, when the class does. A model placed for inference (traced, evaluated) is left
+alone, even where another function of the file trains a model of the same name. Turn it off
+with --no-compile.
 
 Why: XLA-era code always ran as compiled graphs; TorchNeuron runs eagerly unless asked to
 compile, and eager execution is much slower on Trainium. `nn.Module.compile` compiles the
@@ -254,8 +260,8 @@ compile."""
         if model is None:
             return None
         text = site.text
-        if f"{model}.parameters()" not in text or f"{model}.compile(" in text or \
-                f"compile({model}" in text:
+        if f"{model}.compile(" in text or f"compile({model}" in text or \
+                not trained_where_placed(model, site.module_tree, site.statement):
             return None
         statement = cst.parse_statement(
             f'{model}.compile(backend="neuron", dynamic=False)\n')

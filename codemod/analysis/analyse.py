@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from neuron_migrate.analysis.device_getters import mark_helper_devices
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.scopes import Binding, Scope, is_xla
 from neuron_migrate.analysis.script_entry import entry_statement
@@ -130,6 +131,8 @@ class _Walker:
         self.imports: list[Binding] = []
         self.string_names: set[str] = set()
         self.call_bindings: list[tuple[Binding, Scope]] = []
+        # the file's functions, by the binding of their name: definition and own scope
+        self.functions: dict[int, tuple[ast.FunctionDef | ast.AsyncFunctionDef, Scope]] = {}
         self.docstring: ast.AST | None = None
 
     # ----------------------------------------------------------------- statements
@@ -155,8 +158,15 @@ class _Walker:
         self.expressions(node.decorator_list)
         self._arguments_outside(node.args)
         self.expression(node.returns)
-        self.bind(node.name)
-        self.in_scope("function", lambda: (self._parameters(node.args), self.block(node.body)))
+        binding = Binding(node.name, fallback=node.name in self.fallback)
+        self.scope.bind(binding)
+        self.in_scope("function", lambda: self._function_body(node, binding))
+
+    def _function_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef,
+                       binding: Binding) -> None:
+        self._parameters(node.args)
+        self.block(node.body)
+        self.functions[id(binding)] = (node, self.scope)
 
     def _class(self, node: ast.ClassDef) -> None:
         self.expressions(node.decorator_list)
@@ -411,7 +421,8 @@ class _Walker:
             if scope.qualname(call) in self.device_calls:
                 binding.device_value = True
                 names.add(binding.name)
-        return names
+        return names | mark_helper_devices(self.call_bindings, self.functions,
+                                           self.device_calls)
 
     def _resolve_loads(self, result: Analysis) -> None:
         device_names = self._mark_device_bindings() | self.string_names
