@@ -229,7 +229,7 @@ def _audit(path: Path, job: Job) -> FileResult:
     data = _read(path, "not read")
     if isinstance(data, FileResult):
         return data
-    result = audit_file(str(path), data, job.registry_for(path))
+    result = audit_file(str(path), data, job.registry_for(path), migrate_bytes)
     return result if job.keep_sources else dataclasses.replace(result, original=None)
 
 

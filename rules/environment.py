@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ast
-import re
 
 import libcst as cst
 
 from neuron_migrate.deps.signals import (
-    REMOVABLE_PREFIXES, REMOVABLE_VARIABLES, REVIEW_ONLY, xla_variable_advice,
+    REMOVABLE_PREFIXES, REMOVABLE_VARIABLES, REVIEW_ONLY, XLA_CC_FLAGS, xla_compiler_flags,
+    xla_variable_advice,
 )
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
@@ -23,7 +23,6 @@ D_BF16 = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/
 XLA_ONLY = REMOVABLE_VARIABLES
 XLA_ONLY_PREFIXES = REMOVABLE_PREFIXES
 BF16 = frozenset({"XLA_USE_BF16", "XLA_DOWNCAST_BF16"})
-_XLA_CC_FLAGS = re.compile(r"--(auto-cast|model-type|cache_dir|retry_failed_compilation)\b")
 _ENVIRON = "os.environ"
 
 
@@ -36,11 +35,6 @@ def _unlisted(value: str) -> bool:
     """An XLA setting (as the dependency scanner judges it) that no fix here knows: reviewed."""
     return not _removable(value) and value not in REVIEW_ONLY and \
         xla_variable_advice(value) is not None
-
-
-def xla_compiler_flags(value: str) -> list[str]:
-    """The neuronx-cc flags in `value` that only made sense for the XLA flow."""
-    return _XLA_CC_FLAGS.findall(value) if "--" in value else []
 
 
 def _advice(keys: list[str]) -> str:
@@ -86,7 +80,7 @@ included."""
 
     def interesting_string(self, value: str) -> bool:
         return (_removable(value) and value not in BF16) or value in REVIEW_ONLY or \
-            _unlisted(value) or ("--" in value and _XLA_CC_FLAGS.search(value) is not None
+            _unlisted(value) or ("--" in value and XLA_CC_FLAGS.search(value) is not None
                                  and not is_script(value))
 
     def leftover_string(self, value: str) -> str:

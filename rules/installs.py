@@ -13,6 +13,7 @@ import re
 import shlex
 
 from neuron_migrate.deps import ids, scan_text_lines
+from neuron_migrate.deps.signals import xla_compiler_flags
 from neuron_migrate.registry import Registry
 from neuron_migrate.rule import Example, Rule
 from neuron_migrate.rules.dependencies import D_UPDMAN
@@ -66,8 +67,6 @@ def script_findings(value: str) -> tuple[str, ...]:
     """Every finding in a script held in a string, each with its rule and its line there:
     the installs, XLA variables and neuron_parallel_compile runs the dependency scanner
     reports, and the XLA-era compiler flags in NEURON_CC_FLAGS (NM601's)."""
-    from neuron_migrate.rules.environment import xla_compiler_flags
-
     lines = list(enumerate(value.splitlines(), start=1))
     found = [(f.line, f"[{f.rule_id}] {f.message}")
              for f in scan_text_lines("code", lines, _scanner_rules())

@@ -25,7 +25,7 @@ _EXPECT = re.compile(r"#\s*expect:\s*(NM9\d\d)")
 
 def _audit(name: str, registry: Registry = REGISTRY):
     path = PROJECT / name
-    return audit_file(str(path), path.read_bytes(), registry)
+    return audit_file(str(path), path.read_bytes(), registry, migrate_bytes)
 
 
 def test_xla_era_code_is_work_for_apply_not_nothing() -> None:
@@ -66,12 +66,12 @@ def test_a_host_read_under_an_if_in_an_evaluation_loop_is_not_per_step() -> None
 def test_a_loop_over_an_uncompiled_model_without_backward_is_not_a_step() -> None:
     source = (b"import torch\n\nmodel = Net().to('neuron')\nfor batch in loader:\n"
               b"    total += model(batch).sum().item()\n")
-    assert audit_file("m.py", source, REGISTRY).findings == ()
+    assert audit_file("m.py", source, REGISTRY, migrate_bytes).findings == ()
 
 
 def test_native_code_runs_no_migration() -> None:
     source = b"import torch\n\nx = torch.ones(3, device='neuron')\nprint(x.sum())\n"
-    assert audit_file("n.py", source, REGISTRY).findings == ()
+    assert audit_file("n.py", source, REGISTRY, migrate_bytes).findings == ()
 
 
 def test_nm960_follows_select_and_ignore() -> None:

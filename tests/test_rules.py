@@ -15,6 +15,7 @@ from neuron_migrate.model import Kind, Options
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.environment import BF16, XLA_ONLY
+from neuron_migrate.runner import migrate_bytes
 from tests.conftest import PYTHON_FIXTURES
 
 RULES = all_rules()
@@ -87,7 +88,8 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
         seen |= {f.rule_id for f in migrate_source(before.name, before.read_bytes(),
                                                    CUDA_REGISTRY).findings}
     for path in (FIXTURES / "audit" / "project").iterdir():  # audit's own (NM960)
-        seen |= {f.rule_id for f in audit_file(path.name, path.read_bytes(), REGISTRY).findings}
+        seen |= {f.rule_id for f in audit_file(path.name, path.read_bytes(), REGISTRY,
+                                               migrate_bytes).findings}
     assert {r.id for r in RULES} <= seen
 
 

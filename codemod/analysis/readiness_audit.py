@@ -12,6 +12,7 @@ migration holds for it, rather than silence when no readiness rule applies to XL
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from pathlib import Path
 
 from neuron_migrate import deps
@@ -19,6 +20,9 @@ from neuron_migrate.deps.ids import PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind
 from neuron_migrate.registry import Registry
 
+Migrate = Callable[..., FileResult]
+"""`neuron_migrate.runner.migrate_bytes`: a file's migration findings, by its kind (the
+runner hands it over, so this module does not import the runner that imports it)."""
 ENVIRONMENT = frozenset({PYTHON_IMAGE, REQUIRES_PYTHON, PYTHON_PIN})
 XLA_ERA = "NM960"
 CODE = (".py", ".ipynb")
@@ -30,7 +34,8 @@ def audited(path: Path) -> bool:
     return path.suffix in CODE or deps.is_dependency_file(path)
 
 
-def audit_file(name: str, data: bytes, registry: Registry) -> FileResult:
+def audit_file(name: str, data: bytes, registry: Registry,
+               migrate: Migrate) -> FileResult:
     """The readiness findings of a code file or notebook, its environment findings and, when
     the migration still has work in it, NM960. Never raises for bad input."""
     from neuron_migrate.analysis.readiness import audit_source
@@ -46,7 +51,7 @@ def audit_file(name: str, data: bytes, registry: Registry) -> FileResult:
         result = FileResult(name, original=data)
     if result.error is not None or result.skipped is not None:
         return result
-    migration = _migration(name, data, registry)
+    migration = _migration(name, data, registry, migrate)
     if migration is None:
         return result
     if migration.error is not None:  # a file audit reads only for what it pins
@@ -59,15 +64,14 @@ def audit_file(name: str, data: bytes, registry: Registry) -> FileResult:
     return dataclasses.replace(result, findings=tuple(sorted(found, key=BY_POSITION)))
 
 
-def _migration(name: str, data: bytes, registry: Registry) -> FileResult | None:
+def _migration(name: str, data: bytes, registry: Registry,
+               migrate: Migrate) -> FileResult | None:
     """What `check` finds in the file, or None when it cannot find anything: code without
     an XLA-era token (the engine's own prefilter)."""
-    from neuron_migrate.runner import migrate_bytes
-
     if Path(name).suffix in CODE and not registry.prefilter(data) and \
             not deps.is_dependency_file(Path(name)):
         return None
-    return migrate_bytes(name, data, registry, generate=False)
+    return migrate(name, data, registry, generate=False)
 
 
 def _readiness(finding: Finding, registry: Registry) -> bool:

@@ -56,6 +56,8 @@ whose setting is removed where that is safe: from Python (NM601), and a shell sc
 `export NAME=value` line (NM812). XLA_USE_BF16 and XLA_DOWNCAST_BF16 are not among them:
 without them the model runs in float32."""
 REMOVABLE_PREFIXES = ("NEURON_PARALLEL_COMPILE_",)
+XLA_CC_FLAGS = re.compile(r"--(auto-cast|model-type|cache_dir|retry_failed_compilation)\b")
+"""neuronx-cc flags that only made sense for the XLA flow (NM601 reports them)."""
 PLATFORM_OVERRIDE = "NEURON_PLATFORM_TARGET_OVERRIDE"
 OLD_PLATFORMS = ("inf2", "trn1")
 
@@ -70,6 +72,11 @@ XLA_VENV = re.compile(r"/opt/aws_neuronx_venv_pytorch_(?:1_13|2_\d)\w*")
 NATIVE_VENV = "/opt/aws_neuronx_venv_torch_neuronx_2_14_0"
 DLC = re.compile(r"pytorch-(?:training|inference)-neuronx:(?P<torch>[\d.]+)-neuronx-"
                  r"py\d+-sdk(?P<sdk>[\d.]+)[\w.-]*")
+
+
+def xla_compiler_flags(value: str) -> list[str]:
+    """The neuronx-cc flags in `value` that only made sense for the XLA flow."""
+    return XLA_CC_FLAGS.findall(value) if "--" in value else []
 
 
 def removable_variable(name: str) -> bool:
