@@ -59,7 +59,7 @@ RULES = (
     ('NM401', 'xla-autocast', 'fix', '`torch_xla.amp.autocast` and `torch.autocast("xla")` become `torch.autocast("neuron")`'),
     ('NM402', 'syncfree-optimizer', 'fix', '`torch_xla.amp.syncfree` optimizers become their `torch.optim` counterparts'),
     ('NM403', 'xla-grad-scaler', 'review', '`torch_xla.amp.GradScaler` needs a decision: none for bf16, torch.amp for fp16'),
-    ('NM404', 'xla-rng-state', 'fix', '`xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`; `get_rng_state` is reviewed'),
+    ('NM404', 'xla-rng-state', 'fix', '`xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`; a state read with `get_rng_state` and restored migrates as a pair, or is reviewed'),
     ('NM405', 'xla-manual-seed', 'fix', '`torch_xla.manual_seed(seed)` becomes `torch.neuron.manual_seed(seed)`'),
     ('NM501', 'openxla-backend', 'fix', '`torch.compile(backend="openxla")` becomes `backend="neuron", dynamic=False`'),
     ('NM502', 'torch-xla-compile', 'fix', '`torch_xla.compile(fn)` becomes `fn` for a training step, `torch.compile(fn, backend="neuron", dynamic=False)` for a forward'),

@@ -9,6 +9,8 @@ from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.device import neuron_device_string
 from neuron_migrate.rules.review_base import ReviewRule
+from neuron_migrate.rules.rng_pairs import (GET, SET, RngFacts, rng_facts, seed_like,
+                                            statement_calls)
 from neuron_migrate.rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
                            string, string_value, with_string)
 
@@ -131,40 +133,71 @@ class RngState(Rule):
     id = "NM404"
     name = "xla-rng-state"
     kind = Kind.FIX
-    summary = "`xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`; `get_rng_state` is reviewed"
+    summary = ("`xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`; a state read "
+               "with `get_rng_state` and restored migrates as a pair, or is reviewed")
     explanation = """\
-What it does: `xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`.
-`xm.get_rng_state()` is reported for review.
+What it does: `xm.set_rng_state(seed)` becomes `torch.neuron.manual_seed(seed)`. A state read
+and restored, `s = xm.get_rng_state()` ... `xm.set_rng_state(s)`, where the name only ever
+holds read states and is only ever restored, becomes `s = torch.neuron.get_rng_state()` ...
+`torch.neuron.set_rng_state(s)`: the read and its restores change together. Any other
+`xm.get_rng_state()` (its value returned, stored, passed on) is reported for review, and so is
+every `xm.set_rng_state(value)` of that file whose value is not visibly an integer seed (a
+number, arithmetic on numbers), with one explanation: that value may be the state read there.
 
 Why: set_rng_state seeded the XLA device's random generator and nothing else;
 `torch.neuron.manual_seed` seeds the Neuron device's generator and nothing else (it is the
 device module's standard `manual_seed`, which `torch.manual_seed` itself calls for the
 `neuron` device). The CPU generator, which data shuffling and augmentation use, is left alone,
-as before.
+as before. `xm.get_rng_state()` returned an integer seed; `torch.neuron.get_rng_state()`
+returns a state tensor instead, which `torch.neuron.set_rng_state` restores and `manual_seed`
+cannot take: a restore rewritten to `manual_seed` while the read stays for review would break
+as soon as the review's advice is followed.
 
 What differs: the device's random stream is not XLA's, so random numbers (dropout masks,
 initialisations made on the device) differ from the XLA run's for the same seed, as any run on
-a different backend's generator does. `device=` is dropped: each process drives one
-NeuronCore, its current device. `xm.get_rng_state()` returned an integer seed;
-`torch.neuron.get_rng_state()` returns a state tensor instead (restore it with
-`torch.neuron.set_rng_state(state)`), so code that stores the value needs adapting."""
+a different backend's generator does; a restored state still replays the same numbers.
+`device=` is dropped: each process drives one NeuronCore, its current device. A state saved by
+an XLA run (an integer in a checkpoint) is not a native state: reseed instead."""
     doc_url = D_HOME
     example = Example(
-        before="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n",
-        after="import torch\n\ntorch.neuron.manual_seed(1234)\n",
+        before="import torch_xla.core.xla_model as xm\n\nxm.set_rng_state(1234)\n"
+               "state = xm.get_rng_state()\nsample()\nxm.set_rng_state(state)\n",
+        after="import torch\n\ntorch.neuron.manual_seed(1234)\n"
+              "state = torch.neuron.get_rng_state()\nsample()\n"
+              "torch.neuron.set_rng_state(state)\n",
     )
-    calls = frozenset({"torch_xla.core.xla_model.set_rng_state",
-                       "torch_xla.core.xla_model.get_rng_state"})
-    emits = ("torch.neuron.manual_seed",)
+    calls = frozenset({GET, SET})
+    emits = ("torch.neuron.manual_seed", "torch.neuron.get_rng_state",
+             "torch.neuron.set_rng_state")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if site.qualname and site.qualname.endswith("get_rng_state"):
-            return Review(f"`{code(node)}` returned an integer seed; torch.neuron.get_rng_state()"
-                          " returns a state tensor (restored with torch.neuron.set_rng_state): "
-                          "adapt the code that stores it")
+        facts = rng_facts(site.module_tree)
+        if site.qualname == GET:
+            return self._read(node, site, facts)
+        paired = _paired(site, SET, facts)
         seed = argument(node.args, 0, "seed")
+        if seed is None or has_star_args(node.args):
+            return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
+        if paired:
+            restore = site.ref("torch.neuron.set_rng_state")
+            if restore is None:
+                return Review(f"`{code(node)}`: `torch` means something else here")
+            new = node.with_changes(func=restore, args=keep_args(node.args, [seed]))
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: restores the state read by "
+                           "`get_rng_state` above, which migrates with it")
+        if facts.escaping and not all(seed_like(c.args[0], site.module_tree, site.statement)
+                                      for c in statement_calls(site.statement,
+                                                               site.module_tree, SET)
+                                      if c.args):
+            lines = ", ".join(map(str, facts.escaping))
+            return Review(f"`{code(node)}`: this file reads the XLA RNG state "
+                          f"(`xm.get_rng_state()`, line {lines}), which stays for review, and "
+                          "this value may be that state: change the two together "
+                          "(`torch.neuron.get_rng_state()` gives a state tensor that "
+                          "`torch.neuron.set_rng_state(state)` restores); for a seed, use "
+                          "`torch.neuron.manual_seed(seed)`")
         manual_seed = site.ref("torch.neuron.manual_seed")
-        if seed is None or manual_seed is None or has_star_args(node.args):
+        if manual_seed is None:
             return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
         new = node.with_changes(func=manual_seed, args=keep_args(node.args, [seed]))
         device = argument(node.args, 1, "device")
@@ -172,6 +205,26 @@ NeuronCore, its current device. `xm.get_rng_state()` returned an integer seed;
             if device is not None and code(device.value) != "None" else ""
         return Replace(new, f"`{code(node)}` → `{code(new)}`: seeds the device generator only, "
                        f"as before (its random stream differs from XLA's){note}")
+
+    @staticmethod
+    def _read(node: cst.Call, site: Site, facts: RngFacts) -> Outcome:
+        if _paired(site, GET, facts):
+            read = site.ref("torch.neuron.get_rng_state")
+            if read is not None:
+                new = node.with_changes(func=read)
+                return Replace(new, f"`{code(node)}` → `{code(new)}`: a state tensor, which "
+                               "the restores of it below (`torch.neuron.set_rng_state`) take "
+                               "back")
+        return Review(f"`{code(node)}` returned an integer seed; torch.neuron.get_rng_state() "
+                      "returns a state tensor (restored with torch.neuron.set_rng_state, not "
+                      "manual_seed): adapt the code that stores it, and the "
+                      "`xm.set_rng_state` calls that take it back, together")
+
+
+def _paired(site: Site, qualname: str, facts: RngFacts) -> bool:
+    """Whether the read (or restore) at this statement migrates as part of a native pair."""
+    calls = statement_calls(site.statement, site.module_tree, qualname)
+    return bool(calls) and all(id(c) in facts.paired for c in calls)
 
 
 RULES: tuple[type[Rule], ...] = (Autocast, SyncfreeOptimizer, GradScaler, RngState)

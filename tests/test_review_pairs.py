@@ -59,3 +59,71 @@ def test_a_call_that_is_rewritten_takes_its_arguments_along() -> None:
     assert "dist.all_reduce(t, op=dist.ReduceOp.SUM)" in text
     assert 'print(torch.device("neuron"))' in text
     assert all(f.applied for f in findings if f.rule_id in ("NM206", "NM101"))
+
+
+def _rng(findings: list) -> list:
+    return [f for f in findings if f.rule_id == "NM404"]
+
+
+def test_a_read_state_and_its_restore_migrate_as_a_native_pair() -> None:
+    text, findings = _migrate("""\
+    def sample_twice(model, x):
+        state = xm.get_rng_state()
+        first = model(x)
+        xm.set_rng_state(state)
+        return first, model(x)
+    """)
+    assert "state = torch.neuron.get_rng_state()" in text
+    assert "torch.neuron.set_rng_state(state)" in text
+    assert "manual_seed" not in text
+    assert [f.applied for f in _rng(findings)] == [True, True]
+
+
+@pytest.mark.parametrize("body", [
+    pytest.param("""\
+    def checkpoint_rng():
+        s = xm.get_rng_state()
+        return s
+
+
+    def restore(s):
+        xm.set_rng_state(s)
+    """, id="returned-then-passed-back"),
+    pytest.param("""\
+    def save(state):
+        state["rng"] = xm.get_rng_state()
+
+
+    def load(state):
+        xm.set_rng_state(state["rng"])
+    """, id="through-a-dict"),
+    pytest.param("""\
+    def maybe(x):
+        s = xm.get_rng_state()
+        if x:
+            s = 0
+        xm.set_rng_state(s)
+        return s
+    """, id="the-name-holds-other-values"),
+])
+def test_a_read_that_stays_for_review_keeps_its_restores_with_it(body: str) -> None:
+    text, findings = _migrate(body)
+    rng = _rng(findings)
+    assert len(rng) == 2 and all(f.kind is Kind.REVIEW and not f.applied for f in rng)
+    assert "torch.neuron" not in text
+    (restore,) = [f for f in rng if "xm.set_rng_state" in f.message.split(":")[0]]
+    read_line = next(f.line for f in rng if f is not restore)
+    assert f"line {read_line}" in restore.message
+
+
+def test_a_number_is_a_seed_whatever_the_file_reads() -> None:
+    text, findings = _migrate("""\
+    def state():
+        return xm.get_rng_state()
+
+
+    def reseed():
+        xm.set_rng_state(1234 * 2)
+    """)
+    assert "torch.neuron.manual_seed(1234 * 2)" in text
+    assert sorted(f.applied for f in _rng(findings)) == [False, True]

@@ -26,9 +26,12 @@ CUDA_REGISTRY = Registry(RULES, Options(sources=frozenset({"xla", "cuda"})))
 # torch.neuron is registered by torch-neuronx (TorchNeuron), not by PyTorch itself; these are
 # the TorchNeuron APIs replacements may use, each documented by AWS (native-api.md section 4).
 TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device_count",
-                                "torch.neuron.manual_seed"})
+                                "torch.neuron.manual_seed", "torch.neuron.get_rng_state",
+                                "torch.neuron.set_rng_state"})
 # manual_seed: the device module's standard RNG entry (native-api.md section 4, SRC
-# torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device.
+# torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device;
+# get_rng_state / set_rng_state: the same module's state pair, the native form of
+# xm.get_rng_state / xm.set_rng_state (native-api.md section 2's table and section 4).
 CUDA_COUNTERPARTS = frozenset(f"torch.neuron.{name}" for name in (
     "is_available", "current_device", "set_device", "get_device_name", "get_device_properties",
     "device", "is_bf16_supported", "manual_seed_all", "seed", "seed_all", "initial_seed",

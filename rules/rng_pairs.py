@@ -1,0 +1,161 @@
+"""The XLA RNG state read and restored: `s = xm.get_rng_state()` ... `xm.set_rng_state(s)`
+migrate together (NM404).
+
+`xm.get_rng_state()` returned the device generator's seed, an integer, and `xm.set_rng_state`
+took one back. Natively the state is a tensor (`torch.neuron.get_rng_state()`), restored with
+`torch.neuron.set_rng_state(state)`; `torch.neuron.manual_seed` takes an integer. So a read and
+the restore that takes its value are one change: both native (`get_rng_state` /
+`set_rng_state`) where every value the name holds is a read state and every use of it is a
+restore, or both left for review. A restore rewritten to `manual_seed` beside a read left for
+review would break as soon as the review's advice (store the tensor) is followed.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from dataclasses import dataclass
+
+from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.rules.reaching import UNKNOWN, ancestors, reaching
+
+XM = "torch_xla.core.xla_model"
+GET, SET = f"{XM}.get_rng_state", f"{XM}.set_rng_state"
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
+
+
+@dataclass(frozen=True)
+class RngFacts:
+    """The file's XLA RNG reads and restores: `paired` holds the ids of the calls that migrate
+    as native pairs; `escaping` the lines of reads whose value goes where it cannot be followed
+    (returned, stored, passed on), which stay for review."""
+
+    paired: frozenset[int]
+    escaping: tuple[int, ...]
+
+
+def statement_calls(statement: ast.stmt, tree: ast.Module, qualname: str) -> list[ast.Call]:
+    """The calls of `qualname` (GET or SET) in a statement, outside the blocks it holds."""
+    names = _xla_names(tree)
+    found: list[ast.Call] = []
+    pending: list[ast.AST] = [c for c in ast.iter_child_nodes(statement)
+                              if not isinstance(c, ast.stmt)]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) and _qualname(node.func, names) == qualname:
+            found.append(node)
+        pending.extend(c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.stmt))
+    return found
+
+
+@functools.lru_cache(maxsize=4)
+def rng_facts(tree: ast.Module) -> RngFacts:
+    """Worked out once per file (the cache holds the trees, so an id is never reused)."""
+    names = _xla_names(tree)
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    gets = [c for c in calls if _qualname(c.func, names) == GET]
+    if not gets:
+        return RngFacts(frozenset(), ())
+    sets = [c for c in calls if _qualname(c.func, names) == SET]
+    parents = {id(child): node for node in ast.walk(tree)
+               for child in ast.iter_child_nodes(node)}
+    paired: set[int] = set()
+    escaping: list[int] = []
+    for get in gets:
+        pair = _pair(get, tree, parents, sets, names)
+        if pair is None:
+            escaping.append(get.lineno)
+        else:
+            paired.update(pair)
+    return RngFacts(frozenset(paired), tuple(sorted(escaping)))
+
+
+def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
+          sets: list[ast.Call], names: dict[str, str]) -> set[int] | None:
+    """The ids of `get` and of the restores of its value, when `s = get()` is the only kind of
+    value `s` ever holds in its scope and every use of `s` is `xm.set_rng_state(s)`."""
+    statement = parents.get(id(get))
+    if get.args or get.keywords or not isinstance(statement, ast.Assign) or \
+            len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
+        return None
+    name = statement.targets[0].id
+    chain = ancestors(tree, statement) or [tree]
+    owner = next((n for n in reversed(chain) if isinstance(n, _FUNCTIONS)), tree)
+    if _parameter(owner, name):
+        return None
+    found = {id(get)}
+    for node in ast.walk(owner):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return None
+        if not isinstance(node, ast.Name) or node.id != name:
+            continue
+        if isinstance(node.ctx, ast.Store):
+            assigned = parents.get(id(node))
+            if not (isinstance(assigned, ast.Assign) and assigned.targets == [node]
+                    and isinstance(assigned.value, ast.Call) and not assigned.value.args
+                    and _qualname(assigned.value.func, names) == GET):
+                return None
+            found.add(id(assigned.value))
+            continue
+        restore = parents.get(id(node))
+        if not any(s is restore for s in sets) or restore.args != [node] or \
+                restore.keywords:  # type: ignore[union-attr]
+            return None
+        found.add(id(restore))
+    return found if len(found) > 1 else None  # a read nothing restores is no pair
+
+
+def seed_like(value: ast.expr, tree: ast.Module, at: ast.stmt, depth: int = 3) -> bool:
+    """Whether a restore's argument is visibly an integer seed made here (a number, arithmetic
+    on numbers, a name only ever assigned such), not a value that may be a read state."""
+    if isinstance(value, ast.Constant):
+        return isinstance(value.value, int) and not isinstance(value.value, bool)
+    if isinstance(value, ast.UnaryOp):
+        return seed_like(value.operand, tree, at, depth)
+    if isinstance(value, ast.BinOp):
+        return seed_like(value.left, tree, at, depth) and seed_like(value.right, tree, at, depth)
+    if isinstance(value, ast.Name) and depth:
+        found = reaching(tree, at, value.id)
+        return bool(found) and UNKNOWN not in found and all(
+            d.value is not None and d.statement is not None
+            and seed_like(d.value, tree, d.statement, depth - 1) for d in found)
+    return False
+
+
+def _parameter(owner: ast.AST, name: str) -> bool:
+    if not isinstance(owner, _FUNCTIONS):
+        return False
+    args = owner.args
+    return any(a is not None and a.arg == name for a in (
+        *args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg))
+
+
+@functools.lru_cache(maxsize=4)
+def _xla_names(tree: ast.Module) -> dict[str, str]:
+    """What the file's imports bind, anywhere in it, to xla_model or its two RNG functions."""
+    names: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == XM and alias.asname:
+                    names[alias.asname] = XM
+                elif alias.name.startswith("torch_xla"):
+                    names["torch_xla"] = "torch_xla"
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full == XM or full in (GET, SET):
+                    names[alias.asname or alias.name] = full
+    return names
+
+
+def _qualname(func: ast.expr, names: dict[str, str]) -> str | None:
+    dotted = ast_dotted(func)
+    if dotted is None:
+        return None
+    root, _, rest = dotted.partition(".")
+    bound = names.get(root)
+    if bound is None:
+        return None
+    return f"{bound}.{rest}" if rest else bound
