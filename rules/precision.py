@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from neuron_migrate.model import Kind
@@ -174,11 +176,15 @@ an XLA run (an integer in a checkpoint) is not a native state: reseed instead.""
         facts = rng_facts(site.module_tree)
         if site.qualname == GET:
             return self._read(node, site, facts)
-        paired = _paired(site, SET, facts)
+        pair = _pair(site, SET, facts)
         seed = argument(node.args, 0, "seed")
         if seed is None or has_star_args(node.args):
             return Review(f"`{code(node)}`: seed the device with torch.neuron.manual_seed(seed)")
-        if paired:
+        if pair is not None and any(site.silenced(self.id, s) for s in pair):
+            return Review(f"`{code(node)}` restores the state `xm.get_rng_state()` read, and "
+                          "part of that pair is kept by a suppression comment: change the two "
+                          "together (torch.neuron.get_rng_state() / set_rng_state(state))")
+        if pair is not None:
             restore = site.ref("torch.neuron.set_rng_state")
             if restore is None:
                 return Review(f"`{code(node)}`: `torch` means something else here")
@@ -208,7 +214,8 @@ an XLA run (an integer in a checkpoint) is not a native state: reseed instead.""
 
     @staticmethod
     def _read(node: cst.Call, site: Site, facts: RngFacts) -> Outcome:
-        if _paired(site, GET, facts):
+        pair = _pair(site, GET, facts)
+        if pair is not None and not any(site.silenced(RngState.id, s) for s in pair):
             read = site.ref("torch.neuron.get_rng_state")
             if read is not None:
                 new = node.with_changes(func=read)
@@ -221,10 +228,13 @@ an XLA run (an integer in a checkpoint) is not a native state: reseed instead.""
                       "`xm.set_rng_state` calls that take it back, together")
 
 
-def _paired(site: Site, qualname: str, facts: RngFacts) -> bool:
-    """Whether the read (or restore) at this statement migrates as part of a native pair."""
+def _pair(site: Site, qualname: str, facts: RngFacts) -> tuple[ast.stmt, ...] | None:
+    """The statements of the native pair the read (or restore) at this statement belongs
+    to, or None."""
     calls = statement_calls(site.statement, site.module_tree, qualname)
-    return bool(calls) and all(id(c) in facts.paired for c in calls)
+    if not calls or not all(id(c) in facts.pairs for c in calls):
+        return None
+    return tuple(s for c in calls for s in facts.pairs[id(c)])
 
 
 RULES: tuple[type[Rule], ...] = (Autocast, SyncfreeOptimizer, GradScaler, RngState)

@@ -27,11 +27,12 @@ _SCOPES = (*_FUNCTIONS, ast.Lambda, ast.ClassDef)
 
 @dataclass(frozen=True)
 class RngFacts:
-    """The file's XLA RNG reads and restores: `paired` holds the ids of the calls that migrate
-    as native pairs; `escaping` the lines of reads whose value goes where it cannot be followed
-    (returned, stored, passed on), which stay for review."""
+    """The file's XLA RNG reads and restores: `pairs` maps the id of each call that migrates
+    as part of a native pair to the statements of its whole pair; `escaping` holds the lines
+    of reads whose value goes where it cannot be followed (returned, stored, passed on), which
+    stay for review."""
 
-    paired: frozenset[int]
+    pairs: dict[int, tuple[ast.stmt, ...]]
     escaping: tuple[int, ...]
 
 
@@ -56,24 +57,31 @@ def rng_facts(tree: ast.Module) -> RngFacts:
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
     gets = [c for c in calls if _qualname(c.func, names) == GET]
     if not gets:
-        return RngFacts(frozenset(), ())
+        return RngFacts({}, ())
     sets = [c for c in calls if _qualname(c.func, names) == SET]
     parents = {id(child): node for node in ast.walk(tree)
                for child in ast.iter_child_nodes(node)}
-    paired: set[int] = set()
+    pairs: dict[int, tuple[ast.stmt, ...]] = {}
     escaping: list[int] = []
     for get in gets:
         pair = _pair(get, tree, parents, sets, names)
         if pair is None:
             escaping.append(get.lineno)
-        else:
-            paired.update(pair)
-    return RngFacts(frozenset(paired), tuple(sorted(escaping)))
+            continue
+        statements = tuple(_statement_of(c, parents) for c in pair)
+        pairs.update((id(c), statements) for c in pair)
+    return RngFacts(pairs, tuple(sorted(escaping)))
+
+
+def _statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.stmt:
+    while not isinstance(node, ast.stmt):
+        node = parents[id(node)]
+    return node
 
 
 def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
-          sets: list[ast.Call], names: dict[str, str]) -> set[int] | None:
-    """The ids of `get` and of the restores of its value, when `s = get()` is the only kind of
+          sets: list[ast.Call], names: dict[str, str]) -> list[ast.Call] | None:
+    """`get` and the restores of its value, when `s = get()` is the only kind of
     value `s` ever holds in its scope and every use of `s` is `xm.set_rng_state(s)`."""
     statement = parents.get(id(get))
     if get.args or get.keywords or not isinstance(statement, ast.Assign) or \
@@ -84,7 +92,7 @@ def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
     owner = next((n for n in reversed(chain) if isinstance(n, _FUNCTIONS)), tree)
     if _parameter(owner, name):
         return None
-    found = {id(get)}
+    found = [get]
     for node in ast.walk(owner):
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return None
@@ -96,13 +104,13 @@ def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
                     and isinstance(assigned.value, ast.Call) and not assigned.value.args
                     and _qualname(assigned.value.func, names) == GET):
                 return None
-            found.add(id(assigned.value))
+            found.append(assigned.value)
             continue
         restore = parents.get(id(node))
         if not any(s is restore for s in sets) or restore.args != [node] or \
                 restore.keywords:  # type: ignore[union-attr]
             return None
-        found.add(id(restore))
+        found.append(restore)  # type: ignore[arg-type]
     return found if len(found) > 1 else None  # a read nothing restores is no pair
 
 

@@ -127,3 +127,15 @@ def test_a_number_is_a_seed_whatever_the_file_reads() -> None:
     """)
     assert "torch.neuron.manual_seed(1234 * 2)" in text
     assert sorted(f.applied for f in _rng(findings)) == [False, True]
+
+
+def test_a_pair_half_kept_by_a_suppression_is_reviewed_whole() -> None:
+    text, findings = _migrate("""\
+    def sample_twice(model, x):
+        state = xm.get_rng_state()  # neuron-migrate: ignore[NM404]
+        first = model(x)
+        xm.set_rng_state(state)
+        return first
+    """)
+    assert "torch.neuron" not in text
+    assert not any(f.applied for f in _rng(findings))
