@@ -82,11 +82,16 @@ def script_findings(value: str) -> tuple[str, ...]:
                  for number, message in sorted(dict.fromkeys(found), key=lambda f: f[0]))
 
 
+_LISTED = 10
+"""Findings a script string's message spells out; a longer script's are counted."""
+
+
 def script_advice(value: str) -> str:
     found = script_findings(value)
+    more = f"; and {len(found) - _LISTED} more" if len(found) > _LISTED else ""
     return (f"a shell script in a string, with {len(found)} finding{'s' * (len(found) != 1)} "
             "(none rewritten: a script is edited by hand, each line as its finding says): "
-            + "; ".join(found))
+            + "; ".join(found[:_LISTED]) + more)
 
 
 class XlaStackInstallInCode(Rule):

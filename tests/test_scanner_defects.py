@@ -174,3 +174,13 @@ def test_the_removal_follows_select_and_ignore() -> None:
     ignoring = Registry(all_rules(), Options(ignore=frozenset({"NM812"})))
     result = _scan("shell_fuse_softmax", "train_env.sh", ignoring)
     assert result.new_source is None and result.findings == ()
+
+
+def test_a_long_script_string_lists_ten_findings_and_counts_the_rest() -> None:
+    from neuron_migrate.rules.installs import script_advice
+
+    knobs = "\n".join(f"export XLA_KNOB_{i}=1" for i in range(14))
+    script = knobs + "\npip install torch-neuronx\n"
+    message = script_advice(script)
+    assert message.startswith("a shell script in a string, with 15 findings")
+    assert message.count("[NM812]") == 10 and message.endswith("; and 5 more")
