@@ -13,7 +13,7 @@ import libcst as cst
 
 from neuron_migrate.engine.quote import code
 from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Rule, Site
+from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
 from neuron_migrate.rules.support import (argument, has_star_args, keep_args, keyword_arg,
@@ -123,14 +123,19 @@ class SequenceParallelNorm(Rule):
 What it does: `neuronx_distributed.parallel_layers.layer_norm.LayerNorm(shape, ...,
 sequence_parallel_enabled=True)` becomes `torch.nn.LayerNorm(shape, ...)` parallelised with
 `SequenceParallel(sequence_dim=0, use_local_output=True)`; without sequence parallelism it is
-plain `torch.nn.LayerNorm`. `grads.allreduce_sequence_parallel_gradients(optimizer)` is
-removed. `move_model_to_device(model, device)` becomes `model.to(device)`.
+plain `torch.nn.LayerNorm`. `grads.allreduce_sequence_parallel_gradients(optimizer)` becomes
+`_neuron_allreduce_sequence_parallel_gradients(optimizer)`, which sums over the "tp" group
+only the gradients that are still plain tensors on parameters marked
+`sequence_parallel_enabled` (a norm of the script's own, as NxD's Llama RMSNorm marks its
+weight). `move_model_to_device(model, device)` becomes `_neuron_move_model(model, device)`:
+`model.to(device)`, keeping those marks as NxD's did (a move can make new parameter objects).
 
 Why: with sequence parallelism each tensor-parallel rank normalises its own slice of the
 sequence, so the norm's weight and bias get a partial gradient on each rank; NxD marked them
 and summed their gradients over the tensor-parallel group before the optimizer step. Under
 `SequenceParallel` the parameters are replicated DTensors and that sum happens in backward,
-so the explicit all-reduce would count it twice.
+so the helper skips them (summing again would count it twice), while a marked parameter the
+migration did not put under a parallel style keeps NxD's all-reduce.
 
 What differs: nothing. NxD's norm upcast its input to float64 when XLA_DOWNCAST_BF16=1 (an
 XLA precision setting with no native meaning). A sequence dimension other than 0 is written
@@ -157,8 +162,15 @@ by hand (`SequenceParallel(sequence_dim=d)`)."""
         if has_star_args(node.args):
             return Review(f"`{code(node)}`: unpacked arguments; rewrite by hand")
         if name == "allreduce_sequence_parallel_gradients":
-            return Remove(f"delete `{code(node)}`: SequenceParallel reduces the norm's "
-                          "gradients over the tensor-parallel ranks during backward")
+            if len(node.args) != 1:
+                return Review(f"`{code(node)}`: sum the marked parameters' gradients over "
+                              "the \"tp\" mesh dimension's group by hand")
+            new = node.with_changes(func=site.helper(
+                "_neuron_allreduce_sequence_parallel_gradients"))
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: the gradients of parameters "
+                           "marked sequence_parallel_enabled (a norm of the script's own) are "
+                           "summed over the \"tp\" mesh dimension; a norm under "
+                           "SequenceParallel has DTensor gradients its backward already summed")
         if name == "move_model_to_device":
             return _moved(node, site)
         return _norm(node, site)
@@ -168,10 +180,10 @@ def _moved(node: cst.Call, site: Site) -> Outcome:
     model, device = argument(node.args, 0, "model"), argument(node.args, 1, "device")
     if model is None or device is None or len(node.args) != 2:
         return Review(f"`{code(node)}`: move the model with `model.to(device)`")
-    new = cst.Call(cst.Attribute(value=site.parenthesized(model.value), attr=cst.Name("to")),
-                   [cst.Arg(device.value)])
-    return Replace(new, f"`{code(node)}` → `{code(new)}`: DTensor parameters keep their "
-                   "sharding and tied weights stay tied through Module.to")
+    new = cst.Call(site.helper("_neuron_move_model"),
+                   [cst.Arg(model.value), cst.Arg(device.value)])
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: model.to(device) keeping the "
+                   "parameters' sequence_parallel_enabled marks, as NxD did")
 
 
 def _norm(node: cst.Call, site: Site) -> Outcome:

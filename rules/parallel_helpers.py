@@ -143,6 +143,34 @@ def _neuron_redistribute(tensor, source, target, grad=None):
         moved = moved.redistribute(mesh, [target])
     return moved.to_local(grad_placements=None if grad is None else [grad])
 ''', requires=("_neuron_mesh",), imports=("torch", "torch.distributed.tensor")),
+    "_neuron_allreduce_sequence_parallel_gradients": helper('''
+def _neuron_allreduce_sequence_parallel_gradients(optimizer):
+    """NxD's grads.allreduce_sequence_parallel_gradients: sum over the tensor-parallel ranks
+    the gradients of the optimizer's parameters marked `sequence_parallel_enabled` (a norm
+    of the script's own that sees one slice of the sequence per rank). A DTensor parameter
+    (a norm under SequenceParallel) is skipped: its backward already summed its gradient."""
+    from torch.distributed.tensor import DTensor
+
+    group = _neuron_mesh()["tp"].get_group()
+    for param_group in optimizer.param_groups:
+        for param in param_group["params"]:
+            if (getattr(param, "sequence_parallel_enabled", False)
+                    and param.grad is not None and not isinstance(param.grad, DTensor)):
+                torch.distributed.all_reduce(param.grad, group=group)
+''', requires=("_neuron_mesh",)),
+    "_neuron_move_model": helper('''
+def _neuron_move_model(model, device):
+    """NxD's move_model_to_device: model.to(device) keeping the `sequence_parallel_enabled`
+    marks of its parameters (a move may make new parameter objects, which NxD re-marked so
+    that allreduce_sequence_parallel_gradients still finds them). DTensor parameters keep
+    their sharding and tied weights stay tied through Module.to."""
+    marked = {name: param.sequence_parallel_enabled for name, param in model.named_parameters()
+              if hasattr(param, "sequence_parallel_enabled")}
+    model.to(device)
+    for name, param in model.named_parameters():
+        if name in marked:
+            param.sequence_parallel_enabled = marked[name]
+''', imports=()),
     "_neuron_mesh_size": helper('''
 def _neuron_mesh_size(dim):
     """The size of one dimension of the layout's mesh; 1 for a kind of parallelism it does
@@ -169,7 +197,10 @@ class _NeuronStridedColumns(torch.nn.Module):
     """NxD's ColumnParallelLinear(stride=k): k fused outputs (q, k and v; gate and up) each
     split over the tensor-parallel ranks, every rank holding its slice of each. Natively, k
     column-parallel layers whose local outputs are concatenated in that order; with sequence
-    parallelism the input is gathered once for all of them (reduce-scattered in backward)."""
+    parallelism the input is gathered once for all of them. Each part's ColwiseParallel
+    already sums its input gradient over the ranks, so the gathered input's gradient is
+    replicated and backward keeps this rank's slice of it (a Partial gradient here would be
+    summed again, multiplying it by the tensor-parallel size)."""
 
     def __init__(self, parts, sequence_dim=None):
         super().__init__()
@@ -179,8 +210,7 @@ class _NeuronStridedColumns(torch.nn.Module):
     def forward(self, x):
         if self.sequence_dim is not None:
             x = _neuron_redistribute(x, torch.distributed.tensor.Shard(self.sequence_dim),
-                                     torch.distributed.tensor.Replicate(),
-                                     grad=torch.distributed.tensor.Partial())
+                                     torch.distributed.tensor.Replicate())
         return torch.cat([part(x) for part in self.parts], dim=-1)
 ''', requires=("_neuron_mesh", "_neuron_redistribute"),
        imports=("torch", "torch.distributed.tensor")),
