@@ -1,5 +1,6 @@
 """Functions of the file that return the XLA device: `device = get_device()` holds a device
-when `get_device` returns `xm.xla_device()` (or a name holding one) on every path.
+when `get_device` returns `xm.xla_device()` (or a name holding one) in each of its `return`
+statements (a function that may return another device is not followed).
 
 Tutorial-style scripts often get their device through such a helper; the rules that act
 where a device is used (`model.to(device)`, NM503's compile) must see it as they see
@@ -65,8 +66,7 @@ def _returns(body: list[ast.stmt]) -> Iterator[ast.Return]:
         node = pending.pop()
         if isinstance(node, ast.Return):
             yield node
-        elif isinstance(node, ast.stmt) and not isinstance(node, _NESTED):
-            pending.extend(c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)
-                           or isinstance(c, ast.excepthandler) or type(c).__name__ == "match_case")
-        elif isinstance(node, (ast.excepthandler,)) or type(node).__name__ == "match_case":
-            pending.extend(getattr(node, "body", []))
+        elif isinstance(node, (ast.stmt, ast.excepthandler, ast.match_case)) and \
+                not isinstance(node, _NESTED):
+            pending.extend(c for c in ast.iter_child_nodes(node)
+                           if isinstance(c, (ast.stmt, ast.excepthandler, ast.match_case)))
