@@ -114,6 +114,44 @@ def _neuron_dcp_save(checkpoint, output_dir, save_serially=True, save_xser=False
         checkpoint = _neuron_bfloat16(checkpoint)
     dcp.save(checkpoint, checkpoint_id=output_dir)
 ''', requires=("_neuron_bfloat16",)),
+    "_neuron_optimizer_states": helper('''
+def _neuron_optimizer_states(value, model=None):
+    """Each optimizer state dict in `value` (dicts and lists walked) made loadable again by
+    Optimizer.load_state_dict: torch.distributed.checkpoint wrote its parameter ids as
+    strings and reads its tensors whole on the CPU. The ids become ints again, and with a
+    model whose parameters are DTensors, each state tensor of a parameter's shape is
+    sharded as that parameter, matched by position in model.parameters(); a state whose
+    positions cannot be proved to be the model's stops the load rather than attach to the
+    wrong parameters."""
+    from torch.distributed.tensor import DTensor, distribute_tensor
+
+    if isinstance(value, list):
+        return [_neuron_optimizer_states(item, model) for item in value]
+    if not isinstance(value, dict):
+        return value
+    groups, state = value.get("param_groups"), value.get("state")
+    if not (isinstance(groups, list) and isinstance(state, dict)
+            and all(isinstance(g, dict) and "params" in g for g in groups)):
+        return {key: _neuron_optimizer_states(item, model) for key, item in value.items()}
+    state = {int(key): item for key, item in state.items()}
+    params = list(model.parameters()) if model is not None else []
+    if any(isinstance(p, DTensor) for p in params):
+        ids = [i for group in groups for i in group["params"]]
+        if ids != list(range(len(params))) or any(
+                isinstance(t, torch.Tensor) and t.dim() and t.shape != params[i].shape
+                for i, entry in state.items() for t in entry.values()):
+            raise RuntimeError(
+                "the checkpoint's optimizer state cannot be matched to the model's sharded "
+                "parameters by position: save and load it with torch.distributed.checkpoint."
+                "state_dict.get_optimizer_state_dict / set_optimizer_state_dict")
+        state = {i: {name: distribute_tensor(t.to(params[i].device), params[i].device_mesh,
+                                             params[i].placements)
+                     if isinstance(params[i], DTensor) and isinstance(t, torch.Tensor)
+                     and t.dim() else t
+                     for name, t in entry.items()}
+                 for i, entry in state.items()}
+    return {**value, "state": state}
+'''),
     "_neuron_dcp_load": helper('''
 def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key="model",
                      load_xser=False, sharded=True, strict=True, master_dp_only=True,
@@ -122,8 +160,10 @@ def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key=
     to this job's layout), load `checkpoint[model_key]` into the model, and return the rest
     of the checkpoint (the whole of it without a model; None when model_key is None), as
     NxD did. sharded=False: `chkpt_path` is one file of the model's full state dict, which
-    each rank shards as its layers are sharded. load_xser, master_dp_only and weights_only
-    (taken for a call of the function passed as a value) have no effect."""
+    each rank shards as its layers are sharded. An optimizer's state dict in the rest comes
+    back as Optimizer.load_state_dict needs it (_neuron_optimizer_states). load_xser,
+    master_dp_only and weights_only (taken for a call of the function passed as a value)
+    have no effect."""
     from torch.distributed.checkpoint import load
     from torch.distributed.checkpoint.state_dict import (StateDictOptions,
                                                          get_model_state_dict,
@@ -146,12 +186,13 @@ def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key=
     else:
         checkpoint = torch.load(chkpt_path, map_location="cpu", weights_only=False)
     if model is None:
-        return checkpoint
+        return _neuron_optimizer_states(checkpoint)
     state = checkpoint if model_key is None else checkpoint.pop(model_key)
     set_model_state_dict(model, state, options=StateDictOptions(
         full_state_dict=not sharded, strict=strict))
-    return None if model_key is None else checkpoint
-''', requires=("_neuron_xla_era_checkpoint", "_neuron_dcp_skeleton")),
+    return None if model_key is None else _neuron_optimizer_states(checkpoint, model)
+''', requires=("_neuron_xla_era_checkpoint", "_neuron_dcp_skeleton",
+               "_neuron_optimizer_states")),
     "_neuron_checkpoint_tags": helper('''
 def _neuron_checkpoint_tags(checkpoint_dir_str):
     """The complete checkpoints (tags with a `done` file) under a folder, oldest first, as

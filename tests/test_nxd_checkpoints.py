@@ -156,6 +156,38 @@ def test_checkpointing_save_and_load_return_the_rest_and_load_the_model(
 
 
 @torch_only
+def test_an_optimizer_state_saved_in_the_dict_resumes_where_it_stopped(
+        alone: dict[str, Any], tmp_path: Path) -> None:
+    """checkpointing.save({"model": ..., "optimizer": opt.state_dict()}) then
+    opt.load_state_dict(rest["optimizer"]): DCP wrote the parameter ids as strings, which
+    load_state_dict would attach to nothing (Adam restarting without a word); they come back
+    as ints and the resumed optimizer steps as the uninterrupted one does."""
+    import torch
+
+    def step(model: Any, optimizer: Any) -> None:
+        model(torch.ones(2, 4)).sum().backward()
+        optimizer.step()
+        optimizer.zero_grad()
+
+    model = _model(0)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    step(model, optimizer)
+    alone["_neuron_dcp_save"]({"model": model.state_dict(), "optimizer": optimizer.state_dict()},
+                              str(tmp_path / "c"))
+    resumed = _model(1)
+    fresh = torch.optim.Adam(resumed.parameters(), lr=0.1)
+    rest = alone["_neuron_dcp_load"](str(tmp_path / "c"), resumed)
+    assert sorted(rest["optimizer"]["state"]) == [0, 1, 2, 3]
+    fresh.load_state_dict(rest["optimizer"])
+    assert all(p in fresh.state for p in resumed.parameters())
+    step(model, optimizer)
+    step(resumed, fresh)
+    assert _same(model, resumed)
+    whole = alone["_neuron_dcp_load"](str(tmp_path / "c"))
+    assert sorted(whole["optimizer"]["state"]) == [0, 1, 2, 3]
+
+
+@torch_only
 def test_down_cast_bf16_writes_bfloat16_and_loads_it_rounded(alone: dict[str, Any],
                                                              tmp_path: Path) -> None:
     import torch
