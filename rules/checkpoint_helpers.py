@@ -152,6 +152,15 @@ def _neuron_optimizer_states(value, model=None):
                  for i, entry in state.items()}
     return {**value, "state": state}
 '''),
+    "_neuron_unwrapped_model": helper('''
+def _neuron_unwrapped_model(model):
+    """The model itself for torch.distributed.checkpoint when `model` is what
+    initialize_parallel_model returned: that wrapper names its parameters without the
+    `module.` prefix, as NxD's did, while DCP walks the module tree."""
+    if isinstance(model, torch.nn.Module) and hasattr(type(model), "original_module"):
+        return model.original_module()
+    return model
+'''),
     "_neuron_dcp_load": helper('''
 def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key="model",
                      load_xser=False, sharded=True, strict=True, master_dp_only=True,
@@ -169,7 +178,7 @@ def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key=
                                                          get_model_state_dict,
                                                          set_model_state_dict)
 
-    model = model_or_optimizer if model is None else model
+    model = _neuron_unwrapped_model(model_or_optimizer if model is None else model)
     if isinstance(model, torch.optim.Optimizer):
         raise TypeError(
             "an optimizer's sharded state loads with its model: use torch.distributed."
@@ -192,7 +201,7 @@ def _neuron_dcp_load(chkpt_path, model=None, model_or_optimizer=None, model_key=
         full_state_dict=not sharded, strict=strict))
     return None if model_key is None else _neuron_optimizer_states(checkpoint, model)
 ''', requires=("_neuron_xla_era_checkpoint", "_neuron_dcp_skeleton",
-               "_neuron_optimizer_states")),
+               "_neuron_optimizer_states", "_neuron_unwrapped_model")),
     "_neuron_checkpoint_tags": helper('''
 def _neuron_checkpoint_tags(checkpoint_dir_str):
     """The complete checkpoints (tags with a `done` file) under a folder, oldest first, as
@@ -232,6 +241,7 @@ def _neuron_save_checkpoint(checkpoint_dir_str, tag, model=None, optimizer=None,
         raise ValueError(
             _NEURON_ZERO1)
     folder = os.path.join(checkpoint_dir_str, str(tag))
+    model = _neuron_unwrapped_model(model)
     distributed = _neuron_distributed()
     first = not distributed or torch.distributed.get_rank() == 0
     if isinstance(optimizer, torch.optim.Optimizer):
@@ -264,7 +274,8 @@ def _neuron_save_checkpoint(checkpoint_dir_str, tag, model=None, optimizer=None,
                 shutil.rmtree(os.path.join(checkpoint_dir_str, old))
     if distributed:
         torch.distributed.barrier()
-'''), requires=("_neuron_checkpoint_tags", "_neuron_distributed")),
+'''), requires=("_neuron_checkpoint_tags", "_neuron_distributed",
+                  "_neuron_unwrapped_model")),
     "_neuron_load_checkpoint": helper(_zero1('''
 def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, scheduler=None,
                             num_workers=8, strict=True, use_zero1_dcp=False):
@@ -291,6 +302,7 @@ def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, schedule
             raise RuntimeError(f"Error: no checkpoint under directory {path}")
         tag = tags[-1]
     folder = os.path.join(path, str(tag))
+    model = _neuron_unwrapped_model(model)
     if optimizer is not None and model is None:
         raise TypeError("an optimizer's sharded state loads with its model: pass model=")
     if model is not None:
@@ -310,5 +322,6 @@ def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, schedule
     if os.path.exists(user_content):
         return torch.load(user_content, map_location="cpu", weights_only=False)
     return None
-'''), requires=("_neuron_checkpoint_tags", "_neuron_xla_era_checkpoint")),
+'''), requires=("_neuron_checkpoint_tags", "_neuron_xla_era_checkpoint",
+                  "_neuron_unwrapped_model")),
 }

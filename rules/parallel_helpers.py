@@ -258,7 +258,8 @@ def _neuron_parallel_config(tensor_parallel_size=1, pipeline_parallel_size=1,
 class _NeuronParallelModel(torch.nn.Module):
     """initialize_parallel_model's NxDModel without pipeline parallelism: the model itself,
     with NxD's run_train (forward, then backward) and its module accessors; its parameters
-    and state dict are the model's own, without a prefix."""
+    and state dict are the model's own, without a prefix (the migrated checkpoint helpers
+    hand torch.distributed.checkpoint the model itself, whose tree has the same names)."""
 
     def __init__(self, module):
         super().__init__()
@@ -290,8 +291,8 @@ class _NeuronParallelModel(torch.nn.Module):
     def state_dict(self, *args, **kwargs):
         return self.module.state_dict(*args, **kwargs)
 
-    def load_state_dict(self, state_dict, strict=True):
-        return self.module.load_state_dict(state_dict, strict=strict)
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        return self.module.load_state_dict(state_dict, strict=strict, assign=assign)
 
     def __getattr__(self, name):
         try:

@@ -252,6 +252,30 @@ def test_save_and_load_checkpoint_resume_the_run(alone: dict[str, Any], tmp_path
 
 
 @torch_only
+def test_the_trainer_api_model_saves_and_loads_with_nxd_names(alone: dict[str, Any],
+                                                             tmp_path: Path) -> None:
+    """initialize_parallel_model's wrapper keeps NxD's parameter names (no `module.`
+    prefix) for the script, and the checkpoint helpers give torch.distributed.checkpoint
+    the model itself, so a save_checkpoint/load_checkpoint of model and optimizer resumes."""
+    import torch
+
+    exec(compile(HELPERS["_NeuronParallelModel"].source, "<wrapper>", "exec"), alone)  # noqa: S102
+    wrap = alone["_NeuronParallelModel"]
+    folder = str(tmp_path)
+    model, optimizer, scheduler = _run(0)
+    model = wrap(model)
+    assert set(model.state_dict()) == set(model.module.state_dict())
+    _train(model, optimizer, scheduler, 2)
+    alone["_neuron_save_checkpoint"](folder, "t", model, optimizer, scheduler)
+    expected = _train(model, optimizer, scheduler, 2)
+    resumed, resumed_optimizer, resumed_scheduler = _run(1)
+    resumed = wrap(resumed)
+    alone["_neuron_load_checkpoint"](folder, "t", resumed, resumed_optimizer, resumed_scheduler)
+    assert _train(resumed, resumed_optimizer, resumed_scheduler, 2) == expected
+    alone["_neuron_dcp_load"](folder + "/t/model", wrap(_model(2)), model_key=None)
+
+
+@torch_only
 def test_the_newest_complete_tags_are_kept(alone: dict[str, Any], tmp_path: Path) -> None:
     folder = str(tmp_path)
     assert not alone["_neuron_has_checkpoint"](folder)
