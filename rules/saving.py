@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -20,15 +21,38 @@ XLA_XSER = "https://pytorch.org/xla/release/1.9/_modules/torch_xla/utils/seriali
 TENSOR_PARALLEL = frozenset({
     *(f"neuronx_distributed.parallel_layers{m}.{c}" for m in ("", ".layers")
       for c in ("ColumnParallelLinear", "RowParallelLinear", "ParallelEmbedding")),
-    *(f"neuronx_distributed.parallel_layers{m}.initialize_model_parallel"
-      for m in ("", ".parallel_state")),
     *(f"neuronx_distributed{m}.neuronx_distributed_config" for m in ("", ".trainer")),
     # the same file once migrated names the helpers instead (module_mentions also looks for
     # `name(` in the text), so that a second apply reports what the first did
-    *(f"migrated.{helper}" for helper in ("_neuron_init_mesh", "_neuron_tensor_parallel",
-                                          "_neuron_parallel_config")),
+    *(f"migrated.{helper}" for helper in ("_neuron_tensor_parallel", "_neuron_parallel_config",
+                                          "_NeuronStridedColumns")),
 })
-"""Names whose presence in a file says its model is sharded with NxD's tensor parallelism."""
+"""Names whose presence in a file says its model is sharded with NxD's tensor parallelism:
+its layers or its trainer API (whose model is built from them), not the layout alone."""
+_LAYOUTS = ("initialize_model_parallel", "_neuron_init_mesh")
+"""NxD's layout call, before and after the migration: with a tensor-parallel size other than
+a literal 1, layers built in another module may be sharded."""
+
+
+def _may_shard(site: Site) -> bool:
+    """Whether the file's model may hold DTensor parameters: NxD layers or its trainer API in
+    the file, or a layout whose tensor-parallel size is not a literal 1 (its layers may be
+    built elsewhere). Only then is xm.save's one-writer copy not provably the whole state."""
+    if site.module_mentions(TENSOR_PARALLEL):
+        return True
+    for call, _ in site.module_calls():
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in _LAYOUTS:
+            continue
+        size = next((k.value for k in call.keywords
+                     if k.arg == "tensor_model_parallel_size"), None)
+        size = call.args[0] if size is None and call.args else size
+        if call.keywords and any(k.arg is None for k in call.keywords):
+            return True
+        if size is not None and not (isinstance(size, ast.Constant) and size.value == 1):
+            return True
+    return False
 
 
 class Save(Rule):
@@ -46,9 +70,10 @@ barrier so that no process reads the file before it is written.
 Why: a plain `torch.save` on every process would have each process of a host write the same
 file at once, and tensors saved from the device would be tagged with the neuron device.
 
-In a program that uses NeuronX Distributed's tensor parallelism (its layers, its layout or
-its trainer API appear in the file) it is reported instead: the migrated layers hold DTensor
-parameters, whose state dict torch.distributed.checkpoint saves from every process.
+In a program that uses NeuronX Distributed's tensor parallelism (its layers or its trainer
+API appear in the file, or its layout with a tensor-parallel size other than a literal 1,
+whose layers may be built elsewhere) it is reported instead: the migrated layers hold
+DTensor parameters, whose state dict torch.distributed.checkpoint saves from every process.
 
 What differs: nothing. Note the default: on a multi-host job every host writes its own copy
 (to shared storage that means N writes of one file); pass `global_master=True` if one copy
@@ -56,15 +81,15 @@ is what you want."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.save(model.state_dict(), path)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_save")
+        after="import os\n\nimport torch\n\n\n" + defined("_neuron_save")
               + "\n\n_neuron_save(model.state_dict(), path)\n",
     )
     calls = frozenset({"torch_xla.core.xla_model.save"})
     emits = ("torch.save", "torch.distributed.barrier")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if site.module_mentions(TENSOR_PARALLEL):
-            return Review(f"`{code(node)}`: this program shards its model with NeuronX "
+        if _may_shard(site):
+            return Review(f"`{code(node)}`: this program may shard its model with NeuronX "
                           "Distributed, whose migrated layers hold DTensor parameters: a state "
                           "dict of them is not one process's to write. Save it with "
                           "torch.distributed.checkpoint on every process (dcp.save("
