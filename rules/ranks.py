@@ -181,6 +181,11 @@ is not a literal, is reported for review with the suggested code."""
             # collectives (a forward pass, a reduction) that every rank must join
             evaluated = cst.Tuple([cst.Element(v) for v in values]) if len(values) > 1 \
                 else values[0]
+            if "\n" in code(evaluated) and not evaluated.lpar:
+                # an argument written over several lines continued them inside the call's
+                # parentheses; as a statement of its own it needs parentheses to stay one
+                evaluated = evaluated.with_changes(lpar=[cst.LeftParen()],
+                                                   rpar=[cst.RightParen()])
             orelse = cst.Else(body=cst.IndentedBlock(body=[cst.SimpleStatementLine(
                 body=[cst.Expr(evaluated)],
                 trailing_whitespace=cst.TrailingWhitespace(
