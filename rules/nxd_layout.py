@@ -8,6 +8,8 @@ Pipeline, expert and context parallelism have no mechanical native form and are 
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from neuron_migrate.engine.quote import code
@@ -33,6 +35,43 @@ def qualnames(module: str, *names: str) -> frozenset[str]:
     if module.startswith("neuronx_distributed.parallel_layers."):
         found |= {f"neuronx_distributed.parallel_layers.{name}" for name in names}
     return frozenset(found)
+
+
+TENSOR_PARALLEL = frozenset({
+    *(f"neuronx_distributed.parallel_layers{m}.{c}" for m in ("", ".layers")
+      for c in ("ColumnParallelLinear", "RowParallelLinear", "ParallelEmbedding")),
+    *(f"neuronx_distributed{m}.neuronx_distributed_config" for m in ("", ".trainer")),
+    # the same file once migrated names the helpers instead (module_mentions also looks for
+    # `name(` in the text), so that a second apply reports what the first did
+    *(f"migrated.{helper}" for helper in ("_neuron_tensor_parallel", "_neuron_parallel_config",
+                                          "_NeuronStridedColumns")),
+})
+"""Names whose presence in a file says its model is sharded with NxD's tensor parallelism:
+its layers or its trainer API (whose model is built from them), not the layout alone."""
+_LAYOUTS = ("initialize_model_parallel", "_neuron_init_mesh")
+"""NxD's layout call, before and after the migration: with a tensor-parallel size other than
+a literal 1, layers built in another module may be sharded."""
+
+
+def may_shard(site: Site) -> bool:
+    """Whether the file's model may hold DTensor parameters: NxD layers or its trainer API in
+    the file, or a layout whose tensor-parallel size is not a literal 1 (its layers may be
+    built elsewhere). Only then is xm.save's one-writer copy not provably the whole state."""
+    if site.module_mentions(TENSOR_PARALLEL):
+        return True
+    for call, _ in site.module_calls():
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if name not in _LAYOUTS:
+            continue
+        size = next((k.value for k in call.keywords
+                     if k.arg == "tensor_model_parallel_size"), None)
+        size = call.args[0] if size is None and call.args else size
+        if call.keywords and any(k.arg is None for k in call.keywords):
+            return True
+        if size is not None and not (isinstance(size, ast.Constant) and size.value == 1):
+            return True
+    return False
 
 
 # query → (mesh dimension, what of it)
@@ -138,6 +177,25 @@ def _replaced_with_its_call(node: cst.Call, site: Site) -> bool:
     call, arg = holder
     takes = _TAKES_GROUPS.get(site.qualname_of(call.func) or "", {})
     return arg.keyword is not None and dim in takes.get(arg.keyword.value, ())
+
+
+def _collective_on_model_tensor(site: Site) -> str | None:
+    """The torch.distributed call this group query is the group of, when its tensor may be a
+    model's DTensor: a file with NxD's layers or trainer API, or a tensor named as a
+    gradient or parameter. None otherwise."""
+    holder = site.argument_of
+    if holder is None:
+        return None
+    call, _ = holder
+    if not (site.qualname_of(call.func) or "").startswith("torch.distributed."):
+        return None
+    tensor = argument(call.args, 0, "tensor")
+    if tensor is None:
+        return None
+    named = any(word in code(tensor.value) for word in ("grad", "param", "weight", ".data"))
+    if not named and not site.module_mentions(TENSOR_PARALLEL):
+        return None
+    return code(call.func) + f"({code(tensor.value)}, ...)"
 
 
 class ProcessLayout(Rule):
@@ -270,6 +328,15 @@ the native backend decides."""
             return Review(f"`{code(node)}`: unexpected arguments; read the DeviceMesh by hand")
         mesh = site.helper("_neuron_mesh")
         new = template(_FORMS[what].format(mesh="{m}", dim=dim), m=mesh)
+        collective = _collective_on_model_tensor(site) if what == "group" else None
+        if collective is not None:
+            return Replace(new, f"`{code(node)}` → `{code(new)}`; `{collective}`: a "
+                           "gradient or parameter of a migrated tensor-parallel layer is a "
+                           "DTensor (even at tensor-parallel size 1), on which a "
+                           "torch.distributed collective raises NotImplementedError: pass "
+                           "its local shard, `t.to_local()` (what NxD's layers held), or "
+                           "average gradients with the mesh's group as NM210/NM211 write it",
+                           kind=Kind.REVIEW)
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 
 

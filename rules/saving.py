@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Sequence
 
 import libcst as cst
@@ -11,48 +10,12 @@ from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.helpers import defined
+from neuron_migrate.rules.nxd_layout import may_shard
 from neuron_migrate.rules.support import argument, bool_value
 from neuron_migrate.rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XLA_XSER = "https://pytorch.org/xla/release/1.9/_modules/torch_xla/utils/serialization.html"
-
-
-TENSOR_PARALLEL = frozenset({
-    *(f"neuronx_distributed.parallel_layers{m}.{c}" for m in ("", ".layers")
-      for c in ("ColumnParallelLinear", "RowParallelLinear", "ParallelEmbedding")),
-    *(f"neuronx_distributed{m}.neuronx_distributed_config" for m in ("", ".trainer")),
-    # the same file once migrated names the helpers instead (module_mentions also looks for
-    # `name(` in the text), so that a second apply reports what the first did
-    *(f"migrated.{helper}" for helper in ("_neuron_tensor_parallel", "_neuron_parallel_config",
-                                          "_NeuronStridedColumns")),
-})
-"""Names whose presence in a file says its model is sharded with NxD's tensor parallelism:
-its layers or its trainer API (whose model is built from them), not the layout alone."""
-_LAYOUTS = ("initialize_model_parallel", "_neuron_init_mesh")
-"""NxD's layout call, before and after the migration: with a tensor-parallel size other than
-a literal 1, layers built in another module may be sharded."""
-
-
-def _may_shard(site: Site) -> bool:
-    """Whether the file's model may hold DTensor parameters: NxD layers or its trainer API in
-    the file, or a layout whose tensor-parallel size is not a literal 1 (its layers may be
-    built elsewhere). Only then is xm.save's one-writer copy not provably the whole state."""
-    if site.module_mentions(TENSOR_PARALLEL):
-        return True
-    for call, _ in site.module_calls():
-        func = call.func
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
-        if name not in _LAYOUTS:
-            continue
-        size = next((k.value for k in call.keywords
-                     if k.arg == "tensor_model_parallel_size"), None)
-        size = call.args[0] if size is None and call.args else size
-        if call.keywords and any(k.arg is None for k in call.keywords):
-            return True
-        if size is not None and not (isinstance(size, ast.Constant) and size.value == 1):
-            return True
-    return False
 
 
 class Save(Rule):
@@ -88,7 +51,7 @@ is what you want."""
     emits = ("torch.save", "torch.distributed.barrier")
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
-        if _may_shard(site):
+        if may_shard(site):
             return Review(f"`{code(node)}`: this program may shard its model with NeuronX "
                           "Distributed, whose migrated layers hold DTensor parameters: a state "
                           "dict of them is not one process's to write. Save it with "

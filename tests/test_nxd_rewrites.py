@@ -43,3 +43,22 @@ def test_xm_save_of_a_model_that_may_be_sharded_is_reported(sharding: str) -> No
     new, findings = _migrate(HEAD + sharding + "xm.save(model.state_dict(), 'm.pt')\n")
     assert "xm.save(model.state_dict(), 'm.pt')" in new
     assert any(f.rule_id == "NM230" and f.kind is Kind.REVIEW for f in findings)
+
+
+@pytest.mark.parametrize(("body", "reported"), [
+    ("model = layers.ColumnParallelLinear(4, 4, gather_output=False)\n"
+     "for p in model.parameters():\n"
+     "    dist.all_reduce(p.grad, group=parallel_state.get_data_parallel_group())\n", True),
+    ("dist.all_reduce(model.weight.grad, group=parallel_state.get_data_parallel_group())\n",
+     True),
+    ("dist.all_reduce(loss, group=parallel_state.get_data_parallel_group())\n", False),
+])
+def test_a_collective_over_a_model_tensor_with_an_nxd_group_is_reported(body: str,
+                                                                         reported: bool) -> None:
+    """The group is rewritten either way; where the tensor may be a migrated layer's DTensor
+    (on which torch.distributed collectives raise), the rewrite is reported with the fix."""
+    new, findings = _migrate(HEAD + "import torch.distributed as dist\n\n" + body)
+    assert 'group=_neuron_mesh().get_group("dp")' in new
+    reviews = [f for f in findings if f.rule_id == "NM240" and f.kind is Kind.REVIEW]
+    assert bool(reviews) is reported
+    assert all(f.applied and "to_local()" in f.message for f in reviews)
