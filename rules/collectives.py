@@ -198,7 +198,7 @@ dimension's group of the DeviceMesh that replaced NxD's layout (NM240), for all 
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\n"
                "total = xm.all_reduce(xm.REDUCE_SUM, loss, scale=0.5)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_all_reduce")
+        after="import os\n\nimport torch\n\n\n" + defined("_neuron_all_reduce")
               + "\n\n"
               "total = _neuron_all_reduce(torch.distributed.ReduceOp.SUM, loss, scale=0.5)\n",
     )
@@ -280,7 +280,7 @@ before (with WORLD_SIZE > 1 and no group it raises)."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.broadcast_master_param(model)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_broadcast_master_param")
+        after="import os\n\nimport torch\n\n\n" + defined("_neuron_broadcast_master_param")
               + "\n\n"
               "_neuron_broadcast_master_param(model)\n",
     )

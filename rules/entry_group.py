@@ -87,7 +87,7 @@ another backend (`"gloo"`, `"nccl"`) would raise: guard it the same way by hand.
         before="import torch_xla.core.xla_model as xm\n\n\n"
                "def train():\n    xm.rendezvous(\"ready\")\n\n\n"
                "if __name__ == \"__main__\":\n    train()\n",
-        after="import os\nimport torch\n\n\n"
+        after="import os\n\nimport torch\n\n\n"
               "def train():\n    if torch.distributed.is_initialized():\n"
               "        torch.distributed.barrier()\n\n\n"
               "if __name__ == \"__main__\":\n"

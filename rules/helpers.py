@@ -69,23 +69,19 @@ def _neuron_distributed():
 ''', imports=("torch", "os")),
     "_neuron_reduce_gradients": _helper('''
 def _neuron_reduce_gradients(optimizer):
-    """Average the gradients of the optimizer's parameters over all processes
-    (what xm.reduce_gradients and xm.optimizer_step did)."""
-    if not _neuron_distributed() or torch.distributed.get_world_size() == 1:
-        return
-    world_size = torch.distributed.get_world_size()
-    for group in optimizer.param_groups:
-        for param in group["params"]:
-            if param.grad is not None:
-                torch.distributed.all_reduce(param.grad, op=torch.distributed.ReduceOp.SUM)
-                param.grad.div_(world_size)
-''', requires=("_neuron_distributed",)),
+    """Average the gradients of the optimizer's parameters over all processes (what
+    xm.reduce_gradients and xm.optimizer_step did), in flat buckets: one all_reduce per
+    bucket, as XLA fused them, not one per parameter."""
+    _neuron_average_tensors([param.grad for group in optimizer.param_groups
+                             for param in group["params"] if param.grad is not None])
+''', requires=("_neuron_distributed", "_neuron_average_tensors")),
     "_neuron_optimizer_step": _helper('''
 def _neuron_optimizer_step(optimizer, optimizer_args=None):
     """Average the gradients over all processes, then step (what xm.optimizer_step did)."""
     _neuron_reduce_gradients(optimizer)
     return optimizer.step(**(optimizer_args or {}))
-''', requires=("_neuron_distributed", "_neuron_reduce_gradients")),
+''', requires=("_neuron_distributed", "_neuron_average_tensors",
+             "_neuron_reduce_gradients")),
     "_neuron_all_reduce": _helper('''
 def _neuron_all_reduce(op, value, scale=1.0, group=None):
     """xm.all_reduce: a tensor is reduced into a new tensor; a list is reduced in place."""

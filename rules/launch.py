@@ -281,7 +281,7 @@ one process), unpacked arguments, `join=False`, and a spawn whose result is used
     example = Example(
         before="import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
                "xmp.spawn(_mp_fn, args=(flags,))\n",
-        after="import os\nimport torch\n\n"
+        after="import os\n\nimport torch\n\n"
               "if int(os.environ.get(\"WORLD_SIZE\", 1)) > 1 and not "
               "torch.distributed.is_initialized():\n"
               "    torch.distributed.init_process_group(\"neuron\")\n"

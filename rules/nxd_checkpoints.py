@@ -297,7 +297,7 @@ incomplete by an interrupted removal; the helper leaves them."""
                "nxd.save_checkpoint(\"ckpt\", f\"step_{step}\", model=model, "
                "optimizer=optimizer,\n                    user_content={\"step\": step}, "
                "use_xser=True)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_save_checkpoint") + "\n\n"
+        after="import os\n\nimport torch\n\n\n" + defined("_neuron_save_checkpoint") + "\n\n"
               "_neuron_save_checkpoint(\"ckpt\", f\"step_{step}\", model=model, "
               "optimizer=optimizer,\n                    user_content={\"step\": step})\n",
     )

@@ -149,7 +149,7 @@ detail of XLA's graph). `reduce_over_ep_group=True` (expert parallelism) is repo
     example = Example(
         before="from neuronx_distributed.parallel_layers import grads\n\n"
                "grads.bucket_allreduce_gradients(gradients)\n",
-        after="import os\nimport torch\n\n\n" + defined("_neuron_average_tensors") + "\n\n"
+        after="import os\n\nimport torch\n\n\n" + defined("_neuron_average_tensors") + "\n\n"
               + defined("_neuron_mesh").split("\n\n\n")[-1] + "\n\n"
               "_neuron_average_tensors(gradients, group=_neuron_mesh().get_group(\"dp\"))\n",
     )

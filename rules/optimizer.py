@@ -53,7 +53,8 @@ the all-reduce with the backward pass."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.optimizer_step(optimizer)\n",
-        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+        after="import os\n\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_average_tensors") + "\n\n"
               + _helper_text("_neuron_reduce_gradients") + "\n\n"
               + _helper_text("_neuron_optimizer_step") + "\n\n_neuron_optimizer_step(optimizer)\n",
     )
@@ -123,7 +124,8 @@ WORLD_SIZE > 1 and no group it raises. `groups=` is reported for review. Distrib
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.reduce_gradients(optimizer)\n",
-        after="import os\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+        after="import os\n\nimport torch\n\n\n" + _helper_text("_neuron_distributed") + "\n\n"
+              + _helper_text("_neuron_average_tensors") + "\n\n"
               + _helper_text("_neuron_reduce_gradients")
               + "\n\n_neuron_reduce_gradients(optimizer)\n",
     )

@@ -66,7 +66,7 @@ Like the XLA calls, the replacements also work in a single process (rank 0, worl
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
                "world = xm.xrt_world_size()\n",
-        after="import os\nimport torch\n\nrank = torch.distributed.get_rank() if "
+        after="import os\n\nimport torch\n\nrank = torch.distributed.get_rank() if "
               "torch.distributed.is_initialized() else int(os.environ.get(\"RANK\", 0))\n"
               "world = torch.distributed.get_world_size() if "
               "torch.distributed.is_initialized() else int(os.environ.get(\"WORLD_SIZE\", 1))\n",
@@ -123,7 +123,7 @@ is not a literal, is reported for review with the suggested code."""
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nif xm.is_master_ordinal():\n"
                "    save()\nxm.master_print(\"done\")\n",
-        after="import os\nimport torch\n\nif int(os.environ.get(\"LOCAL_RANK\", 0)) == 0:\n"
+        after="import os\n\nimport torch\n\nif int(os.environ.get(\"LOCAL_RANK\", 0)) == 0:\n"
               "    save()\nif (torch.distributed.get_rank() if torch.distributed.is_initialized() "
               "else int(os.environ.get(\"RANK\", 0))) == 0:\n    print(\"done\")\n",
     )

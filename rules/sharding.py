@@ -70,7 +70,7 @@ model's `state_dict()` / `load_state_dict()` (FSDP2's hold DTensor shards: save 
     example = Example(
         before="from torch_xla.distributed.fsdp import XlaFullyShardedDataParallel as FSDP\n\n"
                "model = FSDP(model, flatten_parameters=True)\n",
-        after="import os\nimport torch.distributed.fsdp\n\n\n"
+        after="import os\n\nimport torch.distributed.fsdp\n\n\n"
               + defined("_neuron_fully_shard") + "\n\nmodel = _neuron_fully_shard(model)\n",
     )
     calls = FSDP_CLASSES
@@ -185,7 +185,7 @@ on the mesh's "dp" dimension is the native way to shard it."""
                "ZeroRedundancyOptimizer\n\n"
                "optimizer = ZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, "
                "lr=1e-3, max_norm=0.5)\n",
-        after="import os\nimport torch.distributed.optim\n\n\n"
+        after="import os\n\nimport torch.distributed.optim\n\n\n"
               + defined("_NeuronZeroRedundancyOptimizer") + "\n\n"
               "optimizer = _NeuronZeroRedundancyOptimizer(model.parameters(), "
               "torch.optim.AdamW, lr=1e-3, max_norm=0.5)\n",

@@ -144,7 +144,7 @@ def test_every_cuda_rule_is_exercised_by_a_cuda_fixture() -> None:
      "import torch\n\nwith torch.autocast(\"neuron\", dtype=torch.bfloat16):\n    pass\n"),
     # the import still has a user, so it stays
     ("from torch.cuda.amp import autocast\nwith autocast():\n    pass\nctx = autocast\n",
-     "from torch.cuda.amp import autocast\nimport torch\n\nwith torch.autocast(\"neuron\", "
+     "import torch\nfrom torch.cuda.amp import autocast\nwith torch.autocast(\"neuron\", "
      "dtype=torch.bfloat16):\n    pass\nctx = autocast\n"),
     ("import torch.cuda\ntorch.cuda.synchronize()\nx = torch.ones(1)\n",
      "import torch.cuda\ntorch.neuron.synchronize()\nx = torch.ones(1)\n"),

@@ -150,7 +150,7 @@ def test_findings_name_the_cell_and_the_line_in_it() -> None:
 
 def test_one_alias_table_across_cells() -> None:
     data = notebook("import torch_xla.core.xla_model as xm", "import os", "d = xm.xla_device()")
-    assert sources(run(data).new_source or b"") == ["", "import os\nimport torch",
+    assert sources(run(data).new_source or b"") == ["", "import os\n\nimport torch",
                                                      'd = torch.device("neuron")']
 
 
@@ -259,7 +259,7 @@ def test_magic_using_an_xla_name_keeps_the_import_and_is_reviewed(magic: str) ->
     cell = f"import torch_xla.core.xla_model as xm\nif True:\n{magic}\nd = xm.xla_device()"
     result = run(notebook(cell))
     (new,) = sources(result.new_source or b"")
-    assert new.startswith("import torch_xla.core.xla_model as xm\n")
+    assert new.startswith("import torch\nimport torch_xla.core.xla_model as xm\n")
     assert f"\n{magic}\n" in new
     (review,) = [f for f in result.findings if f.line == 3]
     assert (review.rule_id, review.kind, review.applied) == ("NM701", Kind.REVIEW, False)

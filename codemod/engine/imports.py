@@ -13,6 +13,8 @@ import libcst as cst
 from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.cst_names import attribute_chain
+from neuron_migrate.engine.placement import (helper_index, import_index, imported_modules,
+                                             same_section)
 
 
 @dataclass(frozen=True)
@@ -108,18 +110,34 @@ def remove_aliases(node: cst.Import | cst.ImportFrom,
 
 
 def add_imports(body: Sequence[cst.BaseStatement], modules: set[str]) -> list[cst.BaseStatement]:
-    """Insert `import m` for each module after the file's leading block of imports."""
+    """Insert `import m` for each module into the file's import block, where isort would put
+    it (its section, alphabetical order), with a blank line between sections and before the
+    code that follows the imports."""
     statements = list(body)
-    if not modules:
-        return statements
-    index = _insertion_index(statements)
-    new = [cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(attribute_chain(*_split(m)))])])
-           for m in _outermost(modules)]
-    following = statements[index:]
-    if following and not _is_import_line(following[0], future=False) and \
-            not following[0].leading_lines:
-        following[0] = following[0].with_changes(leading_lines=[cst.EmptyLine()])
-    return statements[:index] + new + following
+    for module in _outermost(modules):
+        index = import_index(statements, module)
+        line = cst.SimpleStatementLine(
+            body=[cst.Import(names=[cst.ImportAlias(attribute_chain(*_split(module)))])])
+        previous = statements[index - 1] if index > 0 else None
+        following = statements[index] if index < len(statements) else None
+        if previous is not None and imported_modules(previous) and \
+                not same_section(previous, line):
+            line = line.with_changes(leading_lines=[cst.EmptyLine()])
+        if following is not None:
+            lines = list(following.leading_lines)
+            commented = any(e.comment is not None for e in lines)
+            if imported_modules(following) and commented:
+                # comments above an import (a heading, a notebook's cell marker) stay above
+                # the block it starts: the new line takes them
+                line = line.with_changes(leading_lines=lines)
+                lines = [] if same_section(following, line) else [cst.EmptyLine()]
+            elif same_section(following, line):
+                lines = []  # the new line now opens this section (or continues it)
+            elif not lines:
+                lines = [cst.EmptyLine()]
+            statements[index] = following.with_changes(leading_lines=lines)
+        statements.insert(index, line)
+    return statements
 
 
 def _split(module: str) -> tuple[str, list[str]]:
@@ -154,7 +172,7 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
         new.extend(parsed[1:])
     if not new:
         return statements
-    index = _insertion_index(statements)
+    index = helper_index(statements, names)
     following = statements[index:]
     if following and len(following[0].leading_lines) < 2:
         missing = 2 - len(following[0].leading_lines)
@@ -167,36 +185,6 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
 def _parsed_helper(source: str, newline: str) -> Sequence[cst.BaseStatement]:
     """LibCST nodes are immutable, so one parse serves every file (a parse costs ~1 ms)."""
     return cst.parse_module(source.replace("\n", newline)).body
-
-
-def _insertion_index(statements: list[cst.BaseStatement]) -> int:
-    index = 0
-    if statements and _is_docstring(statements[0]):
-        index = 1
-    while index < len(statements) and _is_import_line(statements[index], future=True):
-        index += 1
-    while index < len(statements) and _is_import_line(statements[index], future=False):
-        index += 1
-    return index
-
-
-def _is_docstring(statement: cst.BaseStatement) -> bool:
-    return (isinstance(statement, cst.SimpleStatementLine) and len(statement.body) == 1
-            and isinstance(statement.body[0], cst.Expr)
-            and isinstance(statement.body[0].value, (cst.SimpleString, cst.ConcatenatedString)))
-
-
-def _is_import_line(statement: cst.BaseStatement, future: bool) -> bool:
-    if not isinstance(statement, cst.SimpleStatementLine):
-        return False
-    for small in statement.body:
-        if not isinstance(small, (cst.Import, cst.ImportFrom)):
-            return False
-        is_future = isinstance(small, cst.ImportFrom) and isinstance(small.module, cst.Name) \
-            and small.module.value == "__future__"
-        if is_future != future:
-            return False
-    return True
 
 
 _XLA_WORD = re.compile(r"(?i)(?<![\w.])(torch[_-]?xla|xla|pjrt|xm|xmp)(?!\w)")

@@ -9,8 +9,8 @@ one); so does the header of
 a compound statement on that path, decorators and continuation lines included
 (`def train(model, loader, ...):` becomes `def __nm_kept_3__():`). After code generation the
 placeholders are swapped back for the original bytes. At the top of a module, the first
-statement is never hidden and imports are hidden behind an `import __nm_kept_7_3__` line,
-since import insertion reads the docstring and where the leading imports end.
+statement and the imports are never hidden, since added imports go into their section of the
+import block and added helpers after its end.
 
 Anything unexpected (a placeholder re-indented, duplicated or lost, as when a `with` block is
 unwrapped) makes `restore` return None, and the caller parses the whole file instead.
@@ -73,14 +73,10 @@ def is_placeholder(node: cst.CSTNode) -> bool:
 
 
 def _placeholder_name(node: cst.CSTNode) -> str | None:
-    """`__nm_kept_...`, or `import __nm_kept_...` for a run of a module's imports (import
-    insertion must still see the imports where they were)."""
-    if type(node) is cst.Expr:
-        name = node.value  # type: ignore[attr-defined]
-    elif type(node) is cst.Import and len(node.names) == 1:  # type: ignore[attr-defined]
-        name = node.names[0].name  # type: ignore[attr-defined]
-    else:
+    """`__nm_kept_...`, the name a placeholder line holds."""
+    if type(node) is not cst.Expr:
         return None
+    name = node.value  # type: ignore[attr-defined]
     return name.value if type(name) is cst.Name and name.value.startswith(_NAME) else None
 
 
@@ -162,14 +158,24 @@ def _run(run: list[ast.stmt], form: bytes) -> Iterator[Span]:
 
 def _hideable(stmt: ast.stmt, index: int, top: bool) -> bytes | None:
     """The placeholder form for a statement off the path, if it can be hidden. At the top of
-    a module, import insertion reads the first statement (maybe the docstring) and where the
-    leading imports end: the first statement stays, and imports are hidden only among
-    imports, behind a placeholder that is an import itself (`from __future__` ones stay)."""
-    if not top or isinstance(stmt, _COMPOUND):
+    a module the first statement (maybe the docstring) and the imports stay visible: added
+    imports go into their isort section among them, and added helpers after the last."""
+    if not top:
         return b"%s"
-    if index == 0 or isinstance(stmt, ast.ImportFrom) and stmt.module == "__future__":
+    if index == 0 or isinstance(stmt, (ast.Import, ast.ImportFrom)) or _imports_only(stmt):
         return None
-    return b"import %s" if isinstance(stmt, (ast.Import, ast.ImportFrom)) else b"%s"
+    return b"%s"
+
+
+def _imports_only(stmt: ast.stmt) -> bool:
+    """A `try:` or `if` block of imports (and fallbacks such as `x = None`), part of the
+    module's import block."""
+    if not isinstance(stmt, (ast.Try, ast.If)):
+        return False
+    inner = [s for node in ast.walk(stmt) if node is not stmt and isinstance(node, ast.stmt)
+             for s in (node,)]
+    return any(isinstance(s, (ast.Import, ast.ImportFrom)) for s in inner) and all(
+        isinstance(s, (ast.Import, ast.ImportFrom, ast.Pass, ast.Assign)) for s in inner)
 
 
 def _first(stmt: ast.stmt) -> int:
