@@ -154,10 +154,23 @@ def _section(module: str) -> int:
 
 
 def import_index(statements: Sequence[cst.BaseStatement], module: str) -> int:
-    """Where `import module` goes among the header's top-level import lines: in its section,
-    as isort does by default plain imports first, in alphabetical order, then the
-    from-imports; a new section after the sections that sort before it. A line under a
-    comment of its own (a section heading) is not displaced from it."""
+    """Where `import module` goes: where isort would put it among the header's import lines,
+    unless a top-level statement before that place already uses the name it binds (a
+    constant computed between imports, an added helper); then just before that statement."""
+    index = _sorted_index(statements, module)
+    root = module.split(".")[0]
+    for position in range(index):
+        statement = statements[position]
+        if imported_modules(statement) is None and root in _names(statement):
+            return position
+    return index
+
+
+def _sorted_index(statements: Sequence[cst.BaseStatement], module: str) -> int:
+    """Where isort puts `import module` among the header's top-level import lines: in its
+    section, plain imports first, in alphabetical order, then the from-imports; a new section
+    after the sections that sort before it. A line under a comment of its own (a section
+    heading) is not displaced from it."""
     header = _header(statements)
     imports = [(index, mods) for index in range(header)
                if (mods := imported_modules(statements[index]))]
