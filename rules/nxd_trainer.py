@@ -53,10 +53,13 @@ written in plain PyTorch:
   `run_train`, `local_modules()` and `original_module()`; parameters and state dict are the
   model's own.
 - `initialize_parallel_optimizer(config, cls, params, **kw)` →
-  `_neuron_parallel_optimizer(...)`: `cls(params, **kw)` wrapped so that `step()` averages
-  the gradients over the mesh's data-parallel ranks in buckets and clips them by the whole
-  model's norm (kept in `grad_norm`), as NxDOptimizer did; with `zero_one_enabled` and no
-  tensor parallelism, the ZeRO-1 optimizer of NM706.
+  `_neuron_parallel_optimizer(...)`: `cls(params, **kw)` wrapped so that `step()` sums the
+  gradients of parameters marked `sequence_parallel_enabled` over the tensor-parallel ranks
+  (with `sequence_parallel=True`), averages the gradients over the mesh's data-parallel
+  ranks in buckets and clips them by the whole model's norm (kept in `grad_norm`), as
+  NxDOptimizer did; with `zero_one_enabled` and no tensor parallelism, the ZeRO-1 optimizer
+  of NM706. With ZeRO-1 the clipping norm is `max_norm` among `kw` (1.0 by default), not
+  the config's `max_grad_norm`: NxD never passed that one to its ZeRO-1 optimizer.
 
 Why: NxD's trainer API is XLA-based and ended with its training support. What it did with
 each setting has a native counterpart; the helpers keep the call shapes so the rest of the

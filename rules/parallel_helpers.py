@@ -389,8 +389,10 @@ def _neuron_build_on_meta(model_fn, include_buffers, *model_args, **model_kwargs
     "_NeuronParallelOptimizer": helper('''
 class _NeuronParallelOptimizer(torch.optim.Optimizer):
     """initialize_parallel_optimizer's NxDOptimizer: the optimizer, with a step that first
-    averages the gradients over the data-parallel ranks (in buckets) and clips them by the
-    whole model's norm, kept in `grad_norm`, as NxD's did."""
+    sums the gradients of parameters marked sequence_parallel_enabled over the
+    tensor-parallel ranks when the config says sequence_parallel, averages the gradients over
+    the data-parallel ranks (in buckets) and clips them by the whole model's norm, kept in
+    `grad_norm`, as NxD's did."""
 
     def __init__(self, optimizer, nxd_config):  # no Optimizer.__init__: this wraps one
         self.optimizer = optimizer
@@ -423,6 +425,8 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
 
     def step(self, closure=None):
         params = [p for group in self.param_groups for p in group["params"]]
+        if self.nxd_config.get("sequence_parallel"):  # NM706 passes only optimizer_config
+            _neuron_allreduce_sequence_parallel_gradients(self)
         if _neuron_distributed():
             _neuron_average_gradients(params, group=_neuron_mesh().get_group("dp"))
         settings = self.nxd_config["optimizer_config"]
@@ -430,14 +434,22 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
             self.grad_norm = _neuron_clip_grad_norm(params, settings["max_grad_norm"])
         return self.optimizer.step(closure=closure)
 ''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
-               "_neuron_average_gradients", "_neuron_clip_grad_norm")),
+               "_neuron_average_gradients", "_neuron_clip_grad_norm",
+               "_neuron_allreduce_sequence_parallel_gradients")),
     "_neuron_parallel_optimizer": helper('''
 def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaults):
     """initialize_parallel_optimizer: the optimizer with NxD's gradient averaging and
-    clipping; with ZeRO-1, its state sharded over the data-parallel ranks."""
+    clipping; with ZeRO-1, its state sharded over the data-parallel ranks and its gradients
+    clipped at `max_norm` among the optimizer's arguments (1.0 by default), not at the
+    config's max_grad_norm, as NxD's ZeRO-1 optimizer did."""
     import warnings
 
     settings = nxd_config["optimizer_config"]
+    if settings["zero_one_enabled"]:
+        # NxD never passed max_grad_norm to its ZeRO-1 optimizer: it clipped at that
+        # optimizer's own max_norm, 1.0 unless given among the optimizer's arguments
+        settings = {**settings, "max_grad_norm": defaults.pop("max_norm", 1.0)}
+        nxd_config = {**nxd_config, "optimizer_config": settings}
     parameters = list(parameters)
     tensors = [p for item in parameters
                for p in (item["params"] if isinstance(item, dict) else [item])]
@@ -452,10 +464,11 @@ def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaul
         return _NeuronParallelOptimizer(optimizer_class(parameters, **defaults), nxd_config)
     return _NeuronZeroRedundancyOptimizer(
         parameters, optimizer_class, grad_clipping=settings["grad_clipping"],
-        max_norm=settings.get("max_grad_norm"), **defaults)
+        max_norm=settings["max_grad_norm"], **defaults)
 ''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
                "_neuron_average_gradients", "_neuron_clip_grad_norm", "_NeuronParallelOptimizer",
-               "_neuron_process_group", "_NeuronZeroRedundancyOptimizer"),
+               "_neuron_process_group", "_NeuronZeroRedundancyOptimizer",
+               "_neuron_allreduce_sequence_parallel_gradients"),
        imports=("torch", "torch.distributed.optim")),
     "_neuron_rank_message": helper('''
 def _neuron_rank_message(msg):

@@ -62,3 +62,64 @@ def test_a_collective_over_a_model_tensor_with_an_nxd_group_is_reported(body: st
     reviews = [f for f in findings if f.rule_id == "NM240" and f.kind is Kind.REVIEW]
     assert bool(reviews) is reported
     assert all(f.applied and "to_local()" in f.message for f in reviews)
+
+
+def _trainer_helpers(**stubs: Any) -> dict[str, Any]:
+    """The trainer API's helpers executed as in a migrated file, with `stubs` in place of
+    the helpers they call (no process group in this process)."""
+    import torch
+
+    from neuron_migrate.rules.helpers import HELPERS
+
+    namespace: dict[str, Any] = {"torch": torch}
+    for name in ("_neuron_mesh", "_neuron_init_mesh", "_neuron_parallel_config",
+                 "_neuron_clip_grad_norm", "_NeuronParallelOptimizer",
+                 "_neuron_parallel_optimizer"):
+        exec(compile(HELPERS[name].source, f"<{name}>", "exec"), namespace)  # noqa: S102
+    namespace.update(stubs)
+    return namespace
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize(("kwargs", "clipped_at"), [({}, 1.0), ({"max_norm": 3.0}, 3.0)])
+def test_trainer_zero1_clips_where_nxd_did(kwargs: dict[str, float], clipped_at: float) -> None:
+    """NxD's initialize_optimizer_from_class never passed the config's max_grad_norm to its
+    ZeRO-1 optimizer, which clipped at its own max_norm (1.0 unless given as an optimizer
+    argument); without ZeRO-1 the config's max_grad_norm is used."""
+    import torch
+
+    made: list[dict[str, Any]] = []
+    helpers = _trainer_helpers(
+        _NeuronZeroRedundancyOptimizer=lambda params, cls, **kw: made.append(kw),
+        _neuron_distributed=lambda: False)
+    config = helpers["_neuron_parallel_config"](optimizer_config={
+        "zero_one_enabled": True, "max_grad_norm": 0.5})
+    params = [torch.nn.Parameter(torch.ones(2))]
+    helpers["_neuron_parallel_optimizer"](config, torch.optim.SGD, params, lr=0.1, **kwargs)
+    assert made[0]["max_norm"] == clipped_at and made[0]["lr"] == 0.1
+    plain = helpers["_neuron_parallel_config"](optimizer_config={"max_grad_norm": 0.5})
+    optimizer = helpers["_neuron_parallel_optimizer"](plain, torch.optim.SGD, params, lr=0.1)
+    params[0].grad = torch.full((2,), 10.0)
+    optimizer.step()
+    assert float(optimizer.grad_norm) == pytest.approx(200 ** 0.5)
+    assert float(params[0].grad.norm()) == pytest.approx(0.5, rel=1e-4)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("sequence_parallel", [True, False])
+def test_the_trainer_optimizer_sums_marked_gradients_when_the_config_says_sequence_parallel(
+        sequence_parallel: bool) -> None:
+    """NxDOptimizer.step ran allreduce_sequence_parallel_gradients when the config said
+    sequence_parallel (a norm of the model's own marked sequence_parallel_enabled)."""
+    import torch
+
+    summed: list[Any] = []
+    helpers = _trainer_helpers(
+        _neuron_allreduce_sequence_parallel_gradients=summed.append,
+        _neuron_distributed=lambda: False)
+    config = helpers["_neuron_parallel_config"](sequence_parallel=sequence_parallel)
+    param = torch.nn.Parameter(torch.ones(2))
+    optimizer = helpers["_neuron_parallel_optimizer"](config, torch.optim.SGD, [param], lr=0.1)
+    param.grad = torch.ones(2)
+    optimizer.step()
+    assert (summed == [optimizer]) is sequence_parallel
