@@ -115,8 +115,9 @@ did:
   Replicate())` on `torch.nn.Embedding(v, d)`; `shard_across_embedding=True` →
   `ColwiseParallel(output_layouts=Replicate())`.
 A flag that is not a literal is kept as a conditional (`Replicate() if flag else Shard(-1)`).
-`bias`, `dtype`, `padding_idx` and `scale_grad_by_freq` pass to the torch.nn layer;
-`init_method` is applied to the whole weight before sharding; `keep_master_weight` has no
+`bias`, `dtype`, `padding_idx` and `scale_grad_by_freq` pass to the torch.nn layer, except a
+`padding_idx` of 0, which NxD ignored (`if padding_idx`: row 0 trained like any other) and
+which therefore goes (a computed one becomes `p or None`); `init_method` is applied to the whole weight before sharding; `keep_master_weight` has no
 meaning natively and goes. A fused layer (`ColumnParallelLinear(h, 3 * d, stride=3,
 gather_output=False)`, as for q, k and v) becomes `_NeuronStridedColumns`: three
 column-parallel layers of `d` outputs whose local outputs are concatenated, so each rank
@@ -284,9 +285,28 @@ def _native_args(args: Sequence[cst.Arg], spec: _Spec) -> list[cst.Arg]:
     for the linear sizes renamed."""
     kept = [a for a in args if a.keyword is None or a.keyword.value in
             {*spec.positional, *spec.passed}]
-    return [a.with_changes(keyword=cst.Name(_NATIVE_NAMES[a.keyword.value]))
-            if a.keyword is not None and a.keyword.value in _NATIVE_NAMES else a
-            for a in keep_args(args, kept)]
+    native = [a.with_changes(keyword=cst.Name(_NATIVE_NAMES[a.keyword.value]))
+              if a.keyword is not None and a.keyword.value in _NATIVE_NAMES else a
+              for a in keep_args(args, kept)]
+    return _padding(native) if "padding_idx" in spec.positional else native
+
+
+def _padding(args: list[cst.Arg]) -> list[cst.Arg]:
+    """NxD's ParallelEmbedding ignored a padding_idx of 0 (`if padding_idx`), so row 0 was
+    trained and initialised like any other; torch.nn.Embedding would zero it and freeze its
+    gradient. A literal 0 goes (None where positional), a computed one becomes `(p) or None`."""
+    arg = next((a for a in args if a.keyword is not None and a.keyword.value == "padding_idx"),
+               None) or positional(args, 2)
+    if arg is None or code(arg.value) == "None" or (
+            isinstance(arg.value, cst.Integer) and arg.value.evaluated_value != 0):
+        return args
+    if isinstance(arg.value, cst.Integer):
+        if arg.keyword is not None:
+            return keep_args(args, [a for a in args if a is not arg])
+        value: cst.BaseExpression = cst.Name("None")
+    else:
+        value = template("{p} or None", p=arg.value)
+    return [a.with_changes(value=value) if a is arg else a for a in args]
 
 
 def _flag(args: Sequence[cst.Arg], name: str, default: bool) -> cst.BaseExpression | bool:

@@ -123,3 +123,16 @@ def test_the_trainer_optimizer_sums_marked_gradients_when_the_config_says_sequen
     param.grad = torch.ones(2)
     optimizer.step()
     assert (summed == [optimizer]) is sequence_parallel
+
+
+@pytest.mark.parametrize(("written", "native"), [
+    ("padding_idx=0", "torch.nn.Embedding(100, 16)"),
+    ("0", "torch.nn.Embedding(100, 16, None)"),
+    ("padding_idx=pad", "torch.nn.Embedding(100, 16, padding_idx=pad or None)"),
+    ("padding_idx=3", "torch.nn.Embedding(100, 16, padding_idx=3)"),
+])
+def test_a_padding_index_of_0_is_ignored_as_nxd_ignored_it(written: str, native: str) -> None:
+    """NxD's ParallelEmbedding tested `if padding_idx`: row 0 trained like any other, where
+    torch.nn.Embedding(padding_idx=0) would zero it and freeze its gradient."""
+    new, _ = _migrate(HEAD + f"emb = layers.ParallelEmbedding(100, 16, {written})\n")
+    assert native + ", torch.distributed.tensor.parallel.RowwiseParallel(" in new
