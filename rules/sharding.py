@@ -242,8 +242,10 @@ def _zero_options(node: cst.Call, site: Site, nxd: bool) -> Options | Review:
 
 
 def zero_migration(node: cst.Call, site: Site, nxd: bool) -> Outcome:
-    """What NM706 makes of a ZeRO-1 optimizer's construction (`nxd`: NxD's class)."""
-    options = _zero_options(node, site, nxd)
+    """What NM706 makes of a ZeRO-1 optimizer's construction (`nxd`: NxD's class). NxD's
+    data-parallel groups passed to XLA's class mean what they mean for NxD's: all processes
+    where the file is proven data parallel only (elsewhere XLA's class is reported)."""
+    options = _zero_options(node, site, nxd or proven_pure_data_parallel(site))
     if isinstance(options, Review):
         return options
     params = argument(node.args, 0, "params")

@@ -136,3 +136,21 @@ def test_a_padding_index_of_0_is_ignored_as_nxd_ignored_it(written: str, native:
     torch.nn.Embedding(padding_idx=0) would zero it and freeze its gradient."""
     new, _ = _migrate(HEAD + f"emb = layers.ParallelEmbedding(100, 16, {written})\n")
     assert native + ", torch.distributed.tensor.parallel.RowwiseParallel(" in new
+
+
+@pytest.mark.parametrize(("size", "migrated"), [("1", True), ("tp", False)])
+def test_xla_zero1_with_nxd_groups_migrates_as_nxd_zero1_does(size: str, migrated: bool) -> None:
+    """torch_xla's ZeroRedundancyOptimizer given NxD's data-parallel groups: all processes
+    where the file is proven data parallel only, as for NxD's own ZeRO-1 class; reported
+    where tensor parallelism may be on."""
+    new, findings = _migrate(
+        HEAD + "from torch_xla.distributed.zero_redundancy_optimizer import "
+        "ZeroRedundancyOptimizer\n\n"
+        f"parallel_state.initialize_model_parallel(tensor_model_parallel_size={size})\n"
+        "model = torch.nn.Linear(4, 4).to(xm.xla_device())\n"
+        "opt = ZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, lr=1e-3, "
+        "sharding_groups=parallel_state.get_data_parallel_group(as_list=True))\n")
+    zero = [f for f in findings if f.rule_id == "NM706"]
+    assert ("_NeuronZeroRedundancyOptimizer(model.parameters(), torch.optim.AdamW, lr=1e-3)"
+            in new) is migrated
+    assert all(f.kind is Kind.REVIEW for f in zero) is not migrated
