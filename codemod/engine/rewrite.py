@@ -357,6 +357,14 @@ class ModuleRewriter:
                 dropped = True
                 continue
             rebuilt = map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+            if _emptied_if(rebuilt, unit):
+                # `if backend == "xla": xm.mark_step()` left as `if ...: pass`: nothing to keep
+                self.touched.append((unit.lineno, unit.end_lineno or unit.lineno))
+                lines = self._unheaded(statement, [unit], statements[index + 1:],
+                                       body[position:])
+                carry = [*carry, *lines]
+                dropped = True
+                continue
             out.append(_attach(carry, self._annotate(rebuilt, [unit]), first=first))
             carry = []
         if position != len(body):
@@ -489,6 +497,38 @@ class ModuleRewriter:
         result = self.results.get(id(unit))
         header = result.node if result and isinstance(result.node, cst.If) else node
         return map_blocks(header, unit, self._rebuild_suite, self._rebuild_elif)
+
+
+def _emptied_if(rebuilt: cst.BaseCompoundStatement, unit: ast.stmt) -> bool:
+    """An `if` without `else` whose body the migration emptied to `pass`, over a test that
+    only reads names, attributes and constants: removing it changes nothing."""
+    if not isinstance(unit, ast.If) or unit.orelse or not isinstance(rebuilt, cst.If) or \
+            all(isinstance(s, ast.Pass) for s in unit.body) or not _pure(unit.test):
+        return False
+    block = rebuilt.body
+    smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else [
+        small for line in block.body if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body] if len(block.body) == 1 else []
+    return len(smalls) == 1 and isinstance(smalls[0], cst.Pass) and not any(
+        line.comment for line in getattr(block.body[0], "leading_lines", ()))
+
+
+def _pure(test: ast.expr) -> bool:
+    """A condition whose evaluation does nothing but read: names, attributes, constants,
+    comparisons and boolean operators of those."""
+    if isinstance(test, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(test, ast.Attribute):
+        return _pure(test.value)
+    if isinstance(test, ast.Compare):
+        return _pure(test.left) and all(_pure(c) for c in test.comparators)
+    if isinstance(test, ast.BoolOp):
+        return all(_pure(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp):
+        return _pure(test.operand)
+    if isinstance(test, (ast.Tuple, ast.List, ast.Set)):
+        return all(_pure(e) for e in test.elts)
+    return False
 
 
 def _attach(lines: list[cst.EmptyLine], statement: cst.BaseStatement,

@@ -1,0 +1,38 @@
+"""What the migration empties goes: an `if` whose body became `pass` over a test that only
+reads is removed; one whose test may do something stays."""
+
+from __future__ import annotations
+
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
+
+REGISTRY = Registry(all_rules())
+
+
+def _migrate(source: str) -> str:
+    result = migrate_source("train.py", source.encode(), REGISTRY)
+    assert result.error is None, result.error
+    return (result.new_source or source.encode()).decode()
+
+
+def test_an_if_emptied_by_the_migration_goes() -> None:
+    new = _migrate("import torch_xla.core.xla_model as xm\n\n\ndef step(loss, args):\n"
+                   "    loss.backward()\n    if args.sync and args.steps > 1:\n"
+                   "        xm.mark_step()\n    return loss\n")
+    assert "if args" not in new and "pass" not in new
+    assert "    loss.backward()\n    return loss\n" in new
+
+
+def test_an_if_whose_test_may_act_or_that_has_an_else_stays() -> None:
+    new = _migrate("import torch_xla.core.xla_model as xm\n\n\ndef step(loss, flag):\n"
+                   "    if ready():\n        xm.mark_step()\n"
+                   "    if flag:\n        xm.mark_step()\n    else:\n        print(1)\n")
+    assert "if ready():\n        pass\n" in new
+    assert "if flag:\n        pass\n    else:\n        print(1)\n" in new
+
+
+def test_an_if_that_was_empty_before_stays() -> None:
+    source = ("import torch_xla.core.xla_model as xm\n\n\ndef step(flag):\n"
+              "    if flag:\n        pass\n    xm.mark_step()\n")
+    assert "if flag:\n        pass\n" in _migrate(source)
