@@ -151,13 +151,15 @@ def _neuron_allreduce_sequence_parallel_gradients(optimizer):
     (a norm under SequenceParallel) is skipped: its backward already summed its gradient."""
     from torch.distributed.tensor import DTensor
 
+    if not _neuron_distributed():  # one process: nothing to sum
+        return
     group = _neuron_mesh()["tp"].get_group()
     for param_group in optimizer.param_groups:
         for param in param_group["params"]:
             if (getattr(param, "sequence_parallel_enabled", False)
                     and param.grad is not None and not isinstance(param.grad, DTensor)):
                 torch.distributed.all_reduce(param.grad, group=group)
-''', requires=("_neuron_mesh",)),
+''', requires=("_neuron_mesh", "_neuron_distributed")),
     "_neuron_move_model": helper('''
 def _neuron_move_model(model, device):
     """NxD's move_model_to_device: model.to(device) keeping the `sequence_parallel_enabled`

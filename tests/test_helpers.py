@@ -89,6 +89,8 @@ def _collective_calls() -> dict[str, Callable[[], object]]:
         "_neuron_parallel_optimizer": lambda: H["_neuron_parallel_optimizer"](
             _NXD_CONFIG, torch.optim.SGD, model.parameters(), lr=1.0).step(),
         "_neuron_average_gradients": lambda: H["_neuron_average_gradients"](model.parameters()),
+        "_neuron_allreduce_sequence_parallel_gradients": lambda: H[
+            "_neuron_allreduce_sequence_parallel_gradients"](optimizer),
         "_neuron_average_tensors": lambda: H["_neuron_average_tensors"](
             [p.grad for p in model.parameters()]),
         "_neuron_process_group": lambda: _own_group(H["_neuron_process_group"]),
