@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from neuron_migrate.files.discover import Excludes
+from neuron_migrate.files.scope import Excludes
 from neuron_migrate.model import FileResult
 from neuron_migrate.runner import MAX_BYTES, Job, RunResult, accepts, migrate_bytes
 

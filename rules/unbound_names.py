@@ -16,7 +16,6 @@ from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
 from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.analysis.readiness_plan import text_lines
-from neuron_migrate.analysis.statements import statements
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example
 from neuron_migrate.rules.unsupported import D_HOME

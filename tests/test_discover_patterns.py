@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neuron_migrate.files.discover import Patterns, _any_pattern
+from neuron_migrate.files.patterns import Patterns, _any_pattern
 
 LINES = [
     "*.pyc", "build/", "/dist", "!keep.pyc", "foo/**/bar", "a?b[c-d]", "**", "**/", "*",

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.config import Config, ConfigFinder
-from neuron_migrate.files.patterns import Patterns, _any_pattern, gitignore_spec  # noqa: F401
-from neuron_migrate.files.scope import (ALWAYS_SKIPPED, Excludes, Overrides, Scope, Scopes,
-                                        always_skipped)
+from neuron_migrate.files.patterns import Patterns, gitignore_spec
+from neuron_migrate.files.scope import ALWAYS_SKIPPED, Overrides, Scope, Scopes, always_skipped
 
 SKIPPED_DIRS = frozenset(ALWAYS_SKIPPED)
 Accept = Callable[[Path], bool]
