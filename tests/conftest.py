@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 from dataclasses import dataclass
@@ -11,10 +12,27 @@ import pytest
 from typer.testing import CliRunner
 
 from neuron_migrate.cli import app
+from neuron_migrate.engine.migrate import migrate_source
+from neuron_migrate.model import Finding
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 PYTHON_FIXTURES = sorted((FIXTURES / "python").glob("*.before.py"))
+
+
+def migrated(source: str, path: str = "train.py") -> tuple[str, list[Finding]]:
+    """The engine's output for `source` (the source itself when nothing changes) and its
+    findings; a migration error fails the test."""
+    result = migrate_source(path, source.encode(), _registry())
+    assert result.error is None, result.error
+    return (result.new_source or source.encode()).decode(), list(result.findings)
+
+
+@functools.lru_cache(maxsize=1)
+def _registry() -> Registry:
+    return Registry(all_rules())
 
 
 def fixture_id(path: Path) -> str:

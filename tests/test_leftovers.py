@@ -3,17 +3,11 @@ reads is removed; one whose test may do something stays."""
 
 from __future__ import annotations
 
-from neuron_migrate.engine.migrate import migrate_source
-from neuron_migrate.registry import Registry
-from neuron_migrate.rules import all_rules
-
-REGISTRY = Registry(all_rules())
+from tests.conftest import migrated
 
 
 def _migrate(source: str) -> str:
-    result = migrate_source("train.py", source.encode(), REGISTRY)
-    assert result.error is None, result.error
-    return (result.new_source or source.encode()).decode()
+    return migrated(source)[0]
 
 
 def test_an_if_emptied_by_the_migration_goes() -> None:

@@ -19,22 +19,15 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.model import Kind
-from neuron_migrate.registry import Registry
-from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.checkpoint_helpers import CONVERT
 from neuron_migrate.rules.helpers import HELPERS
-from tests.conftest import FIXTURES, ROOT, cli
+from tests.conftest import FIXTURES, ROOT, cli, migrated
 
-REGISTRY = Registry(all_rules())
 TRAIN = FIXTURES / "smoke" / "nxd_checkpoint_train.py"
 
 
-def _migrate(source: str) -> tuple[str, list[Any]]:
-    result = migrate_source("train.py", source.encode(), REGISTRY)
-    assert result.error is None
-    return (result.new_source or source.encode()).decode(), list(result.findings)
+_migrate = migrated
 
 
 # ------------------------------------------------------------------------------ rewrites

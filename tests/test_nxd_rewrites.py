@@ -8,20 +8,14 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.model import Kind
-from neuron_migrate.registry import Registry
-from neuron_migrate.rules import all_rules
+from tests.conftest import migrated
 
-REGISTRY = Registry(all_rules())
 HEAD = ("import torch\nimport torch_xla.core.xla_model as xm\n"
         "from neuronx_distributed.parallel_layers import layers, parallel_state\n\n")
 
 
-def _migrate(source: str) -> tuple[str, list[Any]]:
-    result = migrate_source("train.py", source.encode(), REGISTRY)
-    assert result.error is None
-    return (result.new_source or source.encode()).decode(), list(result.findings)
+_migrate = migrated
 
 
 def test_xm_save_next_to_a_layout_of_one_without_layers_is_migrated() -> None:

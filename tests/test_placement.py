@@ -3,17 +3,11 @@ block and before their first use, comments kept where they were."""
 
 from __future__ import annotations
 
-from neuron_migrate.engine.migrate import migrate_source
-from neuron_migrate.registry import Registry
-from neuron_migrate.rules import all_rules
-
-REGISTRY = Registry(all_rules())
+from tests.conftest import migrated
 
 
 def _migrate(source: str) -> str:
-    result = migrate_source("train.py", source.encode(), REGISTRY)
-    assert result.error is None, result.error
-    return (result.new_source or source.encode()).decode()
+    return migrated(source)[0]
 
 
 def test_helpers_go_after_imports_that_follow_a_sys_path_block() -> None:
