@@ -17,6 +17,10 @@ XLA, BETA, NATIVE = Lineage.XLA, Lineage.BETA, Lineage.NATIVE
     ("2.9.0.2.12.22436+0f1dac25", XLA), ("2.0.0.2.0.0b0", XLA), ("1.11.0.1.1.1", XLA),
     ("2.10.0", BETA), ("2.12.1", BETA), ("2.13.3.0", BETA),
     ("2.14.3.0", NATIVE), ("2.14.3.0+abc", NATIVE), ("2.15.3.0", NATIVE),
+    # three-part versions carry no plugin generation: the torch part alone decides, on both
+    # sides of each boundary
+    ("1.13.1", XLA), ("2.8.0", XLA), ("2.9.0", XLA), ("2.9.1", XLA), ("2.10.0", BETA),
+    ("2.13.0", BETA), ("2.13.1", BETA), ("2.14.0", NATIVE), ("2.14.1", NATIVE),
 ])
 def test_exact_versions(version: str, lineage: Lineage) -> None:
     assert lineage_of_version(Version(version)) is lineage
