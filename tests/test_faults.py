@@ -238,6 +238,21 @@ def test_sarif_uris_are_relative_and_percent_encoded(in_tmp: Path) -> None:
     assert run["originalUriBaseIds"]["%SRCROOT%"]["uri"] == in_tmp.resolve().as_uri() + "/"
 
 
+def test_sarif_uri_of_a_file_outside_the_root_is_an_absolute_file_uri(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A `../` reference would climb out of %SRCROOT%, which code scanning cannot place: a file
+    outside the folder the run started in keeps its whole path, with no base id."""
+    (in_tmp / "elsewhere").mkdir()
+    (in_tmp / "root").mkdir()
+    outside = in_tmp / "elsewhere" / "my file.py"
+    outside.write_text(OLD)
+    monkeypatch.chdir(in_tmp / "root")
+    document = cli("check", "--format", "sarif", str(outside)).json()
+    location = document["runs"][0]["results"][0]["locations"][0]["physicalLocation"]
+    assert location["artifactLocation"] == {"uri": outside.resolve().as_uri()}
+    assert location["artifactLocation"]["uri"].endswith("/elsewhere/my%20file.py")
+
+
 def test_a_refused_write_is_not_counted_as_changed(in_tmp: Path) -> None:
     _git(in_tmp, "init", "-q")
     (in_tmp / "dirty.py").write_text(OLD)
