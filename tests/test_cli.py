@@ -69,6 +69,28 @@ def test_review_items_alone_make_dry_run_exit_1(in_tmp: Path) -> None:
     assert run.exit_code == 1 and "NM701" in run.stdout
 
 
+_BF16 = 'import os\nos.environ["XLA_USE_BF16"] = "1"\n'
+_BETA = "torch-neuronx==2.12.0\nneuronx-cc==2.*\nnki\n"
+
+
+@pytest.mark.parametrize(("command", "name", "source"), [
+    (["check"], "bf16.py", _BF16), (["apply", "--dry-run"], "bf16.py", _BF16),
+    (["check"], "requirements.txt", _BETA), (["scan"], "requirements.txt", _BETA),
+    (["apply", "--dry-run"], "requirements.txt", _BETA),
+])
+def test_an_unapplied_unsafe_fix_alone_fails_check(in_tmp: Path, command: list[str],
+                                                    name: str, source: str) -> None:
+    """An unsafe fix a run does not apply is left for a person ("1 to review"): check fails
+    on it as on a review item, though nothing would change without --unsafe-fixes."""
+    (in_tmp / name).write_text(source)
+    run = cli(*command, "--format", "json", name)
+    findings = run.json()["findings"]
+    assert [f["kind"] for f in findings] == ["unsafe-fix"], findings
+    assert not findings[0]["applied"]
+    assert run.exit_code == 1
+    assert (in_tmp / name).read_text() == source
+
+
 def test_select_and_ignore(in_tmp: Path) -> None:
     source = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\nxm.mark_step()\n"
     (in_tmp / "a.py").write_text(source)
