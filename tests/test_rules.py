@@ -16,7 +16,7 @@ from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.environment import BF16, XLA_ONLY
 from neuron_migrate.runner import migrate_bytes
-from tests.conftest import PYTHON_FIXTURES
+from tests.conftest import PYTHON_FIXTURES, migrated
 
 RULES = all_rules()
 REGISTRY = Registry(RULES)
@@ -207,3 +207,19 @@ def test_in_setup_py_a_string_both_read_is_reported_once_by_the_scanner() -> Non
     at = {(f.line, f.column, f.rule_id) for f in migrate_data("setup.py", source, REGISTRY).findings}
     assert (2, 25, "NM801") in at and not any(rule == "NM714" for _, _, rule in at)
     assert any(f.rule_id == "NM714" for f in migrate_data("pins.py", source, REGISTRY).findings)
+
+
+@pytest.mark.parametrize(("call", "device"), [
+    ("xm.xla_device()", 'torch.device("neuron")'),
+    ("xm.xla_device(None)", 'torch.device("neuron")'),
+    ("xm.xla_device(1)", 'torch.device("neuron", 1)'),
+    ("xm.xla_device(n=rank)", 'torch.device("neuron", rank)'),
+    ("xm.xla_device(index=2)", 'torch.device("neuron", 2)'),
+])
+def test_an_explicit_device_index_is_kept(call: str, device: str) -> None:
+    """NM101 keeps the index an XLA device was asked for (and says to check it, since each
+    process sees its own core as neuron:0); no index, or None, is the process's own device."""
+    new, findings = migrated(f"import torch_xla.core.xla_model as xm\n\nrank = 0\nd = {call}\n")
+    assert f"d = {device}\n" in new
+    [finding] = [f for f in findings if f.rule_id == "NM101"]
+    assert ("check the index" in finding.message) == ("," in device)
