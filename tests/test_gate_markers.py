@@ -55,6 +55,28 @@ def test_a_bare_noqa_or_other_codes_leave_our_rules_alone(marker: str) -> None:
     assert ("NM002" in {r for _, r in rules}) == ("NM101" in marker)
 
 
+@pytest.mark.parametrize(("marker", "silenced"), [
+    ("  # neuron-migrate: ignore[NM1]", True), ("  # neuron-migrate: ignore[NM10]", True),
+    ("  # neuron-migrate: ignore[nm101]", True), ("  # noqa: NM1", True),
+    ("  # neuron-migrate: ignore[NM11]", False), ("  # neuron-migrate: ignore[NM1010]", False),
+    ("  # neuron-migrate: ignore[101]", False), ("  # noqa: NM2", False),
+])
+def test_a_marker_names_rules_by_id_prefix(marker: str, silenced: bool) -> None:
+    """As ruff's codes: `NM1` names every NM1xx rule; a code that is not a prefix of the id
+    (a later digit, a tail of the id) names nothing, and the fix is made."""
+    source = f"import torch_xla.core.xla_model as xm\n\ndevice = xm.xla_device(){marker}\n"
+    result = _migrate("a.py", source)
+    assert ("NM101" in {r for _, r in _rules(result)}) is not silenced
+    assert result.changed is not silenced
+    assert ((3, "NM002") in _rules(result)) is not silenced  # an unused marker is reported
+
+
+def test_a_reviewed_marker_names_rules_by_id_prefix() -> None:
+    assert _rules(_migrate("a.py", _python("  # neuron-migrate: reviewed[NM7]"))) == []
+    unrelated = _migrate("a.py", _python("  # neuron-migrate: reviewed[NM716]"))
+    assert (3, "NM715") in _rules(unrelated)
+
+
 def test_noqa_holds_back_the_fix_as_ruff_does_but_reviewed_does_not() -> None:
     source = "import torch_xla.core.xla_model as xm\n\n\ndef f():\n    xm.mark_step(){}\n"
     ignored = _migrate("a.py", source.format("  # noqa: NM110"))
