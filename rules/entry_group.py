@@ -12,6 +12,7 @@ from neuron_migrate.rule import Example, Insert, Review, Rule, Site
 from neuron_migrate.rules.collectives import BroadcastMasterParam, Rendezvous, TensorCollectives
 from neuron_migrate.rules.frameworks import group_owner
 from neuron_migrate.rules.launch import D_DIST, LAUNCH, SPAWN, called_names, create_group
+from neuron_migrate.rules.one_process import one_process
 from neuron_migrate.rules.optimizer import OptimizerStep, ReduceGradients
 from neuron_migrate.rules.ranks import MasterOnly, RankAndWorldSize
 from neuron_migrate.rules.saving import Save
@@ -71,8 +72,10 @@ with an error when WORLD_SIZE > 1 rather than let each process train alone.
 
 What differs: nothing in a single process (no WORLD_SIZE, or 1): no group is created, as
 before. Under torchrun the group exists from the entry on, with torchrun's env:// rendezvous.
-A file that calls `init_process_group` itself, or launches its workers (`xmp.spawn`,
-`torch_xla.launch`: NM220), keeps its own arrangement. So does a script that hands its
+A script whose only such call is `xm.save` and that provably runs as one process (NM230
+then writes a plain `torch.save`) gets no group. A file that calls `init_process_group`
+itself, or launches its workers (`xmp.spawn`, `torch_xla.launch`: NM220), keeps its own
+arrangement. So does a script that hands its
 training to a framework that creates the process group when it starts (Lightning's `Trainer`
 or `Fabric`, Accelerate, Hugging Face's `Trainer`, Ray Train's trainers): its entry is
 reported instead, since a group created ahead of the framework's would change how it starts. A module without a `__main__` block
@@ -103,6 +106,8 @@ another backend (`"gloo"`, `"nccl"`) would raise: guard it the same way by hand.
         facts = group_facts(site.module_tree, site.module_calls())
         if not facts.world_calls or facts.launches or facts.creates:
             return None
+        if set(facts.world_calls) <= Save.calls and one_process(site):
+            return None  # NM230 writes a plain torch.save there: nothing needs a group
         used = ", ".join(f"`{name.rsplit('.', 1)[-1]}`" for name in facts.world_calls[:3])
         more = ", ..." if len(facts.world_calls) > 3 else ""
         owner = group_owner(site.module_tree, site.module_calls())

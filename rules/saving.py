@@ -11,7 +11,8 @@ from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
 from neuron_migrate.rules.helpers import defined
 from neuron_migrate.rules.nxd_layout import may_shard
-from neuron_migrate.rules.support import argument, bool_value
+from neuron_migrate.rules.one_process import one_process
+from neuron_migrate.rules.support import argument, bool_value, has_star_args
 from neuron_migrate.rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -38,6 +39,11 @@ API appear in the file, or its layout with a tensor-parallel size other than a l
 whose layers may be built elsewhere) it is reported instead: the migrated layers hold
 DTensor parameters, whose state dict torch.distributed.checkpoint saves from every process.
 
+In a file that provably runs as one process (a script or notebook that names no rank,
+world, collective or launcher, and that nothing in its repository starts with torchrun or a
+similar launcher, or imports), there is no other process to choose among or wait for: the
+call becomes `torch.save(_neuron_to_device(data, "cpu"), path)`, the CPU copy alone.
+
 What differs: nothing. Note the default: on a multi-host job every host writes its own copy
 (to shared storage that means N writes of one file); pass `global_master=True` if one copy
 is what you want."""
@@ -58,12 +64,55 @@ is what you want."""
                           "torch.distributed.checkpoint on every process (dcp.save("
                           "get_model_state_dict(model), checkpoint_id=path)), which any layout "
                           "can load")
+        alone = self._one_process_save(node, site)
+        if alone is not None:
+            return alone
         args = [a.with_changes(keyword=cst.Name("path"))
                 if a.keyword is not None and a.keyword.value == "file_or_path" else a
                 for a in node.args]
         new = node.with_changes(func=site.helper("_neuron_save"), args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`: CPU copy, written by "
                        f"{_writer(node.args)} (as before), then a barrier")
+
+
+    @staticmethod
+    def _one_process_save(node: cst.Call, site: Site) -> Replace | None:
+        """`torch.save` of the CPU copy, where the file runs as one process: the writer
+        choice and the barrier have nothing to choose or wait for. The flags are dropped only
+        where evaluating them does nothing (literals, names)."""
+        args = node.args
+        if has_star_args(args) or not 2 <= len(args) <= 4 or \
+                any(a.keyword is not None and a.keyword.value not in _SAVE_PARAMS[i:]
+                    for i, a in enumerate(args)) or \
+                any(not _inert(a.value) for a in args[2:]):
+            return None
+        data, path = args[0], args[1]
+        if data.keyword is not None and data.keyword.value != "data" or \
+                path.keyword is not None and path.keyword.value != "file_or_path":
+            return None  # keyword order other than the parameters': keep the helper
+        save = site.ref("torch.save")
+        if save is None or not one_process(site):
+            return None
+        copy = cst.Call(func=site.helper("_neuron_to_device"), args=[
+            data.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
+                              comma=cst.MaybeSentinel.DEFAULT),
+            cst.Arg(cst.SimpleString('"cpu"'))])
+        new = cst.Call(func=save, args=[
+            cst.Arg(copy), path.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,
+                                             comma=cst.MaybeSentinel.DEFAULT)])
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: this file runs as one process "
+                       "(a script no launcher in its repository starts several times, with "
+                       "no ranks or collectives), so its one process writes the CPU copy, as "
+                       "xm.save did, with no writer choice or barrier")
+
+
+_SAVE_PARAMS = ("data", "file_or_path", "master_only", "global_master")
+
+
+def _inert(node: cst.BaseExpression) -> bool:
+    """Whether evaluating `node` can do nothing but produce its value."""
+    return isinstance(node, (cst.Name, cst.Integer, cst.SimpleString)) or \
+        isinstance(node, cst.Attribute) and _inert(node.value)
 
 
 def _writer(args: Sequence[cst.Arg]) -> str:
