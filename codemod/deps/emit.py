@@ -69,6 +69,7 @@ class Emitter:
         self.starts = [0] + [found.end() for found in _NEWLINE.finditer(text)]
         self.findings: list[Finding] = []
         self.edits: list[Edit] = []
+        self._taken = _Spans()
         # every scanner reports through here, so here the `#` markers of every kind of file
         # are honoured: an ignored finding makes no edit either
         self.markers = LineMarkers.of(text)
@@ -125,10 +126,12 @@ class Emitter:
 
     def take(self, edits: Sequence[Edit]) -> bool:
         """Add edits made elsewhere (a string's shell, read on its own), unless they clash."""
-        new = [e for e in edits if e not in self.edits]  # one ARG default serves many pins
-        if any(_overlaps(e, other) for e in new for other in self.edits):
+        new = [e for e in edits if e not in self._taken]  # one ARG default serves many pins
+        if any(self._taken.clashes(e) for e in new):
             return False
         self.edits.extend(new)
+        for edit in new:
+            self._taken.add(edit)
         return True
 
     def new_text(self) -> str | None:
@@ -137,13 +140,39 @@ class Emitter:
         return apply_edits(self.text, self.edits)
 
 
-def _overlaps(a: Edit, b: Edit) -> bool:
-    if a == b:
-        return True
-    if a.start == a.end or b.start == b.end:  # insertions clash only inside a replaced span
-        point, span = (a, b) if a.start == a.end else (b, a)
-        return span.start < point.start < span.end
-    return a.start < b.end and b.start < a.end
+class _Spans:
+    """The edits taken so far, sorted, so that whether a new one clashes is two bisections:
+    a Dockerfile RUN of thousands of pins makes thousands of edits, and comparing each with
+    every other took minutes. Replaced spans never overlap one another, so sorted by start
+    they are sorted by end too; an insertion clashes only inside a replaced span."""
+
+    def __init__(self) -> None:
+        self._all: set[Edit] = set()
+        self._starts: list[int] = []
+        self._ends: list[int] = []
+        self._points: list[int] = []
+
+    def __contains__(self, edit: Edit) -> bool:
+        return edit in self._all
+
+    def clashes(self, edit: Edit) -> bool:
+        before = bisect.bisect_left(self._starts, edit.start if edit.start == edit.end
+                                    else edit.end) - 1
+        if edit.start == edit.end:  # inside the replaced span that starts last before it
+            return before >= 0 and edit.start < self._ends[before]
+        if before >= 0 and self._ends[before] > edit.start:
+            return True
+        first = bisect.bisect_right(self._points, edit.start)
+        return first < len(self._points) and self._points[first] < edit.end
+
+    def add(self, edit: Edit) -> None:
+        self._all.add(edit)
+        if edit.start == edit.end:
+            bisect.insort(self._points, edit.start)
+            return
+        index = bisect.bisect_left(self._starts, edit.start)
+        self._starts.insert(index, edit.start)
+        self._ends.insert(index, edit.end)
 
 
 def apply_edits(text: str, edits: Sequence[Edit]) -> str:
