@@ -117,18 +117,34 @@ def test_save_message_names_the_writer(in_tmp: Path) -> None:
     assert "written by global rank 0" in messages[2]
 
 
-def _smoke(script: Path) -> object:
-    return run_smoke(SmokeOptions(script=script, nproc=2, steps=3, check_replicas=True,
+def _smoke(script: Path, steps: int = 3) -> object:
+    return run_smoke(SmokeOptions(script=script, nproc=2, steps=steps, check_replicas=True,
                                   timeout=120, python=sys.executable))
 
 
 @pytest.mark.slow
 @pytest.mark.torch
 def test_migrated_spawn_script_averages_gradients_under_torchrun(in_tmp: Path) -> None:
-    script, _ = _migrate(in_tmp, SPAWNED.replace("NPROCS", "None"))
-    result = _smoke(script)
+    """Replicas that agree are not enough (summed gradients agree too): each step moves the
+    weights by the mean of the two replicas' gradients, as xm.optimizer_step did."""
+    saving = SPAWNED.replace("NPROCS", "None").replace(
+        '    xm.master_print("done")\n',
+        '    torch.save([p.detach().cpu() for p in model.parameters()],\n'
+        '               f"params{xm.get_ordinal()}.pt")\n')
+    script, _ = _migrate(in_tmp, saving)
+    result = _smoke(script, steps=4)  # past the script's 3 steps: it runs to its end
     assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
     assert result.optimizer_steps == 3
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    start = torch.nn.Linear(4, 1)  # rank 0's weights, which broadcast_master_param shares
+    # d(sum of w.x + b over 2 rows)/dw is 2 * (rank + step) per weight and 2 for the bias:
+    # averaged over ranks 0 and 1, 1 + 2 * step and 2; lr 0.1 over steps 0, 1 and 2
+    expected = [start.weight.detach() - 0.1 * (1 + 3 + 5), start.bias.detach() - 0.1 * 2 * 3]
+    for rank in (0, 1):
+        weight, bias = torch.load(in_tmp / f"params{rank}.pt")
+        assert torch.allclose(weight, expected[0], atol=1e-5), (rank, weight, expected[0])
+        assert torch.allclose(bias, expected[1], atol=1e-5), (rank, bias, expected[1])
 
 
 @pytest.mark.slow
