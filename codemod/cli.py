@@ -16,6 +16,7 @@ from neuron_migrate.gate import Gate
 from neuron_migrate.report import FORMATS
 from neuron_migrate.smoke.run import smoke
 from neuron_migrate.stdin import STDIN
+from neuron_migrate.verify.command import verify
 
 if TYPE_CHECKING:
     from neuron_migrate.rule import Rule
@@ -362,6 +363,7 @@ def audit(
 
 
 app.command(cls=Command)(smoke)
+app.command(cls=Command)(verify)
 
 
 CatalogueFormat = Annotated[str, typer.Option(

@@ -13,6 +13,7 @@ same shard, but not the values an unsharded op would have drawn at those positio
 
 from __future__ import annotations
 
+import os
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -57,7 +58,11 @@ class DeviceRng:
         self.seed, self.offset = seed, offset
 
     def run(self, op: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        """Run a random op on CPU payloads, drawing from this generator."""
+        """Run a random op on CPU payloads, drawing from this generator (from the CPU's
+        under `neuron-migrate verify`, which draws the original's device randomness from the
+        CPU generator too, so that both sides draw the same numbers)."""
+        if _DRAW_FROM_CPU:
+            return op(*args, **kwargs)
         cpu = torch.default_generator.get_state()
         torch.default_generator.set_state(self.generator.get_state())
         try:
@@ -69,6 +74,7 @@ class DeviceRng:
 
 
 DEVICE_RNG = DeviceRng()
+_DRAW_FROM_CPU = os.environ.get("NEURON_EMU_CPU_RNG") == "1"
 _random_ops: dict[Any, bool] = {}
 
 

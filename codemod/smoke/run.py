@@ -61,6 +61,9 @@ class SmokeOptions:
     python: str = sys.executable
     logs: Path | None = None
     max_recompiles: int | None = None
+    # more variables for the workers, set before smoke's own (verify adds its recorder's folder
+    # to PYTHONPATH, after the emulator's)
+    environment: tuple[tuple[str, str], ...] = ()
 
 
 _HANDED_OUT: set[int] = set()
@@ -92,6 +95,7 @@ def worker_environment(options: SmokeOptions, rank: int, report: Path,
     """The worker's environment: the bootstrap on PYTHONPATH, the session's settings, and
     for --nproc the variables torchrun sets (single node, loopback rendezvous)."""
     env = dict(os.environ)
+    env.update(options.environment)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(BOOTSTRAP), env.get("PYTHONPATH")]))
     env.update(NEURON_EMU="1", NEURON_EMU_REPORT=str(report),
                NEURON_EMU_SCRIPT=str(options.script.resolve()), PYTHONUNBUFFERED="1")

@@ -1,0 +1,1 @@
+"""`neuron-migrate verify`: the migrated script computes what the original computed."""
