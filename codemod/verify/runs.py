@@ -117,7 +117,7 @@ def run_original(plan: Plan, python: str) -> Run:
                        WORLD_SIZE=str(plan.nproc), LOCAL_WORLD_SIZE=str(plan.nproc),
                        GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(master),
                        NEURON_VERIFY_BRIDGE_PORT=str(bridge), PYTHONUNBUFFERED="1",
-                       TF_CPP_MIN_LOG_LEVEL="3")
+                       TF_CPP_MIN_LOG_LEVEL="3", XLA_ENABLE_PARAM_ALIASING="0")
             with open(logs / f"rank{rank}.out", "wb") as out, \
                     open(logs / f"rank{rank}.err", "wb") as err:
                 processes.append(subprocess.Popen(

@@ -51,9 +51,7 @@ def _cpu(tensors):
     if emulated is not None:
         return [emulated.payload(t.detach()) for t in tensors]
     if tensors and tensors[0].device.type == "xla":
-        import torch_xla.core.xla_model as xm
-
-        return xm._maybe_convert_to_cpu(list(tensors))
+        return sys.modules["_neuron_verify_xla_bridge"].to_cpu(tensors)
     return [t.detach().cpu() for t in tensors]
 
 

@@ -114,10 +114,15 @@ def _group():
     return _bridge[0]
 
 
-def _to_cpu(tensors):
-    import torch_xla.core.xla_model as xm
+def to_cpu(tensors):
+    """CPU copies of XLA tensors (parameters too), in one execution of the pending graph.
+    Never through a detached alias: XLA donates a buffer updated in place, and an alias
+    synced on its own would keep a handle to the deleted buffer."""
+    import torch_xla
 
-    return xm._maybe_convert_to_cpu([t.detach() for t in tensors])
+    tensors = list(tensors)
+    torch_xla._XLAC._xla_sync_multi(tensors, devices=[], wait=True, sync_xla_data=True)
+    return torch_xla._XLAC._xla_get_cpu_tensors(tensors)
 
 
 def _whole_world(groups):
@@ -136,7 +141,7 @@ def _all_reduce(reduce_type, inputs, scale=1.0, groups=None, pin_layout=True):
     tensors = [inputs] if single else list(inputs)
     if _world() == 1 and scale == 1.0:
         return inputs.clone() if single else inputs
-    cpus = _to_cpu(tensors)
+    cpus = to_cpu(tensors)
     if _world() > 1:
         op = getattr(dist.ReduceOp, _REDUCE_OPS[reduce_type])
         for cpu in cpus:
@@ -156,7 +161,7 @@ def _all_gather(value, dim=0, groups=None, output=None, pin_layout=True):
     import torch
 
     _whole_world(groups)
-    cpu = _to_cpu([value])[0]
+    cpu = to_cpu([value])[0]
     parts = [torch.empty_like(cpu) for _ in range(_world())]
     if _world() > 1:
         _group().allgather([parts], [cpu]).wait()
@@ -189,7 +194,7 @@ def _collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True)
     _whole_world(groups)
     if _world() == 1:
         return
-    cpus = _to_cpu(list(tensors))
+    cpus = to_cpu(list(tensors))
     for cpu in cpus:
         _group().broadcast([cpu], root_ordinal).wait()
     with torch.no_grad():
@@ -249,7 +254,7 @@ def _through_cpu(torch, collective):
     def run(tensor, *args, **kwargs):
         if not isinstance(tensor, torch.Tensor) or tensor.device.type != "xla":
             return collective(tensor, *args, **kwargs)
-        cpu = _to_cpu([tensor])[0]
+        cpu = to_cpu([tensor])[0]
         work = collective(cpu, *args, **kwargs)
         if work is not None:
             work.wait()
@@ -299,7 +304,7 @@ def _factory_on_cpu(torch, factory):
         if "device" in kwargs or (xla_input is not None and factory.__name__.endswith("_like")):
             kwargs["device"] = "cpu"
         requires_grad = kwargs.pop("requires_grad", False)
-        args = tuple(_to_cpu([a])[0] if _is_xla(a) else a for a in args)
+        args = tuple(to_cpu([a])[0] if _is_xla(a) else a for a in args)
         result = factory(*args, **kwargs).to(target)
         return result.requires_grad_() if requires_grad else result
 
@@ -311,7 +316,7 @@ def _in_place_on_cpu(torch, method):
     def draw(self, *args, **kwargs):
         if self.device.type != "xla":
             return method(self, *args, **kwargs)
-        args = tuple(_to_cpu([a])[0] if _is_xla(a) else a for a in args)
+        args = tuple(to_cpu([a])[0] if _is_xla(a) else a for a in args)
         cpu = torch.empty(self.shape, dtype=self.dtype)
         method(cpu, *args, **kwargs)
         with torch.no_grad():
