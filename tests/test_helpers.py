@@ -65,45 +65,106 @@ _NXD_CONFIG = {"tensor_parallel_size": 1, "optimizer_config": {
 
 
 def _collective_calls() -> dict[str, Callable[[], object]]:
+    """Each collective helper called as a script calls it, then checked against what the XLA
+    call gave in a single process: nothing to reduce, so values and gradients come back
+    unchanged, and a step moves each weight by its own gradient (clipped where NxD clipped).
+    With WORLD_SIZE > 1 and no group, each raises before any check."""
     t = torch.tensor([1.0, 2.0])
     model = torch.nn.Linear(2, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    model(torch.ones(1, 2)).sum().backward()
-    return {
-        "_neuron_reduce_gradients": lambda: H["_neuron_reduce_gradients"](optimizer),
-        "_neuron_optimizer_step": lambda: H["_neuron_optimizer_step"](optimizer),
-        "_neuron_all_reduce": lambda: H["_neuron_all_reduce"](dist.ReduceOp.SUM, t),
-        "_neuron_all_gather": lambda: H["_neuron_all_gather"](t),
-        "_neuron_reduce_scatter": lambda: H["_neuron_reduce_scatter"](dist.ReduceOp.SUM, t,
-                                                                      1.0, 0, 1),
-        "_neuron_gather_objects": lambda: H["_neuron_gather_objects"](b"x"),
-        "_neuron_mesh_reduce": lambda: H["_neuron_mesh_reduce"](t, max),
-        "_neuron_save": lambda: H["_neuron_save"]({"w": t}, os.devnull, master_only=False),
-        "_neuron_save_checkpoint": lambda: H["_neuron_save_checkpoint"](tempfile.mkdtemp(),
-                                                                        "t", model),
-        "_neuron_broadcast_master_param": lambda: H["_neuron_broadcast_master_param"](model),
-        "_neuron_average_in_group": lambda: H["_neuron_average_in_group"](optimizer, None,
-                                                                          step=True),
-        "_NeuronParallelOptimizer": lambda: H["_NeuronParallelOptimizer"](optimizer,
-                                                                          _NXD_CONFIG).step(),
-        "_neuron_parallel_optimizer": lambda: H["_neuron_parallel_optimizer"](
-            _NXD_CONFIG, torch.optim.SGD, model.parameters(), lr=1.0).step(),
-        "_neuron_average_gradients": lambda: H["_neuron_average_gradients"](model.parameters()),
-        "_neuron_allreduce_sequence_parallel_gradients": lambda: H[
-            "_neuron_allreduce_sequence_parallel_gradients"](optimizer),
-        "_neuron_average_tensors": lambda: H["_neuron_average_tensors"](
-            [p.grad for p in model.parameters()]),
-        "_neuron_process_group": lambda: _own_group(H["_neuron_process_group"]),
-        "_neuron_fully_shard": lambda: _own_group(H["_neuron_fully_shard"], torch.nn.Linear(2, 1)),
-        "_NeuronZeroRedundancyOptimizer": lambda: _own_group(
-            H["_NeuronZeroRedundancyOptimizer"], model.parameters(), torch.optim.SGD, lr=1.0),
+    model(torch.ones(1, 2)).sum().backward()  # gradients: weight [[1, 1]], bias [1]
+    before = [p.detach().clone() for p in model.parameters()]
+    grads = [p.grad.clone() for p in model.parameters()]
+    folder = Path(tempfile.mkdtemp())
+
+    def grads_unchanged() -> None:
+        assert [p.grad.tolist() for p in model.parameters()] == [[[1.0, 1.0]], [1.0]]
+        weights_moved_by(0.0)
+
+    def weights_moved_by(scale: float) -> None:
+        for param, start, grad in zip(model.parameters(), before, grads):
+            assert torch.allclose(param.detach(), start - scale * grad), (param, start)
+
+    def same(value: object) -> None:
+        assert isinstance(value, torch.Tensor) and value is not t and torch.equal(value, t)
+        assert torch.equal(t, torch.tensor([1.0, 2.0]))
+
+    def clipped_step(optimizer_: object) -> None:
+        optimizer_.step()  # type: ignore[attr-defined]
+        assert float(optimizer_.grad_norm) == pytest.approx(3 ** 0.5)  # type: ignore[attr-defined]
+        weights_moved_by(1 / 3 ** 0.5)  # clipped to norm 1.0
+
+    def saved() -> None:
+        H["_neuron_save"]({"w": t}, folder / "w.pt", master_only=False)
+        assert torch.equal(torch.load(folder / "w.pt")["w"], t)
+
+    def checkpoint() -> None:
+        H["_neuron_save_checkpoint"](str(folder), "t", model)
+        assert (folder / "t" / "done").exists() and (folder / "t" / "model").is_dir()
+
+    def own_group() -> None:
+        _own_group(H["_neuron_process_group"], check=lambda: dist.get_world_size() == 1)
+
+    def sharded() -> None:
+        from torch.distributed.fsdp import FSDPModule
+
+        _own_group(H["_neuron_fully_shard"], torch.nn.Linear(2, 1),
+                   check=lambda module: isinstance(module, FSDPModule))
+
+    def zero_one() -> None:
+        _own_group(lambda: clipped_step(H["_NeuronZeroRedundancyOptimizer"](
+            model.parameters(), torch.optim.SGD, lr=1.0)))
+
+    calls: dict[str, Callable[[], object]] = {
+        "_neuron_reduce_gradients": lambda: (H["_neuron_reduce_gradients"](optimizer),
+                                             grads_unchanged()),
+        "_neuron_optimizer_step": lambda: (H["_neuron_optimizer_step"](optimizer),
+                                           weights_moved_by(1.0)),
+        "_neuron_all_reduce": lambda: same(H["_neuron_all_reduce"](dist.ReduceOp.SUM, t)),
+        "_neuron_all_gather": lambda: same(H["_neuron_all_gather"](t)),
+        "_neuron_reduce_scatter": lambda: same(H["_neuron_reduce_scatter"](
+            dist.ReduceOp.SUM, t, 1.0, 0, 1)),
+        "_neuron_gather_objects": lambda: _equal(H["_neuron_gather_objects"](b"x"), [b"x"]),
+        "_neuron_mesh_reduce": lambda: _equal(H["_neuron_mesh_reduce"](
+            t, lambda values: [v.tolist() for v in values]), [[1.0, 2.0]]),
+        "_neuron_save": saved,
+        "_neuron_save_checkpoint": checkpoint,
+        "_neuron_broadcast_master_param": lambda: (H["_neuron_broadcast_master_param"](model),
+                                                   grads_unchanged()),
+        "_neuron_average_in_group": lambda: (H["_neuron_average_in_group"](
+            optimizer, None, step=True), weights_moved_by(1.0)),
+        "_NeuronParallelOptimizer": lambda: clipped_step(
+            H["_NeuronParallelOptimizer"](optimizer, _NXD_CONFIG)),
+        "_neuron_parallel_optimizer": lambda: clipped_step(H["_neuron_parallel_optimizer"](
+            _NXD_CONFIG, torch.optim.SGD, model.parameters(), lr=1.0)),
+        "_neuron_average_gradients": lambda: (H["_neuron_average_gradients"](
+            model.parameters()), grads_unchanged()),
+        "_neuron_allreduce_sequence_parallel_gradients": lambda: (H[
+            "_neuron_allreduce_sequence_parallel_gradients"](optimizer), grads_unchanged()),
+        "_neuron_average_tensors": lambda: (H["_neuron_average_tensors"](
+            [p.grad for p in model.parameters()]), grads_unchanged()),
+        "_neuron_process_group": own_group,
+        "_neuron_fully_shard": sharded,
+        "_NeuronZeroRedundancyOptimizer": zero_one,
+        "_neuron_share_updates": lambda: (H["_neuron_share_updates"](
+            {p: 0 for p in model.parameters()}, None), grads_unchanged()),
     }
+    return {name: call for name, call in calls.items() if name in HELPERS}
 
 
-def _own_group(helper: Callable[..., object], *args: object, **kwargs: object) -> None:
-    """Run a helper that makes a one-process group where there is none, then end the group."""
+def _equal(value: object, expected: object) -> None:
+    assert value == expected, (value, expected)
+
+
+def _own_group(helper: Callable[..., object], *args: object,
+               check: Callable[..., bool] | None = None) -> None:
+    """Run a helper that makes a one-process group where there is none, check what it did
+    while the group exists, then end the group."""
     try:
-        helper(*args, **kwargs)
+        value = helper(*args)
+        if check is not None:
+            assert check(value) if args else check(), helper
+        assert dist.is_initialized() and dist.get_world_size() == 1
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()
@@ -126,8 +187,12 @@ def test_helpers_raise_when_several_processes_have_no_group(name: str, monkeypat
 
 @pytest.mark.parametrize("name", sorted(_collective_calls()))
 def test_helpers_run_alone_in_a_single_process_job(name: str, monkeypatch) -> None:
-    monkeypatch.setenv("WORLD_SIZE", "1")  # torchrun --nproc-per-node=1
+    """torchrun --nproc-per-node=1: no group, and each helper gives XLA's one-process result
+    (the checks are in `_collective_calls`)."""
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert not dist.is_initialized()
     _collective_calls()[name]()
+    assert not dist.is_initialized()
 
 
 def test_to_device_walks_nested_batches() -> None:
