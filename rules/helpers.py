@@ -67,6 +67,20 @@ def _neuron_distributed():
             "before the model is moved to the device")
     return False
 ''', imports=("torch", "os")),
+    "_neuron_rank": _helper('''
+def _neuron_rank():
+    """This process's global rank: the process group's, else torchrun's RANK (0 alone)."""
+    if torch.distributed.is_initialized():
+        return torch.distributed.get_rank()
+    return int(os.environ.get("RANK", 0))
+''', imports=("torch", "os")),
+    "_neuron_world_size": _helper('''
+def _neuron_world_size():
+    """How many processes: the process group's, else torchrun's WORLD_SIZE (1 alone)."""
+    if torch.distributed.is_initialized():
+        return torch.distributed.get_world_size()
+    return int(os.environ.get("WORLD_SIZE", 1))
+''', imports=("torch", "os")),
     "_neuron_reduce_gradients": _helper('''
 def _neuron_reduce_gradients(optimizer):
     """Average the gradients of the optimizer's parameters over all processes (what

@@ -101,6 +101,12 @@ def called_names(tree: ast.Module, calls: Calls | None = None,
     return frozenset(name for name, _, _ in named if name is not None)
 
 
+def named_calls(tree: ast.Module, calls: Calls | None, among: frozenset[str]
+                ) -> tuple[Call, ...]:
+    """The module's calls of `among`, with the qualified name each calls."""
+    return _named_calls(tree, _calls(tree, calls), among)
+
+
 Call = tuple[str | None, ast.Call, int]
 """A call's qualified name (`_qualname`), the call, and the index of the top-level statement
 that holds it."""

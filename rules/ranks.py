@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import weakref
+
 import libcst as cst
 
 from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
 from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.launch import named_calls
 from neuron_migrate.rules.support import argument, bool_value, has_star_args, keyword, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -18,10 +22,41 @@ _GLOBAL_RANK = frozenset({f"{XM}.get_ordinal", f"{XR}.global_ordinal"})
 _LOCAL_RANK = frozenset({f"{XM}.get_local_ordinal", f"{XR}.local_ordinal"})
 _WORLD_SIZE = frozenset({f"{XM}.xrt_world_size", f"{XR}.world_size"})
 _LOCAL_WORLD = frozenset({f"{XR}.local_process_count"})
+_MASTERS = frozenset({f"{XM}.is_master_ordinal", f"{XM}.master_print"})
 
 
 def global_rank(site: Site) -> cst.BaseExpression | None:
     return _distributed_or_environment(site, "get_rank", "RANK", 0)
+
+
+def world_size(site: Site) -> cst.BaseExpression | None:
+    return _distributed_or_environment(site, "get_world_size", "WORLD_SIZE", 1)
+
+
+_HELPER_OF = {"get_rank": "_neuron_rank", "get_world_size": "_neuron_world_size"}
+
+
+def _repeated(site: Site, getter: str) -> bool:
+    """Whether the file asks for the global rank (or the world size) more than once: one
+    call of a small helper then reads better than the same conditional expression each
+    time. Counted over the XLA calls that the rules turn into that expression."""
+    tree, calls = site.module_tree, site.module_calls()
+    if getter == "get_world_size":
+        return len(named_calls(tree, calls, _WORLD_SIZE)) > 1
+    found = named_calls(tree, calls, _GLOBAL_RANK | _MASTERS)
+    return sum(1 for name, call, _ in found if _asks_global_rank(name, call)) > 1
+
+
+def _asks_global_rank(qualname: str | None, call: ast.Call) -> bool:
+    """Whether the rules write this call with the global rank (`master_print` without
+    `local=True`, `is_master_ordinal(local=False)`, an ordinal without arguments)."""
+    local = next((k.value for k in call.keywords if k.arg == "local"),
+                 call.args[0] if qualname == f"{XM}.is_master_ordinal" and call.args else None)
+    if qualname == f"{XM}.master_print":
+        return not (isinstance(local, ast.Constant) and local.value is True)
+    if qualname == f"{XM}.is_master_ordinal":
+        return isinstance(local, ast.Constant) and local.value is False
+    return not call.args and not call.keywords
 
 
 def _distributed_or_environment(site: Site, getter: str, variable: str,
@@ -31,6 +66,8 @@ def _distributed_or_environment(site: Site, getter: str, variable: str,
     dist, os_ = site.ref("torch.distributed"), site.ref("os")
     if dist is None or os_ is None:
         return None
+    if _repeated(site, getter):
+        return cst.Call(func=site.helper(_HELPER_OF[getter]))
     return template(f'{{d}}.{getter}() if {{d}}.is_initialized() else '
                     f'int({{os}}.environ.get("{variable}", {default}))', d=dist, os=os_)
 
@@ -61,7 +98,13 @@ publishes the local rank in LOCAL_RANK (which the neuron backend itself reads).
 
 What differs: nothing when the script runs under torchrun, with or without a process group
 yet (torchrun's RANK and WORLD_SIZE answer before one exists, as PJRT answered without one).
-Like the XLA calls, the replacements also work in a single process (rank 0, world size 1). The expression is put in parentheses where it needs them."""
+Like the XLA calls, the replacements also work in a single process (rank 0, world size 1).
+The expression is put in parentheses where it needs them. A file that asks for the global
+rank (or the world size) more than once, counting `master_print` and
+`is_master_ordinal(local=False)`, gets the same answer from one small helper,
+`_neuron_rank()` (`_neuron_world_size()`), instead of the expression at every use. The
+process group cannot stand in for it: the migration creates one only when WORLD_SIZE > 1,
+so `dist.get_rank()` alone would raise in a single process."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nrank = xm.get_ordinal()\n"
@@ -85,14 +128,15 @@ Like the XLA calls, the replacements also work in a single process (rank 0, worl
         elif qualname in _LOCAL_RANK:
             new = local_rank(site)
         elif qualname in _WORLD_SIZE:
-            new = _distributed_or_environment(site, "get_world_size", "WORLD_SIZE", 1)
+            new = world_size(site)
         else:
             os_ = site.ref("os")
             new = None if os_ is None else template(
                 'int({os}.environ.get("LOCAL_WORLD_SIZE", 1))', os=os_)
         if new is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
-        new = site.parenthesized(new)
+        if not _helper_call(new):
+            new = site.parenthesized(new)
         return Replace(new, f"`{code(node)}` → `{code(new)}`")
 
 
@@ -147,7 +191,7 @@ is not a literal, is reported for review with the suggested code."""
         if rank is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
         if not local:
-            rank = rank.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            rank = _grouped(rank)
         new = site.parenthesized(template("{r} == 0", r=rank), comparison=True)
         which = "local" if local else "global"
         return Replace(new, f"`{code(node)}` → `{code(new)}` (the {which} master, as before)")
@@ -170,10 +214,15 @@ is not a literal, is reported for review with the suggested code."""
         printed = node.with_changes(func=cst.Name("print"), args=args)
         rank = local_rank(site) if local else global_rank(site)
         condition = None if rank is None else template(
-            "{r} == 0", r=rank if local else rank.with_changes(lpar=[cst.LeftParen()],
-                                                              rpar=[cst.RightParen()]))
+            "{r} == 0", r=rank if local else _grouped(rank))
         if condition is None:
             return Review(f"`{code(node)}`: `torch` or `os` means something else here")
+        which = "local" if local else "global"
+        if _inside_master_check(site, local):
+            return ReplaceStatement((cst.SimpleStatementLine(body=[cst.Expr(printed)]),),
+                                    f"`{code(node)}` → `{code(printed)}`: it runs only where "
+                                    f"an enclosing `if` already tests for the {which} master, "
+                                    "which does not change within a process")
         orelse = None
         values = [a.value for a in args if _may_communicate(a.value)]
         if values:
@@ -194,11 +243,75 @@ is not a literal, is reported for review with the suggested code."""
                     newline=cst.Newline()))]))
         guarded = cst.If(test=condition, body=cst.IndentedBlock(
             body=[cst.SimpleStatementLine(body=[cst.Expr(printed)])]), orelse=orelse)
-        which = "local" if local else "global"
         also = "; its arguments are still evaluated on every rank (they call code that may " \
             "run collectives)" if orelse is not None else ""
         return ReplaceStatement((guarded,), f"`{code(node)}` → print() on the {which} master "
                                 f"only, as master_print did{also}")
+
+
+def _inside_master_check(site: Site, local: bool) -> bool:
+    """Whether the statement runs only in the body of an `if` of the same function that
+    tests for the same master (`xm.is_master_ordinal(local=False)` for the global one,
+    `xm.is_master_ordinal()` for the local one, or the ordinal `== 0`): a second guard
+    would test again what cannot have changed."""
+    tree = site.module_tree
+    masters = {id(call): (name, call) for name, call, _ in named_calls(
+        tree, site.module_calls(), _MASTERS | _GLOBAL_RANK | _LOCAL_RANK)}
+    parents = _parents(tree)
+    child: ast.AST = site.statement
+    while id(child) in parents:
+        parent = parents[id(child)]
+        if isinstance(parent, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef,
+                               ast.Lambda)):
+            return False
+        if isinstance(parent, ast.If) and any(s is child for s in parent.body) and \
+                _tests_master(parent.test, masters, local):
+            return True
+        child = parent
+    return False
+
+
+def _tests_master(test: ast.expr, masters: dict[int, tuple[str | None, ast.Call]],
+                  local: bool) -> bool:
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and \
+            isinstance(test.ops[0], ast.Eq) and isinstance(right := test.comparators[0],
+                                                           ast.Constant) and right.value == 0:
+        name, call = masters.get(id(test.left), (None, None))
+        wanted = _LOCAL_RANK if local else _GLOBAL_RANK
+        return call is not None and name in wanted and not call.args and not call.keywords
+    name, call = masters.get(id(test), (None, None))
+    if call is None or name != f"{XM}.is_master_ordinal":
+        return False
+    flag = next((k.value for k in call.keywords if k.arg == "local"),
+                call.args[0] if call.args else None)
+    if flag is None:
+        return local
+    return isinstance(flag, ast.Constant) and flag.value is local
+
+
+_PARENTS: weakref.WeakKeyDictionary[ast.Module, dict[int, ast.AST]] = \
+    weakref.WeakKeyDictionary()
+
+
+def _parents(tree: ast.Module) -> dict[int, ast.AST]:
+    """The node holding each node of the module, worked out once per file."""
+    found = _PARENTS.get(tree)
+    if found is None:
+        found = _PARENTS[tree] = {id(child): node for node in ast.walk(tree)
+                                  for child in ast.iter_child_nodes(node)}
+    return found
+
+
+def _grouped(rank: cst.BaseExpression) -> cst.BaseExpression:
+    """The conditional expression in parentheses before `== 0`; a helper call needs none."""
+    if _helper_call(rank):
+        return rank
+    return rank.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _helper_call(expr: cst.BaseExpression) -> bool:
+    return isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and \
+        expr.func.value in _HELPER_OF.values()
 
 
 _QUIET_CALLS = frozenset({"str", "repr", "len", "int", "float", "round", "format", "abs", "min",
