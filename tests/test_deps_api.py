@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import json
 import random
+import re
 import subprocess
 from pathlib import Path
 
@@ -117,21 +119,71 @@ def test_garbage_never_raises(name: str) -> None:
 
 
 @pytest.mark.parametrize("after", FIXED_CASES, ids=lambda p: p.parent.parent.name)
-def test_fixed_files_parse_with_their_own_tools(after: Path) -> None:
-    """Invariant 3, checked with the real parsers where there is one on this machine."""
+def test_fixed_files_parse_with_their_own_tools(after: Path, tmp_path: Path) -> None:
+    """Invariant 3, checked with the real parsers where there is one on this machine (bash,
+    make, YAML, TOML, packaging), and for a Dockerfile by its own grammar: instructions,
+    heredocs that end, exec forms that are JSON, and shell forms bash accepts."""
     data = after.read_text()
     kind = kind_of(after)
     if kind == "pyproject":
         tomlkit.parse(data)
-    elif kind == "conda":
-        yaml.safe_load(data)
+    elif kind in ("conda", "yaml"):
+        assert [document for document in yaml.safe_load_all(data) if document]
     elif kind == "shell":
         subprocess.run(["bash", "-n", str(after)], check=True)
+    elif kind == "makefile":
+        subprocess.run(["make", "-n", "-f", str(after)], cwd=tmp_path, check=True,
+                       capture_output=True)
+    elif kind == "dockerfile":
+        _check_dockerfile(data)
     elif kind == "requirements":
         for line in data.replace("\\\n", " ").splitlines():
             body = line.split(" #")[0].strip()
             if body and not body.startswith(("#", "-")):
                 Requirement(body.split(" --")[0])
+    else:
+        pytest.fail(f"no parser checks a fixed {kind} file")
+
+
+_INSTRUCTIONS = frozenset({
+    "ADD", "ARG", "CMD", "COPY", "ENTRYPOINT", "ENV", "EXPOSE", "FROM", "HEALTHCHECK", "LABEL",
+    "MAINTAINER", "ONBUILD", "RUN", "SHELL", "STOPSIGNAL", "USER", "VOLUME", "WORKDIR"})
+_HEREDOC = re.compile(r"(?<!<)<<(-?)(['\"]?)([A-Za-z_][\w.]*)\2")
+
+
+def _check_dockerfile(text: str) -> None:
+    lines = text.splitlines()
+    position = 0
+    while position < len(lines):
+        line = lines[position]
+        position += 1
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        while line.endswith("\\") and position < len(lines):
+            line = line[:-1] + " " + lines[position]
+            position += 1
+        instruction, _, rest = line.strip().partition(" ")
+        assert instruction.upper() in _INSTRUCTIONS, line
+        body = rest.lstrip()
+        if body.startswith("["):
+            assert all(isinstance(word, str) for word in json.loads(body)), line
+            continue
+        heredocs = _HEREDOC.findall(body)
+        scripts = []
+        for dash, _, end in heredocs:  # each body ends at its own terminator line
+            start = position
+            while position < len(lines) and \
+                    (lines[position].lstrip("\t") if dash else lines[position]) != end:
+                position += 1
+            assert position < len(lines), f"heredoc {end} of `{line}` never ends"
+            scripts.append("\n".join(lines[start:position]))
+            position += 1
+        command = re.sub(r"^(--\S+\s+)*", "", body)
+        if instruction.upper() == "RUN" and not heredocs:
+            subprocess.run(["bash", "-n", "-c", command], check=True)
+        elif instruction.upper() == "RUN" and re.match(r"(<<|(/bin/)?(ba)?sh\b)", command):
+            for script in scripts:  # the heredoc is the shell script RUN runs
+                subprocess.run(["bash", "-n", "-c", script], check=True)
 
 
 def test_a_fix_that_would_break_the_file_is_not_written(monkeypatch: pytest.MonkeyPatch) -> None:
