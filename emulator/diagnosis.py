@@ -32,6 +32,12 @@ def _p(key: str, text: str, types: tuple[str, ...], message: str) -> _Pattern:
 
 
 _PATTERNS = (
+    _p("smoke-report-unreadable",
+       "the worker's smoke report, the file the emulator writes at exit, was overwritten or "
+       "cut short, so what the worker did is not known: the run cannot be judged. Check "
+       "whether the script writes to paths it takes from the environment (NEURON_EMU_REPORT), "
+       "and that the temporary folder's disk is not full.",
+       ("SmokeReportUnreadable",), r"smoke report"),
     _p("replicas-diverged",
        "the data-parallel replicas diverged: gradients are not averaged across ranks. "
        "xm.optimizer_step all-reduced them; a bare optimizer.step() does not. Wrap the model "

@@ -1,8 +1,10 @@
 """`neuron-migrate smoke` on the fixtures in fixtures/smoke/, end to end.
 
 Every scenario launches real worker processes with the emulator injected. They start together
-on first use (three at a time on CI's two cores: one of them mostly sleeps), so the module
-costs about the sum of its runs divided by two; each test then reads its own result.
+on first use (two at a time, on CI's two cores), so the module costs about the sum of its
+runs divided by two; each test then reads its own result. Every run has the same generous
+timeout (300 s): a busy machine makes them slower, never wrong. The timeout itself is tested
+with plain-Python workers in test_smoke_processes.py.
 SMOKE_PYTHON=/path/to/python runs the workers on another interpreter (another torch minor).
 """
 
@@ -66,28 +68,16 @@ SCENARIOS = {
 }
 
 
-HANG = """\
-import subprocess, sys, time
-child = subprocess.Popen(["sleep", "60"])
-open(sys.argv[1], "w").write(str(child.pid))
-time.sleep(60)
-"""
-
-
 class Runs:
-    """Every subprocess run of this module, started together on first use (three at a time:
-    the timeout run mostly sleeps); each worker's output is kept under `logs`."""
+    """Every subprocess run of this module, started together on first use (two at a time);
+    each worker's output is kept under `logs`."""
 
     def __init__(self, logs: Path) -> None:
         self.logs = logs
-        (logs / "hang.py").write_text(HANG)
-        self.pool = ThreadPoolExecutor(max_workers=3)
-        # the timeout run first: it mostly sleeps, so it costs little while the others run
-        self.futures: dict[str, Future] = {"timeout": self.pool.submit(run_smoke, SmokeOptions(
-            script=logs / "hang.py", script_args=(str(logs / "child.pid"),), timeout=15, python=PYTHON))}
-        self.futures.update({
+        self.pool = ThreadPoolExecutor(max_workers=2)
+        self.futures: dict[str, Future] = {
             name: self.pool.submit(run_smoke, dataclasses.replace(options, logs=logs / name))
-            for name, options in SCENARIOS.items()})
+            for name, options in SCENARIOS.items()}
 
     def __getitem__(self, name: str) -> Any:
         return self.futures[name].result()
@@ -309,22 +299,6 @@ def test_every_report_says_what_the_run_cannot_tell(runs: Runs) -> None:
     for text in (data["positioning"], _text(result)):
         assert "runs on the device api on cpu" in text.lower()
         assert "says nothing about which ops Trainium supports" in text
-
-
-def test_timeout_kills_the_process_group(runs: Runs) -> None:
-    result = runs["timeout"]
-    assert result.timed_out and not result.passed and result.exit_code() == 1
-    assert "timed out" in _text(result)
-    assert not _alive(int((runs.logs / "child.pid").read_text())), "the script's child survived"
-
-
-def _alive(pid: int) -> bool:
-    """Running, not a zombie waiting for a container's init to reap it."""
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def test_a_worker_that_died_without_a_report_is_read_from_its_stderr(tmp_path: Path) -> None:

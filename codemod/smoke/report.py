@@ -47,8 +47,8 @@ def run_lines(result: SmokeResult) -> list[tuple[str, str]]:
     if result.install_failed:
         lines.append((f"  the emulator could not be installed: {result.install_failed}", "error"))
     elif result.timed_out:
-        lines.append(("  timed out: the run did not finish in time (a hang: ranks waiting in "
-                      "different collectives, or for a process group that never forms)", "error"))
+        found = result.timeout or {"text": "the run did not finish in time"}
+        lines.append((f"  timed out: {found['text']}", "error"))
     lines.extend((f"  warning: {text}", "warning") for text in result.warnings)
     if result.layout:
         lines.append((f"  mesh (the script's DeviceMesh): {result.layout['mesh']}", "plain"))

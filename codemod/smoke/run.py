@@ -19,34 +19,38 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.text import Text
 
 from neuron_migrate import emulator
+from neuron_migrate.printable import printable
 from neuron_migrate.smoke.layout_report import render_comparison_json, render_comparison_text
 from neuron_migrate.smoke.layouts import DEFAULT_RTOL, LayoutSpec, compare_layouts, parse_layout
+from neuron_migrate.smoke.processes import CpuWatch, kill_groups, make_scratch, reap_stale_runs
 from neuron_migrate.smoke.report import render_json, render_text
 from neuron_migrate.smoke.summary import (  # noqa: F401 - Worker, _error_from_stderr: the API
-    SmokeResult, Worker, _error_from_stderr, summarise)
+    SmokeResult, Worker, _error_from_stderr, crowding_warning, read_outcome, summarise)
+from neuron_migrate.smoke.timeouts import STACK_SIGNAL, at_deadline, timeout_verdict
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
 GRACE_SECONDS = 5.0  # how long the other workers may take to fail on their own, as torchrun waits
+TEARDOWN_GRACE = 0.5  # between SIGTERM and SIGKILL of the workers' groups, all at once
+_TERMINATIONS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
 FORMATS = ("text", "json")
 
 
@@ -100,6 +104,10 @@ def worker_environment(options: SmokeOptions, rank: int, report: Path,
     env.update(NEURON_EMU="1", NEURON_EMU_REPORT=str(report),
                NEURON_EMU_SCRIPT=str(options.script.resolve()), PYTHONUNBUFFERED="1")
     env.pop("NEURON_EMU_REPORT_OWNER", None)
+    env.pop("NEURON_EMU_WORKER", None)
+    # the bootstrap makes the worker die with this process, and dump its stacks on a signal
+    env.update(NEURON_EMU_RUNNER_PID=str(os.getpid()), NEURON_EMU_STACKS=str(report.with_suffix(".stack")),
+               NEURON_EMU_STACK_SIGNAL=str(int(STACK_SIGNAL)))
     if options.steps:
         env["NEURON_EMU_STEPS"] = str(options.steps)
     if options.max_recompiles is not None:
@@ -115,38 +123,57 @@ def worker_environment(options: SmokeOptions, rank: int, report: Path,
 
 
 def run_smoke(options: SmokeOptions) -> SmokeResult:
-    """Launch the workers, wait (bounded by the timeout), collect and summarise."""
+    """Launch the workers, wait (bounded by the timeout: the whole run, teardown included,
+    ends within about a second or two of it), collect and summarise. SIGTERM and SIGHUP of
+    this process end the workers and remove the temporary folder as Ctrl-C does."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="neuron-smoke-") as scratch:
-        logs = options.logs or Path(scratch)
-        logs.mkdir(parents=True, exist_ok=True)
-        ports = free_ports(2)
-        workers, processes = [], []
+    reap_stale_runs()
+    scratch = make_scratch()
+    try:
+        with _terminations_raise():
+            return _run_in(options, scratch, started)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_in(options: SmokeOptions, scratch: Path, started: float) -> SmokeResult:
+    logs = options.logs or scratch
+    logs.mkdir(parents=True, exist_ok=True)
+    ports = free_ports(2)
+    workers: list[Worker] = []
+    processes: list[subprocess.Popen[bytes]] = []
+    seen: dict[str, Any] = {}
+    try:  # also on Ctrl-C or SIGTERM: the workers are in sessions of their own and would live on
         for rank in range(options.nproc or 1):
-            report = Path(scratch) / f"rank{rank}.json"
-            with open(logs / f"rank{rank}.out", "wb") as out, open(logs / f"rank{rank}.err", "wb") as err:
+            with open(logs / f"rank{rank}.out", "wb") as out, \
+                    open(logs / f"rank{rank}.err", "wb") as err:
                 processes.append(subprocess.Popen(
                     [options.python, _as_path(options.script), *options.script_args],
-                    env=worker_environment(options, rank, report, ports), stdout=out,
-                    stderr=err, stdin=subprocess.DEVNULL, start_new_session=True))
+                    env=worker_environment(options, rank, scratch / f"rank{rank}.json", ports),
+                    stdout=out, stderr=err, stdin=subprocess.DEVNULL, start_new_session=True))
             workers.append(Worker(rank, str(options.script)))
-        try:
-            timed_out = _wait(processes, workers, started + options.timeout)
-        finally:  # also on Ctrl-C: the workers are in sessions of their own and would live on
-            for process in processes:
-                _kill_group(process)
-        for worker in workers:
-            worker.stderr_tail = _tail(logs / f"rank{worker.rank}.err")
-            report = Path(scratch) / f"rank{worker.rank}.json"
-            if report.exists():
-                worker.outcome = json.loads(report.read_text(encoding="utf-8"))
-    return summarise(options, workers, timed_out, time.monotonic() - started)
+        watch = CpuWatch([p.pid for p in processes])
+        timed_out = _wait(processes, workers, started + options.timeout, watch,
+                          lambda running: seen.update(at_deadline(watch, scratch, running)))
+    finally:
+        kill_groups(processes, grace=TEARDOWN_GRACE)
+    for worker in workers:
+        worker.stderr_tail = _tail(logs / f"rank{worker.rank}.err")
+        worker.outcome, worker.report_problem = read_outcome(scratch / f"rank{worker.rank}.json",
+                                                             worker.rank)
+    result = summarise(options, workers, timed_out, time.monotonic() - started)
+    if timed_out:
+        result.timeout = timeout_verdict(str(options.script), options.timeout, workers, seen)
+    return result
 
 
-def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadline: float) -> bool:
+def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadline: float,
+          watch: CpuWatch | None = None,
+          before_kill: Callable[[list[int]], None] | None = None) -> bool:
     """Poll until every worker ends. After the first failure the others get GRACE_SECONDS,
     then are killed (a rank blocked in a collective would otherwise hang until the deadline).
-    Returns True when the deadline passed."""
+    At the deadline, ``before_kill`` sees the ranks still running. Returns True when the
+    deadline passed."""
     first_failure: float | None = None
     while True:
         now = time.monotonic()
@@ -158,10 +185,16 @@ def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadl
         running = [(p, w) for p, w in zip(processes, workers) if w.returncode is None]
         if not running:
             return False
+        if watch is not None:
+            watch.sample(now)
         late = first_failure is not None and now - first_failure > GRACE_SECONDS
         if now > deadline or late:
+            if now > deadline and before_kill is not None:
+                before_kill([w.rank for _, w in running])
+            kill_groups([p for p, _ in running],
+                        grace=TEARDOWN_GRACE if now > deadline else
+                        min(2.0, max(TEARDOWN_GRACE, deadline - now)))
             for process, worker in running:
-                _kill_group(process)
                 worker.returncode, worker.ended_at, worker.killed = process.returncode, now, True
             return now > deadline
         time.sleep(0.05)
@@ -170,16 +203,27 @@ def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadl
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM the worker's process group (its DataLoader workers and any other children),
     then SIGKILL; for a worker that already ended, what it left behind."""
-    for sig, wait in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 5.0)):
-        try:
-            os.killpg(process.pid, sig)
-        except ProcessLookupError:
-            pass
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    kill_groups([process], grace=TEARDOWN_GRACE)
+
+
+@contextlib.contextmanager
+def _terminations_raise() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise SystemExit (status 128 + the signal) while the run lasts, so
+    that its clean-up runs as it does for Ctrl-C. Only the main thread may set handlers; a run
+    in another thread leaves them to whoever owns the process."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum: int, _frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = {sig: signal.signal(sig, terminate) for sig in _TERMINATIONS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _tail(path: Path, lines: int = 40) -> str:
@@ -203,7 +247,9 @@ def smoke(
     nproc: Annotated[Optional[int], typer.Option(
         "--nproc", min=1, metavar="N",
         help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
-        "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT).")] = None,
+        "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT). More "
+        "workers than CPU cores run, slower, with a warning: N is not capped, since the "
+        "world size is the script's to choose.")] = None,
     steps: Annotated[Optional[int], typer.Option(
         "--steps", min=1, metavar="K",
         help="Stop the run cleanly after K optimizer steps.")] = None,
@@ -223,7 +269,9 @@ def smoke(
         "data-parallel replica, which is wrong for FSDP's checksums.")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1, metavar="S",
-        help="Kill the run (every worker's process group) after S seconds.")] = 300.0,
+        help="Kill the run (every worker's process group) after S seconds; it ends within "
+        "a second or two of S. The report says whether it hung (every rank waiting: in "
+        "which collectives, at which lines) or was too slow (ranks still computing).")] = 300.0,
     max_recompiles: Annotated[Optional[int], typer.Option(
         "--max-recompiles", min=0, metavar="N",
         help="Fail the run when a function compiled with backend=\"neuron\" compiles more "
@@ -283,6 +331,8 @@ def smoke(
                                      run_smoke)
         _print(fmt, render_comparison_json(comparison), render_comparison_text(comparison))
         raise typer.Exit(comparison.exit_code())
+    if options.nproc and (crowded := crowding_warning(options.nproc)):
+        typer.echo(f"neuron-migrate smoke: warning: {crowded}", err=True)
     result = run_smoke(options)
     _print(fmt, render_json(result), render_text(result))
     raise typer.Exit(result.exit_code())
@@ -292,11 +342,11 @@ def _print(fmt: str, json_text: str, lines: list[tuple[str, str]]) -> None:
     if fmt == "json":
         sys.stdout.write(json_text + "\n")
         return
-    console = Console(highlight=False, soft_wrap=True)
+    console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
     styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
               "dim": "dim", "plain": ""}
-    for line, style in lines:
-        console.print(Text(line, style=styles[style]))
+    for line, style in lines:  # the script's own output among them
+        console.print(Text(printable(line), style=styles[style]))
 
 
 def _layouts(texts: list[str] | None, nproc: int | None, check_replicas: bool,

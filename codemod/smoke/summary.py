@@ -8,12 +8,15 @@ functions merged, data parallelism judged, and the loss of each optimizer step a
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
 from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
+from neuron_migrate.smoke.processes import cores
 from neuron_migrate.smoke.report import float64_warning
 
 if TYPE_CHECKING:
@@ -33,11 +36,16 @@ class Worker:
     killed: bool = False
     outcome: dict[str, Any] | None = None
     stderr_tail: str = ""
+    report_problem: str | None = None  # its report exists but cannot be read (read_outcome)
 
     @property
     def error(self) -> dict[str, Any] | None:
         if self.outcome and self.outcome.get("error"):
             return self.outcome["error"]
+        if self.report_problem:
+            cause = diagnose(REPORT_UNREADABLE, self.report_problem)
+            return {"type": REPORT_UNREADABLE, "message": self.report_problem, "location": None,
+                    "frames": [], "cause": None if cause is None else asdict(cause), "step": None}
         if self.returncode not in (0, None) and not self.killed:
             return _error_from_stderr(self.stderr_tail, self.script)
         return None
@@ -68,11 +76,44 @@ class SmokeResult:
     # per optimizer step, the mean over the workers of the loss each recorded (None: none did)
     losses: list[float | None] = field(default_factory=list)
     workers: list[Worker] = field(default_factory=list)
+    # when timed out: hung or too slow, and where each rank was (smoke/timeouts.py)
+    timeout: dict[str, Any] | None = None
 
     def exit_code(self) -> int:
         if self.install_failed is not None:
             return 2
         return 0 if self.passed else 1
+
+
+REPORT_UNREADABLE = "SmokeReportUnreadable"
+# what summarise reads from every outcome, with the type it must have
+_REQUIRED = {"optimizer_steps": int, "graphs_compiled": int, "ops": dict}
+
+
+def read_outcome(path: Path, rank: int) -> tuple[dict[str, Any] | None, str | None]:
+    """A worker's report: (outcome, None), (None, None) when it wrote none, or (None, why it
+    cannot be read) when the file is there but is not a report the session wrote: the script
+    (or something it ran) wrote to the path NEURON_EMU_REPORT names, or the disk was full."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, UnicodeDecodeError) as error:
+        return None, f"rank {rank}'s smoke report {path.name} could not be read: {error}"
+    try:
+        outcome = json.loads(text)
+    except json.JSONDecodeError as error:
+        return None, (f"rank {rank}'s smoke report {path.name} is not valid JSON ({error}); "
+                      f"something in the worker overwrote it (the script, or a process it "
+                      f"started, writing to the path in NEURON_EMU_REPORT) or cut it short")
+    wrong = [key for key, kind in _REQUIRED.items()
+             if not isinstance(outcome, dict) or not isinstance(outcome.get(key), kind)]
+    if wrong:
+        return None, (f"rank {rank}'s smoke report {path.name} is JSON but not a smoke report "
+                      f"(missing or wrong: {', '.join(wrong)}); something in the worker "
+                      f"overwrote it (the script, or a process it started, writing to the path "
+                      f"in NEURON_EMU_REPORT)")
+    return outcome, None
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
@@ -115,11 +156,13 @@ def summarise(options: SmokeOptions, workers: list[Worker], timed_out: bool,
     result.layout = next((o["layout"] for o in sorted(outcomes, key=lambda o: o.get("rank", 0))
                           if o.get("layout")), None)
     result.notes = layout_notes(result.layout, options.check_replicas and result.nproc > 1)
+    if (crowded := crowding_warning(result.nproc)) is not None:
+        result.warnings.append(crowded)
     install = [w for w in workers if w.returncode == INSTALL_FAILED and "could not install" in w.stderr_tail]
     if install:
         result.install_failed = install[0].stderr_tail.splitlines()[-1]
         return result
-    failed = sorted((w for w in workers if w.returncode != 0 and not w.killed),
+    failed = sorted((w for w in workers if (w.returncode != 0 and not w.killed) or w.report_problem),
                     key=lambda w: (w.error is None, (w.error or {}).get("time") or w.ended_at or 0.0))
     if failed:
         first = failed[0]
@@ -175,6 +218,17 @@ def _judge_parallelism(result: SmokeResult, outcomes: list[dict[str, Any]],
                     "cause": None if cause is None else asdict(cause)}
 
 
+
+
+def crowding_warning(nproc: int, available: int | None = None) -> str | None:
+    """More workers than cores is allowed (the script may need that world size, and a cap
+    would change what it computes), but every rank gets a share of a core: say so."""
+    available = cores() if available is None else available
+    if nproc <= available:
+        return None
+    return (f"{nproc} workers on {available} CPU core{'s' if available > 1 else ''}: each "
+            f"gets about 1/{-(-nproc // available)} of a core, so the run is that much slower "
+            f"(raise --timeout, or run fewer workers where the script allows)")
 
 
 def step_losses(outcomes: list[dict[str, Any]]) -> list[float | None]:
