@@ -38,10 +38,19 @@ _PATTERNS = (
        "whether the script writes to paths it takes from the environment (NEURON_EMU_REPORT), "
        "and that the temporary folder's disk is not full.",
        ("SmokeReportUnreadable",), r"smoke report"),
+    _p("replicas-start-apart",
+       "the data-parallel replicas start from different parameters: each rank built its model "
+       "from its own random seed (torch's default CPU seed differs per process) and nothing "
+       "broadcast rank 0's. The original behaves the same, unless it broadcast them "
+       "(xm.broadcast_master_param) or set one seed on every rank: it is not the migration's "
+       "doing. Set the same seed (torch.manual_seed) on every rank before building the model, "
+       "or wrap it in DistributedDataParallel, which broadcasts rank 0's parameters.",
+       ("ReplicasStartApart",), r"start from different parameters"),
     _p("replicas-diverged",
-       "the data-parallel replicas diverged: gradients are not averaged across ranks. "
-       "xm.optimizer_step all-reduced them; a bare optimizer.step() does not. Wrap the model "
-       "in DistributedDataParallel (or all-reduce the gradients before stepping).",
+       "the data-parallel replicas, equal before the step, diverged: gradients are not "
+       "averaged across ranks (or only some are), or the ranks' optimizers differ. "
+       "xm.optimizer_step all-reduced every gradient; a bare optimizer.step() does not. Wrap "
+       "the model in DistributedDataParallel (or all-reduce the gradients before stepping).",
        ("ReplicasDiverged",), r"replicas diverged"),
     _p("data-parallel-no-process-group",
        "data parallelism was lost: with WORLD_SIZE > 1 the script stepped its optimizer without "

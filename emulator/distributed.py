@@ -46,13 +46,30 @@ class ReplicasDiverged(RuntimeError):
         self.checksums = checksums
         super().__init__(
             f"data-parallel replicas diverged after optimizer step {step} (parameter checksum "
-            f"per rank: {checksums}). Gradients are not being averaged across ranks: wrap the "
-            f"model in DistributedDataParallel or all-reduce the gradients before "
-            f"optimizer.step() (xm.optimizer_step used to do this)")
+            f"per rank: {checksums}), though they started equal. The ranks' updates differ: "
+            f"gradients not averaged across ranks (or only some of them), or an optimizer "
+            f"setting that depends on the rank. Wrap the model in DistributedDataParallel or "
+            f"all-reduce every gradient before optimizer.step() (xm.optimizer_step used to "
+            f"do this)")
+
+
+class ReplicasStartApart(RuntimeError):
+    """Data-parallel replicas hold different parameters before their first optimizer step."""
+
+    def __init__(self, rank: int, reference: int, checksums: list[float]) -> None:
+        self.step = 0
+        self.checksums = checksums
+        super().__init__(
+            f"replicas start from different parameters: rank {rank}'s parameters differ from "
+            f"rank {reference}'s before the first optimizer step (parameter checksum per rank: "
+            f"{checksums}); the original has the same behaviour unless it broadcast them "
+            f"(xm.broadcast_master_param, or DistributedDataParallel, which broadcasts rank "
+            f"0's at wrap) or set the same seed on every rank before building the model")
 
 
 class ReplicaCheck:
-    """Compares a parameter checksum across ranks after every optimizer step.
+    """Compares a parameter checksum across ranks before each optimizer's first step and after
+    every step.
 
     It uses a gloo group of its own, on a store of its own (``NEURON_EMU_CHECK_PORT``), so it
     works whether or not the script builds a process group, and never interleaves with the
@@ -66,6 +83,7 @@ class ReplicaCheck:
         self.rank, self.world_size = rank, world_size
         self.address, self.port = address, port
         self._group: Any = None
+        self._started: set[int] = set()  # the optimizers already compared before their first step
 
     @classmethod
     def from_environment(cls) -> "ReplicaCheck | None":
@@ -94,7 +112,25 @@ class ReplicaCheck:
         self._group = None
         return had
 
+    def before_first_step(self, optimizer: torch.optim.Optimizer) -> None:
+        """Replicas must start equal: compared once per optimizer, before its first step, so
+        that replicas that never agreed (no seed, nothing broadcast) are reported as that,
+        not as gradients left unaveraged after the step."""
+        if id(optimizer) in self._started:
+            return
+        self._started.add(id(optimizer))
+        gathered = self._gather(optimizer)
+        if (apart := _apart(gathered)) is not None:
+            raise ReplicasStartApart(*apart, [float(t[0]) for t in gathered])
+
     def __call__(self, optimizer: torch.optim.Optimizer, step: int) -> None:
+        gathered = self._gather(optimizer)
+        if _apart(gathered) is not None:
+            raise ReplicasDiverged(step, [float(t[0]) for t in gathered])
+
+    def _gather(self, optimizer: torch.optim.Optimizer) -> list[torch.Tensor]:
+        """Every rank's parameter fingerprint: (sum, sum of squares, its replica group's
+        lowest rank)."""
         layout = current_layout(self.rank)
         with torch.no_grad():  # a DTensor's own shard: its sum would be a collective
             params = [payload(getattr(p, "_local_tensor", p)).double()
@@ -104,10 +140,19 @@ class ReplicaCheck:
                                   min(layout.replica_group) if layout else 0], dtype=torch.float64)
         gathered = [torch.empty_like(local) for _ in range(self.world_size)]
         self._gloo().allgather([gathered], [local]).wait()
-        for group in {float(t[2]) for t in gathered}:  # ranks with the same replica group
-            same = [t for t in gathered if float(t[2]) == group]
-            if not (_close([float(t[0]) for t in same]) and _close([float(t[1]) for t in same])):
-                raise ReplicasDiverged(step, [float(t[0]) for t in gathered])
+        return gathered
+
+
+def _apart(gathered: list[torch.Tensor]) -> tuple[int, int] | None:
+    """The first rank whose fingerprint differs from its replica group's first rank, with that
+    rank: (rank, reference); None when every group agrees."""
+    for group in sorted({float(t[2]) for t in gathered}):  # ranks with the same replica group
+        same = [(rank, t) for rank, t in enumerate(gathered) if float(t[2]) == group]
+        reference, first = same[0]
+        for rank, t in same[1:]:
+            if not (_close([float(first[0]), float(t[0])]) and _close([float(first[1]), float(t[1])])):
+                return rank, reference
+    return None
 
 
 def _close(values: list[float]) -> bool:

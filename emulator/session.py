@@ -4,7 +4,8 @@ replicas, report.
 Configured by the smoke runner through the environment (the user's script is not touched):
 - ``NEURON_EMU_REPORT``: where this worker writes its JSON outcome when it exits;
 - ``NEURON_EMU_STEPS``: stop cleanly (exit 0) after this many optimizer steps;
-- ``NEURON_EMU_CHECK_PORT``: compare replicas after every step, on this loopback port, and
+- ``NEURON_EMU_CHECK_PORT``: compare replicas before each optimizer's first step (they must
+  start equal) and after every step, on this loopback port, and
   raise when a step lost data parallelism (emulator/parallelism.py; without it, such a step
   is only recorded for the report, as a warning);
 - ``NEURON_EMU_SCRIPT``: the user's script, to pick the traceback frame worth naming.
@@ -36,7 +37,7 @@ from types import TracebackType
 from typing import Any
 
 import torch
-from torch.optim.optimizer import register_optimizer_step_post_hook
+from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
 
 from . import layout, losses
 from .counters import COUNTERS
@@ -70,6 +71,8 @@ def start() -> None:
     layout.watch()
     losses.watch()
     register_optimizer_step_post_hook(_after_step(steps, _check, _parallelism))
+    if _check is not None:
+        register_optimizer_step_pre_hook(_before_step(_check))
     previous_hook = sys.excepthook
 
     def excepthook(kind: type[BaseException], error: BaseException, tb: TracebackType | None) -> None:
@@ -120,6 +123,14 @@ def _release_process_groups() -> None:
                              f"{type(error).__name__}: {error}\n")
     if used:
         time.sleep(_GLOO_GRACE_SECONDS)
+
+
+def _before_step(check: ReplicaCheck) -> Any:
+    def hook(optimizer: torch.optim.Optimizer, args: Any, kwargs: Any) -> None:
+        if not nested_step():  # an inner optimizer's parameters are the outer one's
+            check.before_first_step(optimizer)
+
+    return hook
 
 
 def _after_step(limit: int, check: ReplicaCheck | None,

@@ -61,6 +61,7 @@ SCENARIOS = {
     "alone_warned": _options("data_parallel.py", "alone", nproc=2, steps=2),
     "legit": _options("data_parallel.py", "legit", nproc=2, check_replicas=True),
     "unsynced": _options("data_parallel.py", "unsynced", nproc=2, check_replicas=True),
+    "drifting": _options("data_parallel.py", "drifting", nproc=2, check_replicas=True),
     "compile_step": _options("compile_training_step.py"),
     "helper": _options("helper_device_loader.py"),
     "zero_batch": _options("compile_zero_batch.py"),
@@ -143,9 +144,21 @@ def test_bare_optimizer_step_without_ddp_fails_naming_the_step_even_with_a_logge
 
 
 @pytest.mark.slow
-def test_replicas_that_average_but_never_agreed_fail_the_replica_check(runs: Runs) -> None:
-    """Gradients are all-reduced, but each rank started from its own weights."""
+def test_replicas_that_never_agreed_are_reported_before_the_first_step(runs: Runs) -> None:
+    """Gradients are all-reduced, but each rank started from its own weights: that is how the
+    replicas started, which the original did too, not gradients left unaveraged."""
     result = runs["unsynced"]
+    assert not result.passed and result.error is not None, _text(result)
+    assert result.error["cause"]["key"] == "replicas-start-apart"
+    text = _text(result)
+    assert "rank 1's parameters differ from rank 0's before the first optimizer step" in text
+    assert "the original has the same behaviour unless it broadcast them" in text
+    assert "not being averaged" not in text and "written by" not in text
+
+
+@pytest.mark.slow
+def test_replicas_that_start_equal_and_drift_apart_fail_after_the_step(runs: Runs) -> None:
+    result = runs["drifting"]
     assert not result.passed and result.error is not None, _text(result)
     assert result.error["cause"]["key"] == "replicas-diverged"
     assert result.error["step"] == 1 and "after optimizer step 1" in _text(result)
