@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate import catalogue, target
 
-from neuron_migrate.files import gitstate
+from neuron_migrate.files import gitstate, temporary
 from neuron_migrate.config import (Config, ConfigError, ConfigFinder, check_patterns,
                                    check_rule_code, check_sources, folder_of, read_config)
+from neuron_migrate.files.destination import (Destination, DestinationError, open_destination,
+                                               refuse_inputs)
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Discovery, discover, nothing_found
 from neuron_migrate.files.scope import Overrides, Scopes
@@ -39,6 +41,7 @@ from neuron_migrate.stdin import config_paths, execute_stdin, usage_problem
 
 if TYPE_CHECKING:
     from neuron_migrate.rule import Rule
+    from neuron_migrate.settings import FileSettings
 
 MAX_JOBS_PER_CORE = 4
 """More workers than this per core only add memory (each holds LibCST and the catalogue)."""
@@ -188,9 +191,14 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         job = Job(settings.registry, writes, keep,
                   per_file_ignores=settings.per_file_ignores, code=not scan_only)
         named = folder_of(Path(request.stdin_filename or "."))
-        return exit_status(execute_stdin(
-            request.stdin_filename, job, scopes.nearest(named, root=named).excludes, scan_only,
-            lambda result: _report(result, registry, request, where)), request.gate)
+        stands_for = [Path(request.stdin_filename)] if request.stdin_filename else []
+        with _destination(request.output, stands_for) as destination:
+            if isinstance(destination, int):
+                return destination
+            return exit_status(execute_stdin(
+                request.stdin_filename, job, scopes.nearest(named, root=named).excludes,
+                scan_only, lambda result: _report(result, registry, request, where,
+                                                  destination)), request.gate)
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
         protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
@@ -208,6 +216,22 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     except ConfigError as error:  # a configuration found below the paths given
         return _fail(f"error: {error}")
     _print_notices(configurations, request.quiet)
+    with _destination(request.output, found.files) as destination:
+        if isinstance(destination, int):
+            return destination
+        return _migrate(request, found, files, registry, where, protected, only, destination)
+
+
+def _migrate(request: Request, found: Discovery, files: FileSettings, registry: Registry,
+             where: str | None, protected: frozenset[Path], only: frozenset[Path] | None,
+             destination: Destination | None) -> int:
+    """The run over the files found, its report and its exit status. Temporary files a
+    killed run left beside them are removed first by a run that writes (named otherwise)."""
+    keep = request.show_diff or request.fmt in KEEPS_SOURCES
+    scan_only = request.mode.startswith("scan")
+    writes = request.mode in ("apply", "scan --fix")
+    for line in temporary.leftovers({path.parent for path in found.files}, remove=writes):
+        print_warning(f"note: {line}")
     given = len(found.files)
     with _progress(request.quiet) as advance:
         result = run(request.paths, registry, write=writes,
@@ -219,7 +243,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
         return finished
-    if not _report(result, registry, request, where):
+    if not _report(result, registry, request, where, destination):
         return 2
     if not result.files and not result.errors and not request.quiet:
         print_warning(f"warning: {_why_nothing(found, given, request.changed_since)}")
@@ -233,6 +257,26 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
 
         return audit_exit(result, registry)
     return exit_status(result.exit_code(), request.gate)
+
+
+@contextmanager
+def _destination(output: Path | None,
+                 inputs: Iterable[Path]) -> Iterator[Destination | int | None]:
+    """The report file opened for the run, None without `--output`, or the exit status 2
+    (with its message printed) when the report cannot go there; closed after the run."""
+    if output is None:
+        yield None
+        return
+    try:
+        refuse_inputs(output, inputs)
+        destination = open_destination(output)
+    except DestinationError as error:
+        yield _fail(f"error: --output {output}: {error}")
+        return
+    try:
+        yield destination
+    finally:
+        destination.close()
 
 
 def _say(quiet: bool) -> Callable[[str], None]:
@@ -325,22 +369,24 @@ def _progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
 
 
 def _report(result: RunResult, registry: Registry, request: Request,
-            where: str | None = None) -> bool:
-    """Print (and write) the reports; False when the report file could not be written.
-    `where` says where the target came from, when one was given."""
+            where: str | None = None, destination: Destination | None = None) -> bool:
+    """Print (and write to `destination`, the open --output file) the reports; False when
+    the report file could not be written. `where` says where the target came from, when one
+    was given."""
     notes = _hardware_notes(result, registry, where)
     document = _document(result, registry, request, notes)
-    if request.output is not None:
+    if destination is not None:
         try:
-            request.output.write_text(document if document is not None else
-                                      _plain_text(result, registry, request, notes),
-                                      encoding="utf-8")
+            destination.write(document if document is not None else
+                              _plain_text(result, registry, request, notes))
         except OSError as error:
             print_error(f"error: --output {request.output}: cannot write the report "
                         f"({error.strerror or error})")
             return False
     for message in [f.error for f in result.files if f.error] + list(result.errors):
         print_error(f"error: {message}")
+    for note in (f.note for f in result.files if f.note):
+        print_warning(f"note: {note}")
     if document is not None and request.output is None:
         # the report asked for goes out with -q too: -q silences progress and summaries
         if document:

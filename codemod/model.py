@@ -79,6 +79,9 @@ class FileResult:
     modified: bool = False
     """Set when the file changes but `new_source` is absent: the sources were dropped to save
     memory, or (a plain `check`) the new file was never generated."""
+    note: str | None = None
+    """Something the write did that the user should know besides the change itself (a file
+    with hard links became a file of its own)."""
 
     @property
     def changed(self) -> bool:

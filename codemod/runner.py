@@ -587,7 +587,8 @@ def _write(result: FileResult) -> FileResult:
         return result
     assert result.new_source is not None and result.original is not None
     try:
-        write_atomic(Path(result.path), result.new_source, result.original)
+        note = write_atomic(Path(result.path), result.new_source, result.original)
     except WriteError as error:
         return dataclasses.replace(result, error=str(error))
-    return as_written(result)  # its messages now tell the changes as done
+    written = as_written(result)  # its messages now tell the changes as done
+    return dataclasses.replace(written, note=note) if note else written

@@ -139,10 +139,12 @@ def test_output_to_a_missing_folder_is_a_usage_error_before_any_write(in_tmp: Pa
 def test_a_report_that_cannot_be_written_is_exit_2(in_tmp: Path, monkeypatch) -> None:
     (in_tmp / "train.py").write_text(OLD)
 
-    def full_disk(self: Path, *args: object, **kwargs: object) -> int:
+    from neuron_migrate.files import destination
+
+    def full_disk(fd: int, data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(Path, "write_text", full_disk)
+    monkeypatch.setattr(destination, "write_all", full_disk)
     run = cli("check", ".", "--output", "report.txt")
     assert run.exit_code == 2 and "No space left on device" in run.stderr
 
@@ -151,13 +153,13 @@ def test_an_edit_between_the_reread_and_the_rename_is_not_lost(tmp_path: Path,
                                                                 monkeypatch) -> None:
     target = tmp_path / "train.py"
     target.write_text(OLD)
-    keep_owner = fileio._keep_owner
+    keep_attributes = fileio.keep_attributes
 
-    def user_saves(temporary: str, before: os.stat_result) -> None:
-        keep_owner(temporary, before)
+    def user_saves(fd: int, source: str, before: os.stat_result) -> None:
+        keep_attributes(fd, source, before)
         target.write_text(OLD + "y = 2  # saved by the user's editor just now\n")
 
-    monkeypatch.setattr(fileio, "_keep_owner", user_saves)
+    monkeypatch.setattr(fileio, "keep_attributes", user_saves)
     with pytest.raises(WriteError, match="changed on disk"):
         write_atomic(target, NEW.encode(), OLD.encode())
     assert "saved by the user's editor" in target.read_text()
@@ -173,15 +175,6 @@ def test_owner_and_group_are_kept(tmp_path: Path) -> None:
     status = target.stat()
     assert (status.st_uid, status.st_gid) == (1234, 5678)
     assert target.read_text() == NEW
-
-
-def test_hard_links_are_kept(tmp_path: Path) -> None:
-    target = tmp_path / "train.py"
-    target.write_text(OLD)
-    other = tmp_path / "copy.py"
-    os.link(target, other)
-    write_atomic(target, NEW.encode(), OLD.encode())
-    assert other.read_text() == NEW and target.stat().st_ino == other.stat().st_ino
 
 
 def test_workers_die_with_a_killed_run(tmp_path: Path) -> None:

@@ -30,3 +30,25 @@ def test_an_if_that_was_empty_before_stays() -> None:
     source = ("import torch_xla.core.xla_model as xm\n\n\ndef step(flag):\n"
               "    if flag:\n        pass\n    xm.mark_step()\n")
     assert "if flag:\n        pass\n" in _migrate(source)
+
+
+def test_branches_the_migration_made_the_same_become_one() -> None:
+    new = _migrate("import torch_xla.core.xla_model as xm\n\n\ndef step(loss, version):\n"
+                   "    if version >= 2.1:\n        xm.mark_step()\n        log(loss)\n"
+                   "    else:\n        log(loss)\n    return loss\n")
+    assert "if version" not in new and "else" not in new
+    assert "    log(loss)\n    return loss\n" in new
+
+
+def test_branches_both_emptied_go_with_their_test() -> None:
+    new = _migrate("import torch_xla.core.xla_model as xm\n\n\ndef step(loss, flag):\n"
+                   "    if flag:\n        xm.mark_step()\n    else:\n        xm.mark_step()\n"
+                   "    return loss\n")
+    assert "if flag" not in new and "pass" not in new
+
+
+def test_an_elif_chain_is_left_to_the_author() -> None:
+    new = _migrate("import torch_xla.core.xla_model as xm\n\n\ndef step(a, b):\n"
+                   "    if a:\n        xm.mark_step()\n        log()\n    elif b:\n"
+                   "        log()\n    else:\n        log()\n")
+    assert "if a:\n        log()\n    elif b:" in new

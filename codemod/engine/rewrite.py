@@ -28,6 +28,7 @@ from neuron_migrate.engine.pairing import (StructureMismatch, check_pair, map_bl
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.suppress import span
 from neuron_migrate.engine.residual import ResidualScanner
+from neuron_migrate.engine.same_branches import bare_pass, same_branches
 from neuron_migrate.analysis.script_entry import main_block
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.transform import UnitRewriter
@@ -364,6 +365,23 @@ class ModuleRewriter:
                                        body[position:])
                 carry = [*carry, *lines]
                 dropped = True
+                continue
+            kept = same_branches(statement, rebuilt) \
+                if isinstance(unit, ast.If) and _pure(unit.test) else None
+            if kept:
+                # `if version >= 2.1: ... else: ...` with both branches now the same
+                self.touched.append((unit.lineno, unit.end_lineno or unit.lineno))
+                if all(bare_pass(s) for s in kept):  # both emptied: nothing to keep
+                    carry = [*carry, *self._unheaded(statement, [unit], statements[index + 1:],
+                                                     body[position:])]
+                    dropped = True
+                    continue
+                lines = [*(carry if _has_comment(carry) else []), *rebuilt.leading_lines,
+                         *kept[0].leading_lines]
+                out.append(self._annotate(kept[0].with_changes(
+                    leading_lines=_unspaced(lines) if first else lines), [unit]))
+                out.extend(kept[1:])
+                carry = []
                 continue
             out.append(_attach(carry, self._annotate(rebuilt, [unit]), first=first))
             carry = []

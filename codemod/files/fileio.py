@@ -5,8 +5,10 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
+
+from neuron_migrate.files import temporary as temporary_files
+from neuron_migrate.files.attributes import keep_attributes
 
 
 class WriteError(Exception):
@@ -22,44 +24,65 @@ def read_bytes(path: Path) -> bytes:
         raise WriteError(f"{path}: cannot read ({error.strerror or error})") from error
 
 
-def write_atomic(path: Path, data: bytes, original: bytes) -> None:
-    """Replace the file's content with `data` through a temporary file and a rename.
+def write_atomic(path: Path, data: bytes, original: bytes) -> str | None:
+    """Replace the file's content with `data` through a temporary file and a rename, so that
+    whatever stops the write (a full disk, a kill) the file holds either
+    its old text or the new one, never part of each. A note for the user, or None.
 
     The file is re-read first: if it no longer holds `original` (an editor saved it while we
     worked), nothing is written; its size, inode and modification time are compared again
     just before the rename, so an edit can only be lost in the microseconds between that
-    check and the rename. Permission bits and, where the process may, owner and group are
-    kept; a symlink is written through. A file with several hard links is written in place,
-    since a rename would split it from its other names."""
+    check and the rename. Owner and group (where the process may), every mode bit (setuid,
+    setgid and sticky too) and extended attributes are kept; a symlink is written through.
+
+    A file with several hard links is replaced like any other, which splits it from its
+    other names: they keep the old text, and the note says so. Writing such a file in place
+    is the only way to keep the link, and it leaves the file part new, part old when the
+    write stops half-way; its other names are also more often a backup (`cp -al`, rsync
+    snapshots) or a package cache shared by several environments than a second copy the user
+    wants migrated."""
     target = path.resolve()
-    try:
-        if target.read_bytes() != original:
-            raise _changed(path)
-        before = target.stat()
-    except OSError as error:
-        raise WriteError(f"{path}: cannot re-read before writing ({error.strerror})") from error
+    before = _unchanged_status(path, target, original)
     if not before.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH) or \
             not os.access(target, os.W_OK):
         # a rename would replace a file its owner made read-only (even as root)
         raise WriteError(f"{path}: read-only; not written")
+    _replace(path, target, data, before)
     if before.st_nlink > 1:
-        _write_in_place(path, target, data, before)
-        return
+        others = before.st_nlink - 1
+        return (f"{path}: had {others} other hard link{'s' if others > 1 else ''}; written as a "
+                "file of its own, so a name this run does not migrate keeps the old text")
+    return None
+
+
+def _unchanged_status(path: Path, target: Path, original: bytes) -> os.stat_result:
+    """The file's status, once its content is checked to be what was migrated."""
     try:
-        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.",
-                                         suffix=".neuron-migrate")
+        if target.read_bytes() != original:
+            raise _changed(path)
+        return target.stat()
+    except OSError as error:
+        raise WriteError(f"{path}: cannot re-read before writing ({error.strerror})") from error
+
+
+def _replace(path: Path, target: Path, data: bytes, before: os.stat_result) -> None:
+    """Write a temporary file beside the target and rename it over the target. The
+    temporary file stays open (and locked) until the rename, so that a later run knows a
+    leftover of a killed run from a file being written."""
+    try:
+        fd, temporary = temporary_files.create(target.parent)
     except OSError as error:
         raise WriteError(f"{path}: cannot write ({error.strerror})") from error
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, stat.S_IMODE(before.st_mode))
-        _keep_owner(temporary, before)
-        if _signature(target.stat()) != _signature(before):
-            raise _changed(path)
-        os.replace(temporary, target)
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+            keep_attributes(fd, str(target), before)
+            if _signature(target.stat()) != _signature(before):
+                raise _changed(path)
+            os.replace(temporary, target)
+        finally:
+            os.close(fd)
     except (OSError, WriteError) as error:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
@@ -68,26 +91,12 @@ def write_atomic(path: Path, data: bytes, original: bytes) -> None:
         raise WriteError(f"{path}: cannot write ({error.strerror})") from error
 
 
-def _write_in_place(path: Path, target: Path, data: bytes, before: os.stat_result) -> None:
-    """Overwrite a hard-linked file through its own inode, so every name keeps the change."""
-    try:
-        with open(target, "r+b") as handle:
-            if _signature(os.fstat(handle.fileno())) != _signature(before):
-                raise _changed(path)
-            handle.write(data)
-            handle.truncate()
-            handle.flush()
-            os.fsync(handle.fileno())
-    except OSError as error:
-        raise WriteError(f"{path}: cannot write ({error.strerror})") from error
-
-
-def _keep_owner(temporary: str, before: os.stat_result) -> None:
-    """Give the new file the old one's owner and group; a process that may not (not root,
-    not the owner) leaves them as they are, as editors do."""
-    if hasattr(os, "chown"):
-        with contextlib.suppress(PermissionError):
-            os.chown(temporary, before.st_uid, before.st_gid)
+def write_all(fd: int, data: bytes) -> None:
+    """`os.write` may write less than asked (a signal, a nearly full disk): go on until all
+    is written or it raises."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
 
 
 def _signature(status: os.stat_result) -> tuple[int, int, int, int]:

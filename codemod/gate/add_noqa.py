@@ -63,7 +63,8 @@ def add_noqa(files: Iterable[FileResult]) -> Added:
                 continue
             new, count = mark_file(file.path, data, wanted, added.skipped)
             if count:
-                write_atomic(path, new, data)
+                if note := write_atomic(path, new, data):
+                    added.skipped.append(note)
                 added.markers += count
                 added.files += 1
         except WriteError as error:
