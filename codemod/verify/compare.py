@@ -224,17 +224,19 @@ def _steps(original: list[Any], migrated: list[Any], noise: list[Any] | None,
                 a, b = _value(o, row.step - 1, quantity), _value(m, row.step - 1, quantity)
                 if a is None and b is None:
                     continue
+                stopped = [(side, len(r["steps"])) for side, r in (("original", o), ("migrated", m))
+                           if len(r["steps"]) < row.step]
+                if stopped:
+                    side, count = stopped[0]
+                    return Verdict(DIFFER, f"the {side} script stopped after {count} optimizer "
+                                   f"step{'s' if count != 1 else ''} on rank {rank}; the other "
+                                   f"ran on", Parting(row.step, rank, "steps", None, None, None, None))
                 limit = allowed(row.step, row.noise[quantity])
                 diff = _rel(a, b)
                 if diff is None or not diff <= limit:
                     return Verdict(DIFFER, _describe(row.step, rank, quantity, a, b, diff, limit,
                                                      len(original)),
                                    Parting(row.step, rank, quantity, a, b, diff, limit))
-    recorded = [len(r["steps"]) for r in (*original, *migrated)]
-    if min(recorded) != max(recorded):
-        short = min(recorded)
-        return Verdict(DIFFER, f"one side stopped after {short} optimizer steps, the other "
-                       f"ran {max(recorded)}", Parting(short + 1, 0, "steps", None, None, None, None))
     return Verdict(AGREE, f"the same loss, gradient norm and parameters at each of {len(rows)} "
                    f"optimizer step{'s' if len(rows) != 1 else ''} on {len(original)} "
                    f"process{'es' if len(original) != 1 else ''} (step 1 within {STRICT:g}; "

@@ -49,7 +49,7 @@ def _cpu(tensors):
     """CPU copies of ``tensors`` without an op on the emulated device, in one XLA transfer."""
     emulated = sys.modules.get("emulator.tensor")
     if emulated is not None:
-        return [emulated.payload(t.detach()) for t in tensors]
+        return [emulated.payload(t).detach() for t in tensors]
     if tensors and tensors[0].device.type == "xla":
         return sys.modules["_neuron_verify_xla_bridge"].to_cpu(tensors)
     return [t.detach().cpu() for t in tensors]
