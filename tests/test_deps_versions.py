@@ -7,7 +7,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from neuron_migrate.deps.signals import xla_image, xla_variable_advice
-from neuron_migrate.deps.versions import Lineage, lineage_of_spec, lineage_of_version, name_of
+from neuron_migrate.deps.versions import (Lineage, admits, lineage_of_spec, lineage_of_version,
+                                          name_of)
 
 XLA, BETA, NATIVE = Lineage.XLA, Lineage.BETA, Lineage.NATIVE
 
@@ -21,6 +22,9 @@ XLA, BETA, NATIVE = Lineage.XLA, Lineage.BETA, Lineage.NATIVE
     # sides of each boundary
     ("1.13.1", XLA), ("2.8.0", XLA), ("2.9.0", XLA), ("2.9.1", XLA), ("2.10.0", BETA),
     ("2.13.0", BETA), ("2.13.1", BETA), ("2.14.0", NATIVE), ("2.14.1", NATIVE),
+    # an XLA-era plugin generation (1 or 2 after the torch part, five parts or more) is XLA
+    # whatever the torch part says; a native build's later parts are not a generation
+    ("2.10.0.2.16", XLA), ("2.11.0.1.0.0", XLA), ("2.14.3.0.1", NATIVE), ("2.14.3.0.2", NATIVE),
 ])
 def test_exact_versions(version: str, lineage: Lineage) -> None:
     assert lineage_of_version(Version(version)) is lineage
@@ -33,6 +37,8 @@ def test_exact_versions(version: str, lineage: Lineage) -> None:
     ("<2.15", Lineage.AMBIGUOUS), ("!=2.9.0.2.15.32035", Lineage.AMBIGUOUS),
     ("==2.13.*", BETA), (">=2.10,<2.14", BETA),
     ("==2.14.*", NATIVE), (">=2.14", NATIVE), ("~=2.14.3", NATIVE), ("===2.14.3.0", NATIVE),
+    ("===2.9.0", XLA),  # an arbitrary-equality pin is one version, judged as `==` is
+    (">2.0,<2.1", XLA),  # admits only the 2.0 betas (2.0.0.2.0.0b0): pre-releases count
 ])
 def test_ranges_are_judged_by_the_versions_they_admit(spec: str, lineage: Lineage) -> None:
     assert lineage_of_spec(SpecifierSet(spec)) is lineage
@@ -64,3 +70,12 @@ def test_container_tags(image: str, xla: bool) -> None:
 ])
 def test_xla_variables(name: str, flagged: bool) -> None:
     assert (xla_variable_advice(name) is not None) is flagged
+
+
+@pytest.mark.parametrize(("spec", "version", "admitted"), [
+    ("", "2.1.1.2.0.0b0", True), ("", "2.14.0", True), ("<2.1", "2.0.0.2.0.0b0", True),
+    ("<2.1", "2.1.2", False), ("==2.14.*", "2.14.3.0", True), (">=2.14", "2.13.3.0", False),
+])
+def test_admits_counts_pre_releases_and_an_empty_range_admits_all(spec: str, version: str,
+                                                                  admitted: bool) -> None:
+    assert admits(SpecifierSet(spec), Version(version)) is admitted
