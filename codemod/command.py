@@ -225,13 +225,14 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
 def _migrate(request: Request, found: Discovery, files: FileSettings, registry: Registry,
              where: str | None, protected: frozenset[Path], only: frozenset[Path] | None,
              destination: Destination | None) -> int:
-    """The run over the files found, its report and its exit status. Temporary files a
-    killed run left beside them are removed first by a run that writes (named otherwise)."""
+    """The run over the files found, its report and its exit status. A run that writes first
+    removes the temporary files a killed run left beside them."""
     keep = request.show_diff or request.fmt in KEEPS_SOURCES
     scan_only = request.mode.startswith("scan")
     writes = request.mode in ("apply", "scan --fix")
-    for line in temporary.leftovers({path.parent for path in found.files}, remove=writes):
-        print_warning(f"note: {line}")
+    if writes:
+        for line in temporary.remove_leftovers({path.parent for path in found.files}):
+            print_warning(f"note: {line}")
     given = len(found.files)
     with _progress(request.quiet) as advance:
         result = run(request.paths, registry, write=writes,

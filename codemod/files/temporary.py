@@ -4,8 +4,9 @@ A temporary file's name is short and the same shape whatever file it stands in f
 built from the file's own (`.<name>.XXXXXXXX...`) passes the 255-byte limit for a long but
 valid file name, which could then never be written. While a run uses a temporary file it
 holds an exclusive `flock` on it; the kernel drops the lock when the process dies, even by
-`kill -9`, so a later run can tell a dead run's leftover (no lock) from a file another run is
-writing at this moment (locked), and removes only the former.
+`kill -9`, so a later run that writes can tell a dead run's leftover (no lock) from a file
+another run is writing at this moment (locked), and removes only the former. Runs that only
+read (`check`) do not look: listing every folder again would cost them a few percent.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 
 try:
     import fcntl
-except ImportError:  # not a POSIX system: no locks, so leftovers are named, never removed
+except ImportError:  # not a POSIX system: no locks, so no file can be known to be a leftover
     fcntl = None  # type: ignore[assignment]
 
 PREFIX = ".nm-"
@@ -56,14 +57,16 @@ def is_ours(name: str) -> bool:
     return any(pattern.fullmatch(name) for pattern in _OURS)
 
 
-def leftovers(folders: Iterable[Path], remove: bool) -> list[str]:
-    """One line per temporary file a killed run left in `folders`: removed when `remove`
-    (the file it stood in for was never replaced, so nothing of the user's is in it that is
-    not in the file itself), otherwise only named. A file another run holds is left alone."""
+def remove_leftovers(folders: Iterable[Path]) -> list[str]:
+    """Remove the temporary files killed runs left in `folders`, one line for each. The file
+    each stood in for was never replaced, so nothing of the user's is in it that is not in
+    the file itself. A file another run holds is left alone."""
+    if fcntl is None:
+        return []
     lines = []
     for folder in sorted(set(folders)):
         for name in _candidates(folder):
-            line = _leftover(folder / name, remove)
+            line = _leftover(folder / name)
             if line is not None:
                 lines.append(line)
     return lines
@@ -77,8 +80,8 @@ def _candidates(folder: Path) -> list[str]:
         return []  # an unreadable folder is reported by discovery, not here
 
 
-def _leftover(path: Path, remove: bool) -> str | None:
-    """The line for one candidate, or None when it is in use or not a plain file of ours.
+def _leftover(path: Path) -> str | None:
+    """The line for a candidate removed, or None when it is in use or not a plain file of ours.
     Opened without following a symlink and without blocking, locked, then checked to be
     still the file of that name before it is removed. (Another run's file in the instant
     between its creation and its lock could be taken for a leftover: that run's write then
@@ -91,9 +94,6 @@ def _leftover(path: Path, remove: bool) -> str | None:
         status = os.fstat(fd)
         if not stat.S_ISREG(status.st_mode) or not _unlocked(fd):
             return None
-        if not remove or fcntl is None:
-            return f"{path}: temporary file left by an interrupted neuron-migrate run " \
-                   "(`apply` removes it)"
         if not _same_file(path, status):
             return None
         os.unlink(path)
@@ -106,8 +106,6 @@ def _leftover(path: Path, remove: bool) -> str | None:
 
 def _unlocked(fd: int) -> bool:
     """Whether no live process holds the file's lock (our lock is released by closing)."""
-    if fcntl is None:
-        return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as error:
