@@ -7,8 +7,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from neuron_migrate.deps.signals import xla_image, xla_variable_advice
-from neuron_migrate.deps.versions import (Lineage, admits, lineage_of_spec, lineage_of_version,
-                                          name_of)
+from neuron_migrate.deps.versions import (Lineage, admits, cuda_label, is_cuda_relevant,
+                                          lineage_of_spec, lineage_of_version, name_of)
 
 XLA, BETA, NATIVE = Lineage.XLA, Lineage.BETA, Lineage.NATIVE
 
@@ -37,6 +37,7 @@ def test_exact_versions(version: str, lineage: Lineage) -> None:
     ("<2.15", Lineage.AMBIGUOUS), ("!=2.9.0.2.15.32035", Lineage.AMBIGUOUS),
     ("==2.13.*", BETA), (">=2.10,<2.14", BETA),
     ("==2.14.*", NATIVE), (">=2.14", NATIVE), ("~=2.14.3", NATIVE), ("===2.14.3.0", NATIVE),
+    (">=2.15", NATIVE), ("==2.15.*", NATIVE),  # past the target, admitting no beta
     ("===2.9.0", XLA),  # an arbitrary-equality pin is one version, judged as `==` is
     (">2.0,<2.1", XLA),  # admits only the 2.0 betas (2.0.0.2.0.0b0): pre-releases count
 ])
@@ -79,3 +80,16 @@ def test_xla_variables(name: str, flagged: bool) -> None:
 def test_admits_counts_pre_releases_and_an_empty_range_admits_all(spec: str, version: str,
                                                                   admitted: bool) -> None:
     assert admits(SpecifierSet(spec), Version(version)) is admitted
+
+
+@pytest.mark.parametrize(("spec", "label"), [
+    ("==2.3.1+cu121", "cu121"), ("==2.3.1", None), (">=2.1", None), ("", None)])
+def test_cuda_label_is_the_local_label_of_a_pin(spec: str, label: str | None) -> None:
+    assert cuda_label(SpecifierSet(spec)) == label
+
+
+@pytest.mark.parametrize(("name", "relevant"), [
+    ("torchvision", True), ("torchaudio", True), ("flash-attn", True),
+    ("nvidia-cublas-cu12", True), ("requests", False), ("numpy", False)])
+def test_cuda_relevant_names(name: str, relevant: bool) -> None:
+    assert is_cuda_relevant(name) is relevant
