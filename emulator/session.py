@@ -80,7 +80,25 @@ def start() -> None:
         previous_hook(kind, error, tb)
 
     sys.excepthook = excepthook
+    sys.exit = _recording_exit(sys.exit)
     _report, _owner = Path(report), os.getpid()
+
+
+def _recording_exit(real_exit: Any) -> Any:
+    """``sys.exit`` that remembers where the script called it: a SystemExit reaches no
+    excepthook, so a worker that ends itself with a status (argparse's usage error, a
+    "dataset not found" message) would otherwise be reported without its line."""
+
+    def exit(status: object = None) -> None:
+        frames = [{"file": f.filename, "line": f.lineno, "function": f.name}
+                  for f in traceback.extract_stack(sys._getframe(1))][-_FRAMES_KEPT:]
+        _outcome["exit"] = {
+            "status": status if status is None or isinstance(status, int) else str(status),
+            "frames": frames,
+            "location": pick_frame(frames, os.environ.get("NEURON_EMU_SCRIPT", ""))}
+        real_exit(status)
+
+    return exit
 
 
 def finish() -> None:

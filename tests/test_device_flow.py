@@ -416,7 +416,7 @@ def test_a_migrated_benchmark_trains_on_the_neuron_device_not_the_cpu(tmp_path: 
     assert not [f for f in findings if not f.applied]
     script = tmp_path / "bench.py"
     script.write_text(new)
-    result = run_smoke(SmokeOptions(script=script, steps=2, timeout=120))
+    result = run_smoke(SmokeOptions(script=script, steps=2, timeout=300))
     assert result.passed, result.error
     assert result.optimizer_steps == 2 and "aten::addmm" in result.ops
 

@@ -243,7 +243,7 @@ def probes() -> dict[str, dict]:
     code = json.dumps({k: textwrap.dedent(v) for k, v in PROBES.items()})
     python = os.environ.get("SMOKE_PYTHON", sys.executable)
     done = subprocess.run([python, "-c", RUNNER, str(free_port())], input=code,
-                          capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+                          capture_output=True, text=True, env=env, timeout=300, cwd=ROOT)
     line = next((l for l in done.stdout.splitlines() if l.startswith("PROBES ")), None)
     assert line, done.stderr[-3000:]
     return json.loads(line.removeprefix("PROBES "))

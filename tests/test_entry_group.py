@@ -63,7 +63,7 @@ def test_a_torchrun_script_without_spawn_trains_as_one_job(in_tmp: Path) -> None
     assert "optimizer_step" in entry["message"] and "init_process_group" in entry["message"]
     assert text.index(GROUP) < text.index("    train(3)")
     result = run_smoke(SmokeOptions(script=in_tmp / "train.py", nproc=2, steps=3,
-                                    check_replicas=True, timeout=120, python=sys.executable))
+                                    check_replicas=True, timeout=300, python=sys.executable))
     assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
     assert result.optimizer_steps == 3
 
@@ -103,7 +103,7 @@ def test_the_launcher_that_imports_a_module_creates_the_group_in_its_main_block(
     assert "NM221" in _rules(findings) and GROUP in text
     assert cli("apply", "steps.py").exit_code == 0
     result = run_smoke(SmokeOptions(script=in_tmp / "launch.py", nproc=2, steps=3,
-                                    check_replicas=True, timeout=120, python=sys.executable))
+                                    check_replicas=True, timeout=300, python=sys.executable))
     assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
 
 
@@ -124,7 +124,7 @@ def test_a_group_a_called_library_function_creates_is_created_once(in_tmp: Path)
     assert "NM221" in _rules(run.json()["findings"])
     assert "if not dist.is_initialized():" in (in_tmp / "cluster.py").read_text()
     result = run_smoke(SmokeOptions(script=in_tmp / "train.py", nproc=2, steps=3,
-                                    check_replicas=True, timeout=120, python=sys.executable))
+                                    check_replicas=True, timeout=300, python=sys.executable))
     assert result.passed, (result.error, [w.stderr_tail for w in result.workers])
 
 

@@ -119,7 +119,7 @@ def test_save_message_names_the_writer(in_tmp: Path) -> None:
 
 def _smoke(script: Path, steps: int = 3) -> object:
     return run_smoke(SmokeOptions(script=script, nproc=2, steps=steps, check_replicas=True,
-                                  timeout=120, python=sys.executable))
+                                  timeout=300, python=sys.executable))
 
 
 @pytest.mark.slow

@@ -66,6 +66,9 @@ SCENARIOS = {
     "helper": _options("helper_device_loader.py"),
     "zero_batch": _options("compile_zero_batch.py"),
     "ddp_compiled": _options("ddp_compiled_buckets.py", nproc=2, check_replicas=True),
+    # failures in the script's own code (fixtures/smoke/script_own_failures.py MODE)
+    "own_loader": _options("script_own_failures.py", "loader"),
+    "own_exit": _options("script_own_failures.py", "exit"),
 }
 
 
@@ -303,6 +306,21 @@ def test_half_migrated_scripts_fail_with_cause_file_and_line(runs: Runs, scenari
     assert error["location"]["line"] == _line_of(script, marker)
     assert f"{script}:{error['location']['line']}" in _text(result)
     assert "likely cause: " + error["cause"]["text"] in _text(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("scenario", "kind", "words", "marker"), [
+    ("own_loader", "KeyError", "'shard 0 is not in the index' (KeyError in DataLoader worker "
+     "process 0)", "marker: getitem"),
+    ("own_exit", "SystemExit", "ImageNet not found under /nonexistent/imagenet", "marker: exit"),
+])
+def test_a_failure_in_the_script_s_own_code_names_type_message_and_line(
+        runs: Runs, scenario: str, kind: str, words: str, marker: str) -> None:
+    result = runs[scenario]
+    text = _text(result)
+    assert result.error is not None, text
+    assert f"error: {kind}: {words}" in text
+    assert f"script_own_failures.py:{_line_of('script_own_failures.py', marker)}" in text
 
 
 def test_every_report_says_what_the_run_cannot_tell(runs: Runs) -> None:

@@ -29,7 +29,7 @@ PYTHON = os.environ.get("SMOKE_PYTHON", sys.executable)
 
 
 def _options(mode: str, **kw: Any) -> SmokeOptions:
-    return SmokeOptions(script=SCRIPT, script_args=(mode,), timeout=120, python=PYTHON, **kw)
+    return SmokeOptions(script=SCRIPT, script_args=(mode,), timeout=300, python=PYTHON, **kw)
 
 
 SCENARIOS = {

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import linecache
+import signal
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from neuron_migrate.smoke.paths import relative
 
 if TYPE_CHECKING:
-    from neuron_migrate.smoke.summary import SmokeResult
+    from neuron_migrate.smoke.summary import SmokeResult, Worker
 
 POSITIONING = ("Runs on the device API on CPU: it says nothing about which ops Trainium "
                "supports, its numerics, its compiler or its speed.")
@@ -58,8 +60,7 @@ def run_lines(result: SmokeResult) -> list[tuple[str, str]]:
     elif not result.passed and not result.timed_out and not result.install_failed:
         failing = next((w for w in result.workers if w.returncode != 0 and not w.killed), None)
         if failing is not None:
-            lines.append((f"  rank {failing.rank} exited with status {failing.returncode}", "error"))
-            lines.extend((f"    {line}", "dim") for line in failing.stderr_tail.splitlines()[-10:])
+            lines.extend(_exit_lines(failing))
     stop = f" (stopped after {result.stopped_after_steps} as asked)" if result.stopped_after_steps else ""
     if result.steps_requested and not result.stopped_after_steps and result.passed:
         stop = f" (the script ended before the {result.steps_requested} asked)"
@@ -105,6 +106,17 @@ def _compiled_lines(result: SmokeResult) -> list[tuple[str, str]]:
     return lines
 
 
+def _unrecognised(error: dict[str, Any]) -> str:
+    """No known migration cause: say whether the script's own code raised it, which the
+    original would most likely do too (a missing dataset, a failed assertion)."""
+    frames, location = error.get("frames") or [], error.get("location")
+    if location and frames and frames[-1] == location and not error.get("origin"):
+        return ("  likely cause: not a migration problem neuron-migrate recognises; it was raised "
+                "at the script's own line above, not inside a helper the migration wrote: check "
+                "whether the original fails the same way here (a path, a dataset, an assertion)")
+    return "  likely cause: not recognised; read the error above"
+
+
 def float64_warning(count: int, where: dict[str, Any] | None) -> str:
     """The warning for float64 tensors made on the device (TorchNeuron runs them as float32)."""
     at = f" (the first at {relative(where['file'])}:{where['line']})" if where else ""
@@ -112,19 +124,52 @@ def float64_warning(count: int, where: dict[str, Any] | None) -> str:
             f"float64 executes as float32 on TorchNeuron")
 
 
+# how a worker killed by a signal most likely died
+_SIGNALS = {signal.SIGKILL: "the out-of-memory killer, most likely (or someone's kill -9)",
+            signal.SIGSEGV: "a crash in native code", signal.SIGABRT: "a crash in native code",
+            signal.SIGBUS: "a crash in native code", signal.SIGTERM: "something sent it SIGTERM"}
+
+
+def _exit_lines(worker: Worker) -> list[tuple[str, str]]:
+    """A worker that failed with no exception to show: how it ended, and its last words."""
+    code = worker.returncode or 0
+    if code < 0:
+        try:
+            sig = signal.Signals(-code)
+            text = f"  rank {worker.rank} was killed by {sig.name}"
+            text += f": {_SIGNALS[sig]}" if sig in _SIGNALS else ""
+        except ValueError:
+            text = f"  rank {worker.rank} was killed by signal {-code}"
+    else:
+        text = (f"  rank {worker.rank} exited with status {code}, without an exception "
+                f"(raise SystemExit, os._exit, or a crash that printed no traceback)")
+    said = worker.stderr_tail.splitlines()[-10:]
+    label = "its last error output" if said else "its last output"
+    said = said or worker.stdout_tail.splitlines()[-5:]
+    lines = [(text, "error")]
+    if said:
+        lines.append((f"    {label}:", "dim"))
+        lines.extend((f"    {line}", "dim") for line in said)
+    return lines
+
+
 def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
     error = result.error or {}
     rank = f" (rank {result.failing_rank})" if result.nproc > 1 else ""
-    message = [line for line in error.get("message", "").splitlines() if line.strip()] or [""]
-    lines = [(f"  error{rank}: {error.get('type')}: {message[0]}", "error")]
-    lines.extend((f"    {line.strip()}", "error") for line in message[1:2])
+    message = [line for line in error.get("message", "").splitlines() if line.strip()]
     location = error.get("location")
+    if message:
+        lines = [(f"  error{rank}: {error.get('type')}: {message[0]}", "error")]
+    else:  # `assert x` and friends: the line says what failed
+        source = linecache.getline(location["file"], location["line"]).strip() if location else ""
+        lines = [(f"  error{rank}: {error.get('type')} (no message)"
+                  + (f": {source}" if source else ""), "error")]
+    lines.extend((f"    {line.strip()}", "error") for line in message[1:2])
     if location:
         lines.append((f"    at {relative(location['file'])}:{location['line']}"
                       f" in {location.get('function') or '?'}", "plain"))
     cause = error.get("cause")
-    lines.append((f"  likely cause: {cause['text']}" if cause
-                  else "  likely cause: not recognised; read the error above", "plain"))
+    lines.append((f"  likely cause: {cause['text']}" if cause else _unrecognised(error), "plain"))
     found = error.get("origin")
     if found:
         call = found.get("call_site")

@@ -159,6 +159,7 @@ def _run_in(options: SmokeOptions, scratch: Path, started: float) -> SmokeResult
         kill_groups(processes, grace=TEARDOWN_GRACE)
     for worker in workers:
         worker.stderr_tail = _tail(logs / f"rank{worker.rank}.err")
+        worker.stdout_tail = _tail(logs / f"rank{worker.rank}.out", 10)
         worker.outcome, worker.report_problem = read_outcome(scratch / f"rank{worker.rank}.json",
                                                              worker.rank)
     result = summarise(options, workers, timed_out, time.monotonic() - started)
@@ -216,6 +217,8 @@ def _terminations_raise() -> Iterator[None]:
         return
 
     def terminate(signum: int, _frame: object) -> None:
+        for sig in _TERMINATIONS:  # once: a second signal must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
         raise SystemExit(128 + signum)
 
     previous = {sig: signal.signal(sig, terminate) for sig in _TERMINATIONS}

@@ -37,18 +37,29 @@ class Worker:
     outcome: dict[str, Any] | None = None
     stderr_tail: str = ""
     report_problem: str | None = None  # its report exists but cannot be read (read_outcome)
+    stdout_tail: str = ""
 
     @property
     def error(self) -> dict[str, Any] | None:
         if self.outcome and self.outcome.get("error"):
-            return self.outcome["error"]
+            return _unwrapped(self.outcome["error"], self.script)
         if self.report_problem:
             cause = diagnose(REPORT_UNREADABLE, self.report_problem)
             return {"type": REPORT_UNREADABLE, "message": self.report_problem, "location": None,
                     "frames": [], "cause": None if cause is None else asdict(cause), "step": None}
         if self.returncode not in (0, None) and not self.killed:
-            return _error_from_stderr(self.stderr_tail, self.script)
+            return _error_from_stderr(self.stderr_tail, self.script) or self._exit_error()
         return None
+
+    def _exit_error(self) -> dict[str, Any] | None:
+        """A worker that ended itself with a status through sys.exit: where it called it."""
+        called = (self.outcome or {}).get("exit")
+        if not called:
+            return None
+        status = called["status"]
+        message = status if isinstance(status, str) else f"exit status {self.returncode}"
+        return {"type": "SystemExit", "message": message, "location": called["location"],
+                "frames": called["frames"], "cause": None, "step": None}
 
 
 @dataclass
@@ -117,6 +128,37 @@ def read_outcome(path: Path, rank: int) -> tuple[dict[str, Any] | None, str | No
 
 
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
+_RERAISED = "\nOriginal Traceback (most recent call last):\n"
+_EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:: (.*))?$")
+
+
+def _in_project(frame: dict[str, Any] | None, script: str) -> dict[str, Any] | None:
+    """The frame, when it is in the script's folder (its own code, not a library's)."""
+    if frame is None or not script:
+        return None
+    folder = Path(script).resolve().parent
+    return frame if Path(frame["file"]).resolve().is_relative_to(folder) else None
+
+
+def _unwrapped(error: dict[str, Any], script: str) -> dict[str, Any]:
+    """An error a DataLoader worker raised, re-raised in the main process with the worker's
+    traceback as its message ("Caught KeyError in DataLoader worker process 0. Original
+    Traceback ..."): its own message and the script's line in the worker (a dataset's
+    __getitem__), not the line that iterated the loader."""
+    message = error.get("message") or ""
+    if _RERAISED not in message:
+        return error
+    head, _, trace = message.partition(_RERAISED)
+    frames = [{"file": f, "line": int(n), "function": fn or ""} for f, n, fn in _FRAME.findall(trace)]
+    last = next((m for line in reversed(trace.strip().splitlines())
+                 if not line.startswith(" ") and (m := _EXCEPTION_LINE.match(line))), None)
+    inner = (last.group(2) or "") if last else ""
+    where = head.strip().removeprefix("Caught ").rstrip(".")
+    return dict(error, message=f"{inner} ({where})" if inner else head.strip(),
+                location=_in_project(pick_frame(frames, script), script) or error.get("location"),
+                frames=[*(error.get("frames") or []), *frames])
+
+
 
 
 def _error_from_stderr(stderr: str, script: str) -> dict[str, Any] | None:
