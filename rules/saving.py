@@ -90,8 +90,10 @@ is what you want."""
         if data.keyword is not None and data.keyword.value != "data" or \
                 path.keyword is not None and path.keyword.value != "file_or_path":
             return None  # keyword order other than the parameters': keep the helper
+        if not one_process(site):
+            return None
         save = site.ref("torch.save")
-        if save is None or not one_process(site):
+        if save is None:
             return None
         copy = cst.Call(func=site.helper("_neuron_to_device"), args=[
             data.with_changes(keyword=None, equal=cst.MaybeSentinel.DEFAULT,

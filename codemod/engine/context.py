@@ -21,6 +21,8 @@ class FileContext:
     options: Options
     suppressions: Suppressions = field(default_factory=Suppressions)
     needs: set[str] = field(default_factory=set)
+    named: set[str] = field(default_factory=set)
+    """Of `needs`, the modules the rules' own replacements name (not only helpers)."""
     helpers: list[str] = field(default_factory=list)
 
     @functools.cached_property

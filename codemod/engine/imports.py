@@ -13,6 +13,7 @@ import libcst as cst
 from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.cst_names import attribute_chain
+from neuron_migrate.engine.lazy_imports import import_inside
 from neuron_migrate.engine.placement import (helper_index, import_index, imported_modules,
                                              same_section)
 
@@ -153,8 +154,10 @@ def _outermost(modules: set[str]) -> list[str]:
 
 
 def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
-                module_scope: Scope | None, newline: str = "\n") -> list[cst.BaseStatement]:
-    """Define the requested helper functions once, after the imports.
+                module_scope: Scope | None, newline: str = "\n",
+                inside: frozenset[str] = frozenset()) -> list[cst.BaseStatement]:
+    """Define the requested helper functions once, after the imports; the modules of
+    `inside` are imported in the body of each helper that reads them (`lazy_imports`).
 
     A helper the file already defines (from an earlier run) is not added again."""
     from neuron_migrate.rules.helpers import HELPERS
@@ -167,6 +170,8 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
             continue
         # the file's line ending, also inside the helper's multi-line docstrings
         parsed = _parsed_helper(HELPERS[name].source, newline)
+        for module in sorted(inside & set(HELPERS[name].imports)):
+            parsed = [import_inside(parsed[0], module, newline), *parsed[1:]]
         two_blank = [cst.EmptyLine(), cst.EmptyLine()]
         new.append(parsed[0].with_changes(leading_lines=two_blank))
         new.extend(parsed[1:])

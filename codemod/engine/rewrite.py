@@ -28,6 +28,7 @@ from neuron_migrate.engine.pairing import (StructureMismatch, check_pair, map_bl
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.engine.suppress import span
 from neuron_migrate.engine.residual import ResidualScanner
+from neuron_migrate.engine.lazy_imports import lazy_modules
 from neuron_migrate.engine.same_branches import bare_pass, same_branches
 from neuron_migrate.analysis.script_entry import main_block
 from neuron_migrate.engine.context import FileContext, Pending
@@ -90,9 +91,11 @@ class ModuleRewriter:
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
                             if b.statement is not None and id(b.statement) in self.removals)
         body, carry = self._rebuild(module.body, self.analysis.tree.body, top_level=True)
+        inside = lazy_modules(self.analysis.tree, self.context.needs, self.context.named,
+                              self.context.helpers)
         body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
-                           module.default_newline)
-        body = add_imports(body, self.context.needs)
+                           module.default_newline, inside)
+        body = add_imports(body, self.context.needs - inside)
         if body and module.body and body[0] is not module.body[0]:
             body[0] = _attach([], body[0], first=True)  # no blank lines at the top of a file
         footer = _footer(carry, module.footer)

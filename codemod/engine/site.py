@@ -85,6 +85,7 @@ class UnitSite:
         if scope.lookup(root) is not None or any(root in n for n in self._rewriter.locals):
             return None  # `torch` means something else here
         self._rewriter.context.needs.add(root)
+        self._rewriter.context.named.add(root)
         return attribute_chain(root, parts[1:])
 
     def helper(self, name: str) -> cst.Name:
