@@ -8,8 +8,6 @@ import struct
 import sys
 from pathlib import Path
 
-import pytest
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from realworld_checks import (cuda_era_files, leftover_xla, notebook_source,  # noqa: E402
                               undefined_names, xla_era_files)
@@ -46,7 +44,6 @@ def test_cuda_era_files_takes_code_that_uses_cuda(tmp_path: Path) -> None:
 
 
 def test_undefined_names_counts_loads_and_exports_by_name() -> None:
-    pytest.importorskip("pyflakes")
     source = "__all__ = ['gone']\nprint(met.report(), met)\ndef f():\n    return x\n"
     assert undefined_names(source) == {"gone": 1, "met": 2, "x": 1}
     assert undefined_names("import met\nprint(met)\n") == {}
@@ -54,7 +51,6 @@ def test_undefined_names_counts_loads_and_exports_by_name() -> None:
 
 
 def test_a_removed_import_shows_as_a_gained_name() -> None:
-    pytest.importorskip("pyflakes")
     before = "import torch_xla.debug.metrics as met\nprint(met.metrics_report())\n"
     after = "print(met.metrics_report())\n"
     assert undefined_names(after) - undefined_names(before) == {"met": 1}
