@@ -22,11 +22,13 @@ CONVERT = ("convert such a checkpoint once on the XLA stack to a full state dict
 """What to run for a checkpoint NxD wrote on the XLA stack: said by the rules at each load
 site and by the helpers when they meet one."""
 ZERO1 = ("a ZeRO-1 optimizer's state differs on each data-parallel rank, and "
-         "ZeroRedundancyOptimizer (what the migration makes of it) has no sharded state dict "
-         "for torch.distributed.checkpoint: call optimizer.consolidate_state_dict(to=0) and "
-         "save optimizer.state_dict() from rank 0, or shard the model with FSDP2 "
-         "(fully_shard), whose optimizer state get_state_dict and DCP handle")
-"""Why a ZeRO-1 optimizer's checkpoint is not migrated: said by the rules and the helpers."""
+         "PyTorch's ZeroRedundancyOptimizer (what the migration makes of XLA's) has no "
+         "sharded state dict for torch.distributed.checkpoint: call "
+         "optimizer.consolidate_state_dict(to=0) and save optimizer.state_dict() from rank 0, "
+         "or shard the model with FSDP2 (fully_shard), whose optimizer state get_state_dict "
+         "and DCP handle")
+"""Why an XLA ZeRO-1 optimizer's checkpoint is not migrated: said by the rules and the
+helpers. NxD's ZeRO-1 becomes an optimizer whose sharded state DCP saves."""
 
 
 def _zero1(source: str) -> str:
@@ -227,17 +229,20 @@ def _neuron_save_checkpoint(checkpoint_dir_str, tag, model=None, optimizer=None,
     /optim, every rank its own shards, so they load at any layout; rank 0 writes the
     scheduler's state and user_content beside them, then a `done` file once every rank has
     written, and removes the oldest complete tags beyond num_kept_ckpts, as NxD did.
+    A ZeRO-1 optimizer made from NxD's saves its own share of the state on each rank.
     NxD's other parameters are taken for a call of the function passed as a value:
-    num_workers, use_xser and avoid_saving_lower_precision_weights have no effect, and
-    async_save=True saves before returning."""
+    num_workers, use_xser, zero1_optimizer, use_zero1_dcp and
+    avoid_saving_lower_precision_weights have no effect, and async_save=True saves before
+    returning."""
     import os
     import shutil
 
     from torch.distributed.checkpoint import save
     from torch.distributed.checkpoint.state_dict import (get_model_state_dict,
                                                          get_optimizer_state_dict)
+    from torch.distributed.optim import ZeroRedundancyOptimizer
 
-    if zero1_optimizer or use_zero1_dcp:
+    if isinstance(optimizer, ZeroRedundancyOptimizer):
         raise ValueError(
             _NEURON_ZERO1)
     folder = os.path.join(checkpoint_dir_str, str(tag))
@@ -282,8 +287,9 @@ def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, schedule
     """NxD's load_checkpoint: the newest complete tag unless one is given; the model's and
     the optimizer's state read from what its save_checkpoint wrote, resharded to this
     job's layout (set_model_state_dict, set_optimizer_state_dict), the scheduler's state
-    loaded; returns the saved user content, or None, as NxD did. num_workers (taken for a
-    call of the function passed as a value) has no effect."""
+    loaded; returns the saved user content, or None, as NxD did. A ZeRO-1 optimizer made
+    from NxD's loads its own share of the state on each rank. num_workers and
+    use_zero1_dcp (taken for a call of the function passed as a value) have no effect."""
     import os
 
     from torch.distributed.checkpoint import load
@@ -292,8 +298,9 @@ def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, schedule
                                                          get_optimizer_state_dict,
                                                          set_model_state_dict,
                                                          set_optimizer_state_dict)
+    from torch.distributed.optim import ZeroRedundancyOptimizer
 
-    if use_zero1_dcp:
+    if isinstance(optimizer, ZeroRedundancyOptimizer):
         raise ValueError(
             _NEURON_ZERO1)
     if tag is None:
@@ -314,7 +321,10 @@ def _neuron_load_checkpoint(path, tag=None, model=None, optimizer=None, schedule
         _neuron_xla_era_checkpoint(os.path.join(folder, "optim"))
         state = get_optimizer_state_dict(model, optimizer)
         load(state, checkpoint_id=os.path.join(folder, "optim"))
-        set_optimizer_state_dict(model, optimizer, state)
+        # a ZeRO-1 optimizer's state dict holds this rank's share: the rest is not missing
+        sharded = getattr(optimizer, "zero_one_owners", None) is not None
+        set_optimizer_state_dict(model, optimizer, state,
+                                 options=StateDictOptions(strict=not sharded))
     if scheduler is not None:
         scheduler.load_state_dict(torch.load(os.path.join(folder, "scheduler.pt"),
                                              weights_only=False))

@@ -15,6 +15,7 @@ from neuron_migrate.rules.helpers_base import helper as _helper
 from neuron_migrate.rules.checkpoint_helpers import CHECKPOINT_HELPERS
 from neuron_migrate.rules.parallel_helpers import PARALLEL_HELPERS
 from neuron_migrate.rules.sharding_helpers import SHARDING_HELPERS
+from neuron_migrate.rules.zero_one_helpers import ZERO_ONE_HELPERS
 
 
 def defined(name: str) -> str:
@@ -341,4 +342,4 @@ def _merged(*tables: dict[str, Helper]) -> None:
         HELPERS.update(table)
 
 
-_merged(PARALLEL_HELPERS, SHARDING_HELPERS, CHECKPOINT_HELPERS)
+_merged(PARALLEL_HELPERS, SHARDING_HELPERS, CHECKPOINT_HELPERS, ZERO_ONE_HELPERS)

@@ -40,6 +40,8 @@ def trainer_qualnames(*names: str) -> frozenset[str]:
 
 _LOAD_NOTE = f"checkpoints saved before the migration (per-TP-rank files) do not load: {CONVERT}"
 _XSER = "DCP has one format of its own"
+_OWN_SHARE = ("the ZeRO-1 optimizer made from NxD's has a state dict of this rank's share, "
+              "which DCP writes and reads on each rank as NxD's ZeRO-1 checkpoints were")
 _PER_RANK = ("every data-parallel rank wrote its own copy, for state that differs between "
              "them (ZeRO-1); DCP writes one copy of a value the ranks share, so such state "
              "would be lost: keep it as DTensors (FSDP2) or save it per rank with torch.save")
@@ -255,8 +257,8 @@ _SAVE_CHECKPOINT = _Signature(
              "async_save": "the checkpoint is written before the call returns (the same "
                            "files, while training waits); for overlap, use "
                            "torch.distributed.checkpoint.async_save by hand",
-             "avoid_saving_lower_precision_weights": "the model's weights are always saved"},
-    allowed={"zero1_optimizer": ("False", ZERO1), "use_zero1_dcp": ("False", ZERO1)},
+             "avoid_saving_lower_precision_weights": "the model's weights are always saved",
+             "zero1_optimizer": _OWN_SHARE, "use_zero1_dcp": _OWN_SHARE},
 )
 
 
@@ -287,9 +289,11 @@ each rank's shards and reshards on load, so the tag loads at another layout
 What differs: the tag's files are DCP's. `num_workers` and `use_xser` go (each rank writes
 its own shards; DCP has one format); `async_save=True` saves before the call returns (the
 same files; use `torch.distributed.checkpoint.async_save` by hand to overlap);
-`avoid_saving_lower_precision_weights` goes (the weights are always saved). A ZeRO-1
-optimizer (`zero1_optimizer=True`, `use_zero1_dcp=True`, or a file that builds one) is
-reported: ZeroRedundancyOptimizer has no sharded state dict. NxD also removed tags left
+`avoid_saving_lower_precision_weights` goes (the weights are always saved), as do
+`zero1_optimizer` and `use_zero1_dcp`: NxD's ZeRO-1 optimizer, once migrated (NM706), has a
+state dict of each rank's share, which DCP writes rank by rank. A file that builds XLA's
+ZeRO-1 optimizer is reported: PyTorch's ZeroRedundancyOptimizer, what it becomes, has no
+sharded state dict. NxD also removed tags left
 incomplete by an interrupted removal; the helper leaves them."""
     doc_url = D_DCP
     example = Example(
@@ -329,8 +333,7 @@ _LOAD_CHECKPOINT = _Signature(
     order=("path", "tag", "model", "optimizer", "scheduler", "num_workers", "strict",
            "use_zero1_dcp"),
     passed=frozenset({"path", "tag", "model", "optimizer", "scheduler", "strict"}),
-    dropped={"num_workers": "DCP reads each rank's part itself"},
-    allowed={"use_zero1_dcp": ("False", ZERO1)},
+    dropped={"num_workers": "DCP reads each rank's part itself", "use_zero1_dcp": _OWN_SHARE},
 )
 
 
@@ -354,8 +357,10 @@ Why: what `save_checkpoint`'s replacement (NM248) wrote reshards on load, so a r
 at tensor-parallel size 2 resumes at 1, or the other way round, with the same model and
 optimizer state.
 
-What differs: `num_workers` goes (each rank reads its part). A ZeRO-1 optimizer
-(`use_zero1_dcp=True`, or a file that builds one) is reported, as for saving.
+What differs: `num_workers` and `use_zero1_dcp` go (each rank reads its part; a migrated
+NxD ZeRO-1 optimizer loads its own share, with `strict=False` for the optimizer since the
+rest of the state is other ranks'). A file that builds XLA's ZeRO-1 optimizer is reported,
+as for saving.
 
 {_conversion("`folder` the tag's `model` folder, with a `done` file beside it")}"""
     doc_url = D_DCP

@@ -390,16 +390,31 @@ def _neuron_build_on_meta(model_fn, include_buffers, *model_args, **model_kwargs
 '''),
     "_NeuronParallelOptimizer": helper('''
 class _NeuronParallelOptimizer(torch.optim.Optimizer):
-    """initialize_parallel_optimizer's NxDOptimizer: the optimizer, with a step that first
-    sums the gradients of parameters marked sequence_parallel_enabled over the
-    tensor-parallel ranks when the config says sequence_parallel, averages the gradients over
-    the data-parallel ranks (in buckets) and clips them by the whole model's norm, kept in
-    `grad_norm`, as NxD's did."""
+    """initialize_parallel_optimizer's NxDOptimizer (and NxD's ZeRO-1 optimizer): the
+    optimizer, with a step that first sums the gradients of parameters marked
+    sequence_parallel_enabled over the tensor-parallel ranks when the config says
+    sequence_parallel, averages the gradients over the data-parallel ranks (in buckets) and
+    clips them by the whole model's norm, kept in `grad_norm`, as NxD's did. With
+    zero_one_enabled, each data-parallel rank keeps the state of, and updates, only the
+    parameters it owns (`zero_one_owners`), then the owners share the new values; the
+    param_groups stay whole and state_dict() holds this rank's share, which DCP's
+    get_optimizer_state_dict saves and loads (set_optimizer_state_dict with strict=False,
+    since each rank loads only its own share)."""
 
     def __init__(self, optimizer, nxd_config):  # no Optimizer.__init__: this wraps one
         self.optimizer = optimizer
         self.nxd_config = nxd_config
         self.grad_norm = None
+        self.zero_one_owners = None
+        self._zero_one_loads = None
+        if nxd_config["optimizer_config"].get("zero_one_enabled") and _neuron_distributed():
+            ranks = torch.distributed.get_world_size(_neuron_mesh().get_group("dp"))
+            self._zero_one_loads = [0] * ranks
+            self.zero_one_owners = _neuron_zero_one_owners(
+                self._parameters(), ranks, self._zero_one_loads)
+
+    def _parameters(self):
+        return [p for group in self.param_groups for p in group["params"]]
 
     @property
     def param_groups(self):
@@ -417,6 +432,13 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
         return self.optimizer.state_dict()
 
     def load_state_dict(self, state_dict):
+        if self.zero_one_owners is not None:  # keep only the state of parameters owned here
+            rank = torch.distributed.get_rank(_neuron_mesh().get_group("dp"))
+            owned = {i for i, p in enumerate(self._parameters())
+                     if self.zero_one_owners.get(p) == rank}
+            state_dict = {**state_dict, "state": {
+                key: value for key, value in state_dict["state"].items()
+                if not isinstance(key, int) or key in owned}}
         self.optimizer.load_state_dict(state_dict)
 
     def zero_grad(self, set_to_none=False):
@@ -424,9 +446,17 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
 
     def add_param_group(self, param_group):
         self.optimizer.add_param_group(param_group)
+        if self.zero_one_owners is not None:
+            self.zero_one_owners.update(_neuron_zero_one_owners(
+                self.param_groups[-1]["params"], len(self._zero_one_loads),
+                self._zero_one_loads))
 
     def step(self, closure=None):
-        params = [p for group in self.param_groups for p in group["params"]]
+        loss = None
+        if closure is not None:  # the gradients it makes are the ones averaged and clipped
+            with torch.enable_grad():
+                loss = closure()
+        params = self._parameters()
         if self.nxd_config.get("sequence_parallel"):  # NM706 passes only optimizer_config
             _neuron_allreduce_sequence_parallel_gradients(self)
         if _neuron_distributed():
@@ -434,44 +464,43 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
         settings = self.nxd_config["optimizer_config"]
         if settings["grad_clipping"]:
             self.grad_norm = _neuron_clip_grad_norm(params, settings["max_grad_norm"])
-        return self.optimizer.step(closure=closure)
+        if self.zero_one_owners is None:
+            self.optimizer.step()
+            return loss
+        group = _neuron_mesh().get_group("dp")
+        rank = torch.distributed.get_rank(group)
+        others = {p: p.grad for p, owner in self.zero_one_owners.items()
+                  if owner != rank and p.grad is not None}
+        for param in others:  # an optimizer skips a parameter without a gradient
+            param.grad = None
+        try:
+            self.optimizer.step()
+        finally:
+            for param, grad in others.items():
+                param.grad = grad
+        _neuron_share_updates(self.zero_one_owners, group)
+        return loss
 ''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
                "_neuron_average_gradients", "_neuron_clip_grad_norm",
-               "_neuron_allreduce_sequence_parallel_gradients")),
+               "_neuron_allreduce_sequence_parallel_gradients", "_neuron_zero_one_owners",
+               "_neuron_share_updates")),
     "_neuron_parallel_optimizer": helper('''
 def _neuron_parallel_optimizer(nxd_config, optimizer_class, parameters, **defaults):
     """initialize_parallel_optimizer: the optimizer with NxD's gradient averaging and
     clipping; with ZeRO-1, its state sharded over the data-parallel ranks and its gradients
     clipped at `max_norm` among the optimizer's arguments (1.0 by default), not at the
     config's max_grad_norm, as NxD's ZeRO-1 optimizer did."""
-    import warnings
-
     settings = nxd_config["optimizer_config"]
     if settings["zero_one_enabled"]:
         # NxD never passed max_grad_norm to its ZeRO-1 optimizer: it clipped at that
         # optimizer's own max_norm, 1.0 unless given among the optimizer's arguments
         settings = {**settings, "max_grad_norm": defaults.pop("max_norm", 1.0)}
         nxd_config = {**nxd_config, "optimizer_config": settings}
-    parameters = list(parameters)
-    tensors = [p for item in parameters
-               for p in (item["params"] if isinstance(item, dict) else [item])]
-    tensor_parallel = any(hasattr(p, "to_local") for p in tensors)  # DTensor parameters
-    if settings["zero_one_enabled"] and tensor_parallel:
-        warnings.warn(
-            "ZeRO-1 with tensor-parallel layers: the optimizer state is not sharded over the "
-            "data-parallel ranks (the same updates, more memory per rank), as PyTorch's "
-            "ZeroRedundancyOptimizer cannot hold DTensor parameters; shard it with FSDP2's "
-            "fully_shard on the mesh's 'dp' dimension", stacklevel=2)
-    if not settings["zero_one_enabled"] or tensor_parallel:
-        return _NeuronParallelOptimizer(optimizer_class(parameters, **defaults), nxd_config)
-    return _NeuronZeroRedundancyOptimizer(
-        parameters, optimizer_class, grad_clipping=settings["grad_clipping"],
-        max_norm=settings["max_grad_norm"], **defaults)
+    return _NeuronParallelOptimizer(optimizer_class(parameters, **defaults), nxd_config)
 ''', requires=("_neuron_distributed", "_neuron_mesh", "_neuron_average_tensors",
-               "_neuron_average_gradients", "_neuron_clip_grad_norm", "_NeuronParallelOptimizer",
-               "_neuron_process_group", "_NeuronZeroRedundancyOptimizer",
-               "_neuron_allreduce_sequence_parallel_gradients"),
-       imports=("torch", "torch.distributed.optim")),
+               "_neuron_average_gradients", "_neuron_clip_grad_norm",
+               "_neuron_allreduce_sequence_parallel_gradients", "_neuron_zero_one_owners",
+               "_neuron_share_updates", "_NeuronParallelOptimizer")),
     "_neuron_rank_message": helper('''
 def _neuron_rank_message(msg):
     """NxD's parallel_state.rmsg: the message prefixed with this process's place in the

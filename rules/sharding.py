@@ -144,8 +144,9 @@ class ZeroRedundancy(Rule):
     id = "NM706"
     name = "xla-zero1"
     kind = Kind.FIX
-    summary = ("XLA's and NxD's ZeRO-1 optimizers become ZeroRedundancyOptimizer with XLA's "
-               "gradient averaging and clipping kept")
+    summary = ("XLA's ZeRO-1 optimizer becomes ZeroRedundancyOptimizer, NxD's an optimizer "
+               "with state sharded over the mesh's data-parallel ranks; averaging and "
+               "clipping kept")
     explanation = """\
 What it does: `ZeroRedundancyOptimizer(params, optimizer_class, ...)` from
 `torch_xla.distributed.zero_redundancy_optimizer`, and NxD's `NeuronZero1Optimizer`, become a
@@ -172,13 +173,17 @@ helper makes one there). Reported for review: `optimizer_dtype`, `sharding_group
 and then holds the whole state on rank 0 (XLA's held this process's shard), and
 `load_state_dict()` takes that whole state.
 
-NxD's optimizer where the file does not show tensor and pipeline parallel sizes of 1 (so
-the model may hold tensor-parallel DTensor parameters, which PyTorch's
-ZeroRedundancyOptimizer cannot hold) becomes `_NeuronParallelOptimizer(optimizer_class(
-params, ...), {"optimizer_config": ...})` instead: the same step (gradients averaged over the
-DeviceMesh's data-parallel ranks, clipped by the whole model's norm, `grad_norm` kept) with
-the optimizer state not sharded, which costs memory, not correctness; FSDP2's `fully_shard`
-on the mesh's "dp" dimension is the native way to shard it."""
+NxD's `NeuronZero1Optimizer` becomes `_NeuronParallelOptimizer(optimizer_class(params, ...),
+{"optimizer_config": {"zero_one_enabled": True, ...}})` instead: the optimizer the script
+asked for, with NxD's step (gradients averaged over the DeviceMesh's data-parallel ranks,
+clipped by the whole model's norm, `grad_norm` kept) and its state sharded over those ranks:
+each rank keeps the state of, and updates, the parameters it owns (the largest first, to the
+least loaded rank), then sends their new values to the other replicas. Unlike PyTorch's
+ZeroRedundancyOptimizer it holds tensor-parallel (DTensor) parameters, and its
+`state_dict()` is this rank's share under the whole model's numbering, which
+`torch.distributed.checkpoint` saves and loads at any layout (`get_optimizer_state_dict`;
+`set_optimizer_state_dict` with `StateDictOptions(strict=False)`, as each rank loads only its
+share), so NxD's checkpoint calls beside it migrate too."""
     doc_url = D_ZERO
     example = Example(
         before="from torch_xla.distributed.zero_redundancy_optimizer import "
@@ -206,7 +211,8 @@ on the mesh's "dp" dimension is the native way to shard it."""
         return isinstance(node, ast.Attribute) and node.attr in self.attributes
 
     def on_attribute(self, node: cst.Attribute, site: Site) -> Outcome | None:
-        if not bound_to(node.value, site, ZERO_CLASSES):
+        if not bound_to(node.value, site, XLA_ZERO) and not (
+                node.attr.value not in _SAME_ON_NXD and bound_to(node.value, site, NXD_ZERO)):
             return None
         method, owner = node.attr.value, code(node.value)
         if method == "state_dict":
@@ -251,8 +257,8 @@ def zero_migration(node: cst.Call, site: Site, nxd: bool) -> Outcome:
     params = argument(node.args, 0, "params")
     optimizer_class = argument(node.args, 1, "optimizer_class")
     assert params is not None and optimizer_class is not None  # checked by _zero_options
-    if nxd and not proven_pure_data_parallel(site):
-        return _unsharded(node, site, params.value, optimizer_class.value, options)
+    if nxd:
+        return _nxd_zero_one(node, site, params.value, optimizer_class.value, options)
     args = [cst.Arg(params.value), cst.Arg(optimizer_class.value),
             *(keyword_arg(k, v) for k, v in options.keywords)]
     new = node.with_changes(func=site.helper("_NeuronZeroRedundancyOptimizer"),
@@ -263,16 +269,14 @@ def zero_migration(node: cst.Call, site: Site, nxd: bool) -> Outcome:
 
 
 def shards_optimizer_state(site: Site) -> bool:
-    """Whether the file builds an optimizer whose state differs between data-parallel ranks
-    once migrated: XLA's or PyTorch's ZeroRedundancyOptimizer, or NxD's ZeRO-1 unless NM706
-    makes every one of them an optimizer with whole state (next to tensor parallelism). The
+    """Whether the file builds an optimizer whose sharded state torch.distributed.checkpoint
+    cannot save: XLA's or PyTorch's ZeroRedundancyOptimizer, or NxD's ZeRO-1 unless NM706
+    makes every one of them the NxD optimizer helper, whose state DCP saves rank by rank. The
     answer is the same before and after the migration, so a second apply changes nothing."""
     if site.module_mentions(XLA_ZERO | _NATIVE_ZERO):
         return True
     if not site.module_mentions(NXD_ZERO):
         return False
-    if proven_pure_data_parallel(site):
-        return True
     built = [call for call, _ in site.module_calls() if (dotted := ast_dotted(call.func))
              and site.qualname_of(cst.parse_expression(dotted)) in NXD_ZERO]
     if not built:  # made elsewhere: it may be anything
@@ -283,17 +287,21 @@ def shards_optimizer_state(site: Site) -> bool:
 
 
 _CLIPPING = ("grad_clipping", "max_norm")
+_SAME_ON_NXD = frozenset({"state_dict", "load_state_dict"})
+"""Methods of NxD's ZeRO-1 optimizer that the migrated one keeps: its state dict is this
+rank's share, as NxD's was."""
 
 
-def _unsharded(node: cst.Call, site: Site, params: cst.BaseExpression,
-               optimizer_class: cst.BaseExpression, options: Options) -> Outcome:
-    """NxD's ZeRO-1 next to tensor parallelism (or a layout this file does not show): the
-    optimizer over the parameters, with NxD's step (gradients averaged over the mesh's
-    data-parallel ranks, clipped by the whole model's norm), its state not sharded:
-    PyTorch's ZeroRedundancyOptimizer cannot hold the DTensor parameters of tensor-parallel
-    layers. The same updates; more optimizer memory per rank."""
+def _nxd_zero_one(node: cst.Call, site: Site, params: cst.BaseExpression,
+                  optimizer_class: cst.BaseExpression, options: Options) -> Outcome:
+    """NxD's ZeRO-1 optimizer: the optimizer over the parameters, with NxD's step (gradients
+    averaged over the mesh's data-parallel ranks, clipped by the whole model's norm), its
+    state sharded over those ranks by the helper. PyTorch's ZeroRedundancyOptimizer would
+    not do: it cannot hold the DTensor parameters of tensor-parallel layers, and its state
+    dict is not one DCP writes shard by shard, as NxD's checkpoints were written."""
     chosen = dict(options.keywords)
     settings = cst.Dict([
+        cst.DictElement(cst.SimpleString('"zero_one_enabled"'), cst.Name("True")),
         cst.DictElement(cst.SimpleString('"grad_clipping"'),
                         chosen.get("grad_clipping", cst.Name("True"))),
         cst.DictElement(cst.SimpleString('"max_grad_norm"'),
@@ -302,11 +310,12 @@ def _unsharded(node: cst.Call, site: Site, params: cst.BaseExpression,
     base = [keyword_arg(k, v) for k, v in options.keywords if k not in _CLIPPING]
     built = cst.Call(optimizer_class, [cst.Arg(params), *base])
     new = cst.Call(site.helper("_NeuronParallelOptimizer"), [cst.Arg(built), cst.Arg(config)])
-    return Replace(new, f"`{code(node)}` → `{code(new)}`: the same updates (gradients averaged "
-                   "over the mesh's data-parallel ranks, then clipped by the whole model's "
-                   "norm, kept in grad_norm) with the optimizer state not sharded, as "
-                   "PyTorch's ZeroRedundancyOptimizer cannot hold tensor-parallel (DTensor) "
-                   "parameters; shard it with FSDP2's fully_shard on the mesh's 'dp' "
-                   f"dimension{options.note}")
+    return Replace(new, f"`{code(node)}` → `{code(new)}`: the optimizer state "
+                   "sharded over the mesh's data-parallel ranks (each keeps and updates the "
+                   "parameters it owns, then shares them), the gradients averaged over those "
+                   "ranks and clipped by the whole model's norm (kept in grad_norm) first, as "
+                   "NxD's ZeRO-1 did, tensor-parallel layers included; its state saves with "
+                   f"torch.distributed.checkpoint at any layout{options.note}")
+
 
 RULES: tuple[type[Rule], ...] = (XlaFsdp, ZeroRedundancy)

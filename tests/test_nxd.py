@@ -92,21 +92,33 @@ def test_trainer_api_trains_alike_at_tensor_and_data_parallel_layouts(tmp_path: 
 
 @pytest.mark.torch
 @pytest.mark.slow
-def test_zero1_next_to_tensor_parallelism_saves_and_migrates_in_one_pass(tmp_path: Path) -> None:
-    """NxD's ZeRO-1 beside tensor-parallel layers keeps whole optimizer state once migrated, so
-    its checkpoint is DCP's to write: the save migrates in the first pass (not reported, then
-    rewritten by a second apply), and the script trains alike at TP 1, TP 2 with ZeRO-1 and
-    a checkpoint, and DP 2."""
+def test_zero1_next_to_tensor_parallelism_shards_trains_alike_and_resumes_anywhere(
+        tmp_path: Path) -> None:
+    """NxD's ZeRO-1 beside tensor-parallel layers shards its state over the data-parallel
+    ranks of a TP 2 x DP 2 layout and trains as one process does; its checkpoint (DCP, each
+    rank its share) migrates in the first pass, and the run resumed from it at DP 2 and at
+    TP 2 continues with the losses the uninterrupted run had."""
     target, report = _migrated(tmp_path, FIXTURES / "smoke" / "nxd_lm_train.py")
     assert "NM248" in {f["rule_id"] for f in report["findings"] if f["kind"] != "review"}
+    assert '"zero_one_enabled": True' in target.read_text()
     again = cli("check", str(target), "--format", "json")
     assert again.json()["summary"]["changed"] == 0, again.stdout
-    run = _smoke(str(target), "--format", "json", "--layout", "1:--tp 1",
-                 "--layout", f"2:--tp 2 --zero1 --ckpt {tmp_path / 'saved'}",
-                 "--layout", "2:--tp 1")
+    saved = tmp_path / "saved"
+    run = _smoke(str(target), "--format", "json", "--layout", "1:--tp 1 --steps 6",
+                 "--layout", f"4:--tp 2 --zero1 --steps 6 --ckpt {saved} --save-at 3",
+                 "--layout", "2:--tp 1 --zero1 --steps 6")
     assert run.returncode == 0, run.stdout + run.stderr
-    assert json.loads(run.stdout)["first_difference"] is None
-    assert any((tmp_path / "saved" / "final" / "optim").glob("*.distcp"))
+    first = json.loads(run.stdout)
+    assert first["first_difference"] is None and first["steps_compared"] == 6
+    assert len(list((saved / "final" / "optim").glob("*.distcp"))) == 4
+    resumed = _smoke(str(target), "--format", "json",
+                     "--layout", f"2:--tp 1 --zero1 --steps 3 --resume {saved}",
+                     "--layout", f"2:--tp 2 --zero1 --steps 3 --resume {saved}")
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    uninterrupted = first["layouts"][0]["losses"][3:]
+    for layout in json.loads(resumed.stdout)["layouts"]:
+        losses = [loss for loss in layout["losses"] if loss is not None]  # None: DCP's probe
+        assert losses == pytest.approx(uninterrupted, rel=1e-4), layout
 
 
 @pytest.mark.torch

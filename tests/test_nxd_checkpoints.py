@@ -39,9 +39,23 @@ def test_a_positional_argument_after_a_dropped_one_is_passed_by_keyword() -> Non
     assert "`num_workers=8`" in finding.message and finding.applied
 
 
+@pytest.mark.parametrize(("call", "rewritten"), [
+    ("nxd.save_checkpoint(d, 't', model, opt, zero1_optimizer=True)",
+     "_neuron_save_checkpoint(d, 't', model, opt)"),
+    ("nxd.load_checkpoint(d, use_zero1_dcp=flag)", "_neuron_load_checkpoint(d)"),
+])
+def test_zero1_flags_go_since_the_migrated_optimizer_saves_its_own_share(call: str,
+                                                                          rewritten: str) -> None:
+    """NxD's ZeRO-1 flags told its checkpoint code the optimizer was sharded; the migrated
+    NxD ZeRO-1 optimizer's state dict is each rank's share, which DCP handles, so they go
+    with a note (an XLA ZeRO-1 optimizer is refused by the helper at run time)."""
+    new, findings = _migrate("import neuronx_distributed as nxd\n\n" + call + "\n")
+    assert rewritten in new
+    finding = next(f for f in findings if f.rule_id in ("NM248", "NM249"))
+    assert finding.applied and "this rank's share" in finding.message
+
+
 @pytest.mark.parametrize(("call", "why"), [
-    ("nxd.save_checkpoint(d, 't', model, opt, zero1_optimizer=True)", "ZeRO-1"),
-    ("nxd.load_checkpoint(d, use_zero1_dcp=flag)", "ZeRO-1"),
     ("checkpointing.save(state, d, master_dp_only=False)", "per rank"),
     ("checkpointing.load(d, model, unknown=1)", "not an argument"),
     ("nxd.save_checkpoint(*args)", "unpacked"),
@@ -65,8 +79,8 @@ def test_a_file_with_a_zero1_optimizer_has_its_checkpoints_reported() -> None:
 
 
 def test_zero1_made_whole_by_the_migration_saves_with_dcp_in_one_pass() -> None:
-    """Outside a proven data-parallel layout NxD's ZeRO-1 becomes an optimizer with whole
-    state, so its checkpoint is DCP's to write; one NM706 cannot migrate stays reported.
+    """NxD's ZeRO-1 becomes an optimizer whose sharded state DCP writes rank by rank, so its
+    checkpoint migrates in the same pass; one NM706 cannot migrate stays reported.
     Either way a second pass agrees with the first."""
     zero = ("import neuronx_distributed as nxd\nimport torch\n"
             "from neuronx_distributed.optimizer import NeuronZero1Optimizer\n\n"
@@ -280,8 +294,13 @@ def test_the_newest_complete_tags_are_kept(alone: dict[str, Any], tmp_path: Path
     (tmp_path / "unfinished").mkdir()  # no `done`: never chosen
     assert sorted(p.name for p in tmp_path.iterdir()) == ["step_1", "step_2", "unfinished"]
     assert alone["_neuron_load_checkpoint"](folder, model=_model(1)) == 2
+    from torch.distributed.optim import ZeroRedundancyOptimizer
+
+    xla_zero1 = ZeroRedundancyOptimizer.__new__(ZeroRedundancyOptimizer)  # what XLA's became
     with pytest.raises(ValueError, match="ZeRO-1"):
-        alone["_neuron_save_checkpoint"](folder, "z", model, use_zero1_dcp=True)
+        alone["_neuron_save_checkpoint"](folder, "z", model, xla_zero1)
+    with pytest.raises(ValueError, match="ZeRO-1"):
+        alone["_neuron_load_checkpoint"](folder, model=model, optimizer=xla_zero1)
 
 
 @torch_only

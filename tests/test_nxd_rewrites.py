@@ -82,15 +82,17 @@ def test_trainer_zero1_clips_where_nxd_did(kwargs: dict[str, float], clipped_at:
     argument); without ZeRO-1 the config's max_grad_norm is used."""
     import torch
 
-    made: list[dict[str, Any]] = []
-    helpers = _trainer_helpers(
-        _NeuronZeroRedundancyOptimizer=lambda params, cls, **kw: made.append(kw),
-        _neuron_distributed=lambda: False)
+    helpers = _trainer_helpers(_neuron_distributed=lambda: False)
     config = helpers["_neuron_parallel_config"](optimizer_config={
         "zero_one_enabled": True, "max_grad_norm": 0.5})
     params = [torch.nn.Parameter(torch.ones(2))]
-    helpers["_neuron_parallel_optimizer"](config, torch.optim.SGD, params, lr=0.1, **kwargs)
-    assert made[0]["max_norm"] == clipped_at and made[0]["lr"] == 0.1
+    zero1 = helpers["_neuron_parallel_optimizer"](config, torch.optim.SGD, params, lr=0.1,
+                                                  **kwargs)
+    assert zero1.nxd_config["optimizer_config"]["max_grad_norm"] == clipped_at
+    assert zero1.param_groups[0]["lr"] == 0.1
+    params[0].grad = torch.full((2,), 10.0)
+    zero1.step()
+    assert float(params[0].grad.norm()) == pytest.approx(min(clipped_at, 200 ** 0.5), rel=1e-4)
     plain = helpers["_neuron_parallel_config"](optimizer_config={"max_grad_norm": 0.5})
     optimizer = helpers["_neuron_parallel_optimizer"](plain, torch.optim.SGD, params, lr=0.1)
     params[0].grad = torch.full((2,), 10.0)
