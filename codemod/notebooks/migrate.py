@@ -159,11 +159,40 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
     result = migrate_source(path, module.encode("utf-8"), registry)
     if result.error is not None:
         return _cell_error(path, result.error, parts)
+    result = _settled(path, module.encode("utf-8"), result, registry, parts)
     findings += [_escape_review(_in_cell(f, parts), parts) for f in result.findings]
     if result.new_source is not None:
         new_texts.update(_new_cell_texts(path, result.new_source.decode("utf-8"), header, tag,
                                          parts))
     return None
+
+
+_NOTE_MARK = b"neuron-migrate: NM"
+_PLACED = re.compile(r" \(a note above line \d+ keeps it")
+_LEFT = re.compile(r"left at line (\d+) says")
+
+
+def _settled(path: str, module: bytes, result: FileResult, registry: Registry,
+             parts: Sequence[Part]) -> FileResult:
+    """The joined cells' result with the review notes `apply` leaves in a `.py` file
+    (`neuron_migrate.gate.notes`): a note in the cell where the rewrite would hide a review
+    item, and the notes already in the cells reported until acknowledged."""
+    leave = result.new_source is not None and any(f.kind is Kind.REVIEW
+                                                  for f in result.findings)
+    if _NOTE_MARK not in module and not leave:
+        return result
+    from neuron_migrate.gate.notes import settle
+
+    settled = settle(path, module, result, registry,
+                     lambda new: migrate_source(path, new, registry), leave)
+    # the notes' lines are the joined module's: a note found is told by its line in the
+    # cell (as findings are), one about to be added by its cell
+    def in_cell(found: re.Match[str]) -> str:
+        return f"left at line {_locate(int(found.group(1)), parts)[1]} says"
+
+    return dataclasses.replace(settled, findings=tuple(dataclasses.replace(
+        f, message=_LEFT.sub(in_cell, _PLACED.sub(" (a note in this cell keeps it", f.message)))
+        for f in settled.findings))
 
 
 def _written_file(path: str, cell: Cell, written: tuple[str, int], registry: Registry,
