@@ -8,6 +8,7 @@ import types
 import pytest
 
 torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
+pytestmark = pytest.mark.torch
 
 from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.registry import Registry

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
+pytestmark = pytest.mark.torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 

@@ -10,6 +10,7 @@ import libcst as cst
 import pytest
 
 torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
+pytestmark = pytest.mark.torch
 
 from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.registry import Registry
