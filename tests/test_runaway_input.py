@@ -81,3 +81,82 @@ def test_the_sorted_edit_index_clashes_exactly_where_a_pairwise_check_does(
         if not clash:
             taken.append(edit)
             index.add(edit)
+
+
+def run_python(code: str, cwd: Path, deadline: float = DEADLINE) -> str:
+    """`code` in a child Python, killed (and the test failed) past the deadline: a regular
+    expression that backtracks holds the interpreter, so no thread could time it out."""
+    try:
+        run = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True,
+                             text=True, timeout=deadline,
+                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    except subprocess.TimeoutExpired as stopped:
+        raise AssertionError(f"still running after {deadline} s; it got as far as:\n"
+                             f"{stopped.stdout!r}") from None
+    assert run.returncode == 0, run.stderr
+    return run.stdout
+
+
+LINE_SCANNING = '''
+import sys
+from neuron_migrate.model import Options
+from neuron_migrate.registry import Registry
+from neuron_migrate.rules import all_rules
+from neuron_migrate.runner import migrate_bytes
+
+registry = Registry(all_rules(), Options(sources=frozenset({"xla", "cuda"})))
+names = ["requirements.txt", "Dockerfile", "setup.sh", "Makefile", "pyproject.toml",
+         "setup.cfg", "Pipfile", "environment.yml", "compose.yaml", "poetry.lock"]
+for name in names:
+    for piece in [" ", "\\t", " \\t", "\\\\ ", " #", " ,", "a:", "=", "-", "/", "${", "'"]:
+        run = piece * (RUN // len(piece))
+        text = (f"torch-neuronx==2.1 {run}x XLA_USE_BF16=1 python train.py\\n"
+                f"RUN pip install torch-xla{run}\\n{run}\\n"
+                f"image: nvidia/cuda:{run}x  # noqa: NM801 {run},NM802 {run}\\n")
+        result = migrate_bytes(name, text.encode(), registry)
+        print(name, repr(piece), result.error is None, flush=True)
+'''
+
+
+def test_long_runs_of_one_character_in_any_dependency_file_are_read_in_linear_time(
+        tmp_path: Path) -> None:
+    """Every line reader of every dependency-file kind, with runs of spaces, tabs, comment
+    and separator characters long enough that a backtracking expression (`\\s*#`, `\\s*,?\\s*`,
+    `(\\s+)$`) takes minutes where a linear one takes milliseconds."""
+    out = run_python("RUN = 10_000\n" + LINE_SCANNING, tmp_path, deadline=60)
+    assert out.count("\n") == 10 * 12
+
+
+def test_a_requirement_after_100_000_spaces_is_read(tmp_path: Path) -> None:
+    spaces = " " * 100_000
+    (tmp_path / "requirements.txt").write_text(f"{spaces}torch-neuronx==2.1  # old\n")
+    run = run_cli("apply", "requirements.txt", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (tmp_path / "requirements.txt").read_text().startswith(
+        f"{spaces}torch-neuronx==2.14.*  # old\n")
+
+
+def test_comment_stripping_and_noqa_codes_read_as_before() -> None:
+    from neuron_migrate.deps.requirements import read_requirements
+    from neuron_migrate.engine.kept_calls import one_line
+    from neuron_migrate.engine.suppress import markers
+
+    pins = [e.raw for e in read_requirements(
+        "torch-xla  # a comment\n# torch-neuronx\n\ttorch-neuronx==2.1\t#x\n").entries]
+    assert pins == ["torch-xla", "torch-neuronx==2.1"]
+    assert [m.codes for m in markers("# noqa: NM101 ,  NM2,E501 x")] == [
+        frozenset({"NM101", "NM2"})]
+    assert one_line("f(\n    a,  \n\n  b)") == "f( a, b)"
+
+
+def test_a_yaml_alias_bomb_is_read_once_per_node(tmp_path: Path) -> None:
+    """12 levels of 9 aliases: 700 bytes that stand for 9**12 mappings when followed."""
+    lines = ["base: &a0 {name: XLA_USE_BF16, value: '1'}"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 13)]
+    (tmp_path / "compose.yaml").write_text("\n".join(lines) + "\n")
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    (tmp_path / ".github" / "workflows" / "ci.yml").write_text(
+        "\n".join(lines) + "\nrun: &r {steps: [{run: pip install torch-neuronx}]}\n")
+    run = run_cli("check", "--select", "NM812", ".", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    assert run.stdout.count("NM812 [review]") == 2  # the one mapping, once in each file

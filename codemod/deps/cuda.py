@@ -28,7 +28,7 @@ NATIVE_COMPANIONS = (("torch-neuronx", NATIVE_NEURONX), ("neuronx-cc", NATIVE_CO
                      ("nki", NATIVE_NKI))
 GPU_MONITORING = frozenset({"nvidia-ml-py", "nvidia-ml-py3"})
 CUDA_IMAGE = re.compile(r"(?:^|/)nvidia/cuda(?::|@|$)|^nvcr\.io/nvidia/|"
-                        r"^(?:docker\.io/)?pytorch/pytorch(?::|@|$)|:[^\s/]*cuda")
+                        r"^(?:docker\.io/)?pytorch/pytorch(?::|@|$)|:[^\s/:]*cuda")
 """CUDA's own images, NGC's, PyTorch's (all CUDA builds), and any tag that names CUDA."""
 VISIBLE = {
     "CUDA_VISIBLE_DEVICES": "selects the GPUs a process sees",

@@ -71,7 +71,7 @@ def _variable_rewriter(name: str, package: str, text: str, variables: dict[str, 
     """Edit the variable's default, if every use of it pins this package."""
     variable = variables.get(name)
     uses = len(re.findall(rf"\$\{{?{re.escape(name)}\b", text))
-    pinned = rf"([\w.\-]+)(?:\[[^\]]*\])?==\$\{{?{re.escape(name)}\b"
+    pinned = rf"(?<![\w.\-])([\w.\-]+)(?:\[[^\]]*\])?==\$\{{?{re.escape(name)}\b"
     pins = [m[1] for m in re.finditer(pinned, text)]
     if variable is None or variable.span is None or \
             uses != len(pins) or any(name_of(p) != package for p in pins):

@@ -19,7 +19,9 @@ from neuron_migrate.deps.entries import (
 )
 from neuron_migrate.deps.lines import LogicalLine, logical_lines, newline_of
 
-COMMENT = re.compile(r"(^|\s+)#.*$")
+COMMENT = re.compile(r"(?:^|(?<=\s))#")
+"""Where a comment starts: a `#` that begins the line or follows whitespace. (Matching the
+whitespace before it too retried the whole run of spaces at each of its characters.)"""
 INDEX_OPTIONS = ("-i", "--index-url", "--extra-index-url")
 LOCATION = re.compile(r"^(\.|/|~|[a-z+]+://|git\+)|\.(whl|zip|tar\.gz|tgz)$|^\$")
 COMPILE_HEADER = re.compile(r"^#\s+((?:uv )?pip[- ]compile\b.*)$", re.MULTILINE)
@@ -29,7 +31,7 @@ def read_requirements(text: str) -> Manifest:
     manifest = Manifest()
     newline = newline_of(text)
     for line in logical_lines(text):
-        body = COMMENT.sub("", line.text)
+        body = _without_comment(line.text)
         if body.strip():
             _read_line(text, line, body, newline, manifest)
     if "--hash" in text or COMPILE_HEADER.search(text):
@@ -37,6 +39,12 @@ def read_requirements(text: str) -> Manifest:
         manifest.lock_command = header.group(1).strip() if header else \
             "pip-compile --generate-hashes (or `uv pip compile --generate-hashes`)"
     return manifest
+
+
+def _without_comment(text: str) -> str:
+    """The line without its comment and the whitespace before it, as pip strips it."""
+    comment = COMMENT.search(text)
+    return text if comment is None else text[:comment.start()].rstrip()
 
 
 def _read_line(text: str, line: LogicalLine, body: str, newline: str,

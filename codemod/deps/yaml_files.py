@@ -35,22 +35,27 @@ def scan_nodes(text: str, documents: list[Node], emitter: Emitter) -> None:
     for document in documents:
         for node in mappings(document):  # nothing else has keys to read
             _mapping(node, emitter)
+    seen: set[int] = set()
     scan_text_signals(text, emitter, [span for document in documents
-                                      for span in _family_lists(document)])
+                                      for span in _family_lists(document, seen)])
 
 
-def _family_lists(node: Node) -> Iterator[tuple[int, int]]:
+def _family_lists(node: Node, seen: set[int]) -> Iterator[tuple[int, int]]:
     """Spans of the sequences that list instance types of several families (a device
-    plugin's node affinity, a form's choices): not the hardware a workload runs on."""
+    plugin's node affinity, a form's choices): not the hardware a workload runs on. Each
+    node once, as `mappings` walks them."""
+    if id(node) in seen:
+        return
+    seen.add(id(node))
     if isinstance(node, SequenceNode):
         if enumerates_families(v for v in map(scalar, node.value) if v is not None):
             yield node.start_mark.index, node.end_mark.index
             return
         for item in node.value:
-            yield from _family_lists(item)
+            yield from _family_lists(item, seen)
     elif isinstance(node, MappingNode):
         for key, value in node.value:
-            yield from _family_lists(value)
+            yield from _family_lists(value, seen)
 
 
 def _mapping(node: Node, emitter: Emitter) -> None:

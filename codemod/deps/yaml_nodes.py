@@ -78,16 +78,26 @@ def pairs(node: Node) -> Iterator[tuple[ScalarNode, Node]]:
 
 
 def mappings(node: Node) -> Iterator[MappingNode]:
-    """The mapping nodes of the tree, in document order: only they hold keys to read, so
-    scalars are not passed up through every generator above them."""
-    if isinstance(node, MappingNode):
-        yield node
-        for key, value in node.value:
-            yield from mappings(key)
-            yield from mappings(value)
-    elif isinstance(node, SequenceNode):
-        for item in node.value:
-            yield from mappings(item)
+    """The mapping nodes of the tree, in document order: only they hold keys to read.
+
+    Each node once: an alias is the node its anchor wrote, not a copy, and a file of a few
+    hundred bytes whose aliases name lists of aliases (a "billion laughs") stands for
+    billions of nodes when followed. Walked with a stack, so that deep nesting needs no
+    recursion."""
+    seen: set[int] = set()
+    stack: list[Iterator[Node]] = [iter((node,))]
+    while stack:
+        current = next(stack[-1], None)
+        if current is None:
+            stack.pop()
+        elif id(current) not in seen and isinstance(current, (MappingNode, SequenceNode)):
+            seen.add(id(current))
+            if isinstance(current, MappingNode):
+                yield current
+                stack.append(child for pair in current.value for child in pair)
+            else:
+                stack.append(iter(current.value))
+
 
 
 def scalar(node: Node) -> str | None:

@@ -19,7 +19,7 @@ from neuron_migrate.engine.context import Pending
 from neuron_migrate.engine.quote import code
 from neuron_migrate.model import Kind
 
-_ONE_LINE = re.compile(r"\s*\n\s*")
+_ONE_LINE = re.compile(r"(?:^|(?<=\S))\s*\n\s*")  # from a run's start: linear in its length
 
 
 def held_back(inner: list[Pending], call: cst.Call, outer: list[Pending]) -> list[Pending]:
@@ -27,7 +27,7 @@ def held_back(inner: list[Pending], call: cst.Call, outer: list[Pending]) -> lis
     review items (the rest as they were). `outer`: the findings about the call itself."""
     why = f"stays for review ({outer[0].rule_id})" if outer else "stays as it is"
     return [replace(p, kind=Kind.REVIEW, applied=False,
-                    message=f"{p.message} (not written: `{_one_line(code(call))}` around it "
+                    message=f"{p.message} (not written: `{one_line(code(call))}` around it "
                     f"{why}, and would then run on neither stack; change the two together)")
             if p.applied else p for p in inner]
 
@@ -36,7 +36,7 @@ def quoted_as_written(outer: list[Pending], updated: cst.Call, original: cst.Cal
                       ) -> list[Pending]:
     """The findings about the call itself, quoting it as it stays in the file (their rules
     saw it with its arguments already rewritten)."""
-    new, old = _one_line(code(updated)), _one_line(code(original))
+    new, old = one_line(code(updated)), one_line(code(original))
     if new == old:
         return outer
     return [replace(p, message=p.message.replace(new, old)) for p in outer]
@@ -55,5 +55,6 @@ def anchors(findings: list[Pending]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:
     return found
 
 
-def _one_line(text: str) -> str:
+def one_line(text: str) -> str:
+    """Code quoted in a message, its lines joined by single spaces."""
     return _ONE_LINE.sub(" ", text)

@@ -32,9 +32,10 @@ from neuron_migrate.registry import UNUSED_SUPPRESSION
 
 MARKERS = (b"neuron-migrate:", b"noqa")
 _OURS = re.compile(r"#\s*neuron-migrate:\s*(ignore-file|ignore|reviewed)\b(?:\[([^\]]*)\])?")
-_NOQA = re.compile(r"#\s*noqa\s*:\s*([A-Za-z]+[0-9]+(?:\s*,?\s*[A-Za-z]+[0-9]+)*)",
+# one way only to split the spaces around a comma: `\s*,?\s*` tried every split of a long run
+_NOQA = re.compile(r"#\s*noqa\s*:\s*([A-Za-z]+[0-9]+(?:\s*(?:,\s*)?[A-Za-z]+[0-9]+)*)",
                    re.IGNORECASE)
-_CODE = re.compile(r"[A-Za-z]+[0-9]+")
+_CODE = re.compile(r"(?<![A-Za-z])[A-Za-z]+[0-9]+")  # from a word's start: linear
 
 Codes = frozenset[str] | None
 """Rule ids (or prefixes) a marker names; None names every rule."""

@@ -13,7 +13,6 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 import ast
-import re
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.model import Kind
@@ -21,13 +20,12 @@ from neuron_migrate.engine.quote import code
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.cst_names import REFERENCES, SIGNED, signature, string_literal
-from neuron_migrate.engine.kept_calls import anchors, held_back, quoted_as_written
+from neuron_migrate.engine.kept_calls import anchors, held_back, one_line, quoted_as_written
 from neuron_migrate.engine.site import UnitSite
 from neuron_migrate.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
 from neuron_migrate.analysis.scopes import Resolution, Scope
 from neuron_migrate.engine.suppress import span
 
-_ONE_LINE = re.compile(r"\s*\n\s*")
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
 # Hot paths compare exact types: LibCST's node classes are final, and an `isinstance` against
 # them goes through ABCMeta, several times slower.
@@ -155,7 +153,7 @@ class _ScopedVisitor:
                 applied: bool, suggestion: str | None = None) -> Pending:
         sig, k = self.occurrence(anchor)
         if "\n" in message:  # code quoted from a multi-line call
-            message = _ONE_LINE.sub(" ", message)
+            message = one_line(message)
         return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 
