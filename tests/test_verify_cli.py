@@ -82,3 +82,26 @@ def test_an_environment_that_cannot_be_made_is_removed_and_explained(monkeypatch
         reference_env.create(folder, said.append)
     assert not folder.exists()
     assert said and "making the reference environment" in said[0]
+
+
+def test_the_original_can_come_from_git_with_its_local_modules(tmp_path):
+    import subprocess
+
+    from neuron_migrate.verify.command import _original_path
+
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    (repo / "src" / "train.py").write_text("import model\nprint('before')\n")
+    (repo / "src" / "model.py").write_text("SIZE = 1\n")
+    for command in (["init", "-q"], ["add", "."],
+                    ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "x"]):
+        subprocess.run(["git", "-C", str(repo), *command], check=True)
+    (repo / "src" / "train.py").write_text("print('after the migration')\n")
+    exported = tmp_path / "exported"
+    exported.mkdir()
+    path = _original_path(repo / "src" / "train.py", "HEAD", exported)
+    assert path.read_text() == "import model\nprint('before')\n"
+    assert (path.parent / "model.py").read_text() == "SIZE = 1\n"
+    result = invoke(str(repo / "src" / "train.py"), str(repo / "src" / "train.py"),
+                    "--original-rev", "no-such-rev")
+    assert result.exit_code == 2

@@ -196,7 +196,7 @@ def _collective_broadcast(tensors, root_ordinal=0, groups=None, pin_layout=True)
         return
     cpus = to_cpu(list(tensors))
     for cpu in cpus:
-        _group().broadcast([cpu], root_ordinal).wait()
+        _group().broadcast(cpu, root_ordinal).wait()
     with torch.no_grad():
         for t, cpu in zip(tensors, cpus):
             t.copy_(cpu.to(t.device))
@@ -239,7 +239,7 @@ def _bridge_distributed(torch):
     original = dist.init_process_group
 
     def init_process_group(backend=None, init_method=None, *args, **kwargs):
-        if (backend or "").lower() == "xla" or str(init_method or "").startswith("xla://"):
+        if (backend or "").lower() == "xla" or str(init_method or "").startswith(("xla://", "pjrt://")):
             backend, init_method = "gloo", "env://"
         return original(backend, init_method, *args, **kwargs)
 
