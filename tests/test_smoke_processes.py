@@ -183,6 +183,12 @@ def test_the_timeout_verdict(states: list[RankState], expected: str, words: str)
     assert found["verdict"] == expected and words in found["text"], found["text"]
 
 
+def test_a_rank_whose_script_had_ended_is_said_to_be_exiting() -> None:
+    states = [RankState(0, computing=True, exiting=True), RankState(1, computing=False)]
+    text = verdict(states, 45, nproc=2, available=2)["text"]
+    assert "rank 0 computing in Python's exit, after the script ended" in text
+
+
 def test_the_verdict_folds_many_ranks_and_says_the_cores_are_shared() -> None:
     states = [RankState(r, computing=True) for r in range(64)]
     text = verdict(states, 150, nproc=64, available=2)["text"]

@@ -44,7 +44,8 @@ from neuron_migrate.smoke.processes import CpuWatch, kill_groups, make_scratch, 
 from neuron_migrate.smoke.report import render_json, render_text
 from neuron_migrate.smoke.summary import (  # noqa: F401 - Worker, _error_from_stderr: the API
     SmokeResult, Worker, _error_from_stderr, crowding_warning, read_outcome, summarise)
-from neuron_migrate.smoke.timeouts import STACK_SIGNAL, at_deadline, timeout_verdict
+from neuron_migrate.smoke.timeouts import (STACK_LEAD, STACK_SIGNAL, ask_stacks, at_deadline,
+                                           timeout_verdict)
 
 # the folder whose sitecustomize.py installs the emulator in each worker
 BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
@@ -154,7 +155,9 @@ def _run_in(options: SmokeOptions, scratch: Path, started: float) -> SmokeResult
             workers.append(Worker(rank, str(options.script)))
         watch = CpuWatch([p.pid for p in processes])
         timed_out = _wait(processes, workers, started + options.timeout, watch,
-                          lambda running: seen.update(at_deadline(watch, scratch, running)))
+                          lambda running: seen.update(at_deadline(watch, scratch, running,
+                                                                  seen.get("asked", []))),
+                          lambda running: seen.update(asked=ask_stacks(watch, scratch, running)))
     finally:
         kill_groups(processes, grace=TEARDOWN_GRACE)
     for worker in workers:
@@ -170,11 +173,12 @@ def _run_in(options: SmokeOptions, scratch: Path, started: float) -> SmokeResult
 
 def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadline: float,
           watch: CpuWatch | None = None,
-          before_kill: Callable[[list[int]], None] | None = None) -> bool:
+          before_kill: Callable[[list[int]], None] | None = None,
+          near_deadline: Callable[[list[int]], None] | None = None) -> bool:
     """Poll until every worker ends. After the first failure the others get GRACE_SECONDS,
     then are killed (a rank blocked in a collective would otherwise hang until the deadline).
-    At the deadline, ``before_kill`` sees the ranks still running. Returns True when the
-    deadline passed."""
+    STACK_LEAD seconds before the deadline ``near_deadline``, at the deadline ``before_kill``,
+    see the ranks still running. Returns True when the deadline passed."""
     first_failure: float | None = None
     while True:
         now = time.monotonic()
@@ -188,6 +192,9 @@ def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadl
             return False
         if watch is not None:
             watch.sample(now)
+        if near_deadline is not None and now > deadline - STACK_LEAD:
+            near_deadline([w.rank for _, w in running])
+            near_deadline = None
         late = first_failure is not None and now - first_failure > GRACE_SECONDS
         if now > deadline or late:
             if now > deadline and before_kill is not None:

@@ -30,7 +30,8 @@ from neuron_migrate.smoke.processes import COMPUTING_CORES, PROGRESS_WINDOW, Cpu
 if TYPE_CHECKING:
     from neuron_migrate.smoke.summary import Worker
 
-STACK_WAIT = 0.5  # at the deadline, for the workers' stack dumps
+STACK_LEAD = 1.0  # the stacks are asked for this long before the deadline
+STACK_WAIT = 0.3  # and waited for this long past it, at the most
 # the signal that makes a worker dump its stacks (faulthandler): a real-time one, which no
 # training library claims (SIGUSR1 and SIGUSR2 are SLURM's and Lightning's requeue signals)
 STACK_SIGNAL = getattr(signal, "SIGRTMIN", signal.SIGUSR1) + (5 if hasattr(signal, "SIGRTMIN") else 0)
@@ -52,10 +53,15 @@ class RankState:
     computing: bool | None = None  # None: its CPU use is not known
     collective: str | None = None
     at: dict[str, Any] | None = None  # the script's frame
+    exiting: bool = False  # the script had ended (its report was written): Python was exiting
 
     def describe(self) -> str:
         if self.ended:
             return "had ended"
+        if self.exiting:
+            doing = "computing" if self.computing else "waiting"
+            return f"{doing} in Python's exit, after the script ended (garbage collection, " \
+                   f"process-group teardown)"
         where = f" at {relative(self.at['file'])}:{self.at['line']}" if self.at else ""
         if self.computing:
             return f"computing{where}"
@@ -92,11 +98,11 @@ def collective_of(frames: list[dict[str, Any]]) -> str | None:
 
 
 def rank_state(rank: int, ended: bool, cores_used: float | None, stack: str,
-               script: str) -> RankState:
+               script: str, exiting: bool = False) -> RankState:
     """A rank from what was read at the deadline: the cores it used lately, its stack dump."""
     frames = main_thread(parse_stack(stack))
     computing = None if cores_used is None else cores_used >= COMPUTING_CORES
-    return RankState(rank, ended=ended, computing=computing,
+    return RankState(rank, ended=ended, computing=computing, exiting=exiting,
                      collective=collective_of(frames), at=pick_frame(frames, script))
 
 
@@ -109,7 +115,7 @@ def read_stack(path: Path) -> str:
 
 def verdict(states: list[RankState], timeout: float, nproc: int, available: int) -> dict[str, Any]:
     """``{"verdict": "hang" | "too-slow" | "unknown", "text": ..., "ranks": [...]}``."""
-    ranks = [{"rank": s.rank, "ended": s.ended, "computing": s.computing,
+    ranks = [{"rank": s.rank, "ended": s.ended, "computing": s.computing, "exiting": s.exiting,
               "collective": s.collective, "at": s.at} for s in states]
     live = [s for s in states if not s.ended]
     crowded = (f"; {nproc} workers share {available} CPU core{'s' if available > 1 else ''}"
@@ -169,25 +175,33 @@ def _ranks(ranks: list[int]) -> str:
 
 
 # ------------------------------------------------------------------ at the deadline
-def at_deadline(watch: CpuWatch, scratch: Path, running: list[int]) -> dict[str, Any]:
-    """What the timeout's verdict needs, read before the workers are killed: the CPU each
-    group used lately, and each running worker's stacks (asked for by signal, dumped from C
-    by faulthandler even while its main thread is blocked in a collective)."""
-    cores_used = watch.cores_used()
-    dumps = [(rank, scratch / f"rank{rank}.stack") for rank in running]
+def ask_stacks(watch: CpuWatch, scratch: Path, running: list[int]) -> list[Path]:
+    """Ask each running worker for its stacks, a moment before the deadline so that a busy
+    machine has time to schedule the dumps: faulthandler writes them from C, even while the
+    main thread is blocked in a collective. The files asked for."""
     asked = []
-    for rank, path in dumps:
+    for rank in running:
+        path = scratch / f"rank{rank}.stack"
         if path.exists():  # registered: before that, the signal would kill the worker
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(watch.groups[rank], STACK_SIGNAL)
                 asked.append(path)
+    return asked
+
+
+def at_deadline(watch: CpuWatch, scratch: Path, running: list[int],
+                asked: list[Path]) -> dict[str, Any]:
+    """What the timeout's verdict needs, read before the workers are killed: the CPU each
+    group used lately, and the stacks of the running workers (:func:`ask_stacks`)."""
+    cores_used = watch.cores_used()
     give_up = time.monotonic() + STACK_WAIT
     while asked and time.monotonic() < give_up and not all(_dumped(p) for p in asked):
         time.sleep(0.02)
     return {"running": set(running),
             "cores": None if cores_used is None else
             {rank: cores_used.get(pid) for rank, pid in enumerate(watch.groups)},
-            "stacks": {rank: read_stack(path) for rank, path in dumps}}
+            "stacks": {rank: read_stack(scratch / f"rank{rank}.stack") for rank in running},
+            "exiting": {rank for rank in running if (scratch / f"rank{rank}.json").exists()}}
 
 
 def _dumped(path: Path) -> bool:
@@ -203,6 +217,7 @@ def timeout_verdict(script: str, timeout: float, workers: list[Worker],
     running, cores_used = seen.get("running", set()), seen.get("cores")
     states = [rank_state(w.rank, w.rank not in running,
                          None if cores_used is None else cores_used.get(w.rank),
-                         seen.get("stacks", {}).get(w.rank, ""), script)
+                         seen.get("stacks", {}).get(w.rank, ""), script,
+                         exiting=w.rank in seen.get("exiting", set()))
               for w in workers]
     return verdict(states, timeout, len(workers), cores())
