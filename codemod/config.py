@@ -17,10 +17,11 @@ an unknown rule id is an error that names the file, never silently ignored.
 from __future__ import annotations
 
 import sys
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuron_migrate.files.bounded import CONFIG_LIMIT, Refused, read_bounded
 from neuron_migrate.target import TARGETS
 
 if sys.version_info >= (3, 11):
@@ -79,6 +80,8 @@ class ConfigFinder:
         self.fixed = fixed
         self._folders: dict[Path, Config | None] = {}
         self._own: dict[Path, Config | None] = {}
+        self.warnings: dict[str, None] = {}
+        """Configuration files passed over (not regular files, too large), each once."""
 
     def nearest(self, folder: Path) -> Config | None:
         """The configuration that applies to the files of `folder`: its own, else the
@@ -105,18 +108,29 @@ class ConfigFinder:
         if self.fixed is not None:
             return None  # --config: no other file counts
         if folder not in self._own:
-            self._own[folder] = config_in(folder, self.rule_ids, names)
+            self._own[folder] = config_in(folder, self.rule_ids, names,
+                                          lambda warning: self.warnings.update({warning: None}))
         return self._own[folder]
 
 
-def config_in(folder: Path, rule_ids: frozenset[str],
-              names: Collection[str] | None = None) -> Config | None:
-    """The configuration a folder defines, the first of CONFIG_FILES that holds one."""
+def config_in(folder: Path, rule_ids: frozenset[str], names: Collection[str] | None = None,
+              warn: Callable[[str], None] | None = None) -> Config | None:
+    """The configuration a folder defines, the first of CONFIG_FILES that holds one. A name
+    that is not a regular file (a FIFO, a symlink to /dev/zero) or is over the size limit is
+    passed over with a warning: reading it would hang the run or fill its memory."""
     for name in CONFIG_FILES:
         if names is not None and name not in names:
             continue
         path = folder / name
-        table = _own_table(path) if name in OWN_FILES else _table_in(path)
+        try:
+            data = read_bounded(path, CONFIG_LIMIT)
+        except Refused as refused:
+            if warn is not None and not refused.folder:
+                warn(f"{refused}; not read as a configuration")
+            continue
+        except OSError:  # absent, unreadable: not a configuration
+            continue
+        table = _own_table(path, data) if name in OWN_FILES else _table_in(path, data)
         if table is not _ABSENT:
             return parse_config(path, table, rule_ids, anchor=folder)
     return None
@@ -125,28 +139,28 @@ def config_in(folder: Path, rule_ids: frozenset[str],
 def read_config(path: Path, rule_ids: frozenset[str], anchor: Path) -> Config:
     """A `--config FILE`: a pyproject.toml (its table, or the defaults when it has none) or
     a file of our own, whatever its name."""
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such configuration file")
-    table = _table_in(path) if path.name == "pyproject.toml" else _own_table(path)
+    try:
+        data = read_bounded(path, CONFIG_LIMIT)
+    except Refused as refused:
+        raise ConfigError(f"{refused}; not read as a configuration") from refused
+    except OSError as error:
+        raise ConfigError(f"{path}: no such configuration file") from error
+    table = _table_in(path, data) if path.name == "pyproject.toml" else _own_table(path, data)
     return parse_config(path, {} if table is _ABSENT else table, rule_ids, anchor)
 
 
 _ABSENT = object()
 
 
-def _own_table(path: Path) -> object:
-    """The whole document of one of our own files, or `_ABSENT` when there is no file."""
-    try:
-        data = path.read_bytes()
-    except OSError:  # absent, a folder, unreadable: not a configuration
-        return _ABSENT
+def _own_table(path: Path, data: bytes) -> object:
+    """The whole document of one of our own files."""
     try:
         return tomllib.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML ({error})") from error
 
 
-def _table_in(pyproject: Path) -> object:
+def _table_in(pyproject: Path, data: bytes) -> object:
     """`tool.neuron-migrate` of this file, or `_ABSENT`. A file that cannot name the table
     is not parsed: the key can only be spelt with the bare text `neuron-migrate` or with
     \\u/\\U escapes in a quoted key, so a file with neither cannot hold it (this keeps a
@@ -155,10 +169,6 @@ def _table_in(pyproject: Path) -> object:
     Only the parsed document decides whether the table is there: TOML spells it in many ways
     (`[ tool . "neuron-migrate" ]`, a dotted key under `[tool]`, an inline table, a sub-table
     header alone)."""
-    try:
-        data = pyproject.read_bytes()
-    except OSError:  # absent, a folder, unreadable: not a configuration
-        return _ABSENT
     if TABLE.encode() not in data and b"\\u" not in data and b"\\U" not in data:
         return _ABSENT
     try:

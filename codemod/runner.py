@@ -19,6 +19,7 @@ import pathspec
 
 from neuron_migrate import deps
 from neuron_migrate.files.discover import Discovery, discover
+from neuron_migrate.files.bounded import SOURCE_LIMIT
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options
 from neuron_migrate.registry import DeferredRegistry, Registry
@@ -291,7 +292,7 @@ class _Interrupts:
             raise KeyboardInterrupt
 
 
-MAX_BYTES = 5 * 1024 * 1024
+MAX_BYTES = SOURCE_LIMIT
 """Larger files are generated or data, not code a person wrote: skipped, with a message."""
 
 

@@ -52,23 +52,41 @@ def test_a_lone_script_saves_its_cpu_copy_without_group_or_barrier(in_tmp: Path)
     ("README.md", "Train on 32 cores: `torchrun --nproc_per_node=32 fit_line.py`\n"),
     ("Dockerfile", "FROM python:3.12\nCMD [\"torchrun\", \"fit_line.py\"]\n"),
     ("launch_job.py", "est = PyTorch(entry_point='fit_line.py', distribution={})\n"),
-    ("driver.py", "from fit_line import fit\n"),
-    ("sub/driver.py", "from pkg import (\n    other,\n    fit_line,\n)\n"),
-    ("driver.py", "import importlib\nimportlib.import_module('fit_line')\n"),
+    ("run.sh", "cd scripts\ntorchrun --nproc-per-node=2 fit_line.py\n"),
+    ("jobs/run.sh", "torchrun --nproc-per-node=2 ../scripts/fit_line.py\n"),
+    ("run.sh", "torchrun --nproc-per-node=2 $HOME/code/fit_line.py\n"),
+    ("scripts/driver.py", "from fit_line import fit\n"),
+    ("tools/driver.py", "import sys\nsys.path.append('scripts')\nimport fit_line\n"),
+    ("sub/driver.py", "from scripts import (\n    other,\n    fit_line,\n)\n"),
+    ("scripts/driver.py", "import importlib\nimportlib.import_module('fit_line')\n"),
+    ("scripts/inner/driver.py", "from .. import fit_line\n"),
 ])
 def test_a_script_its_repository_may_start_several_times_keeps_the_machinery(
         in_tmp: Path, launcher: str, content: str) -> None:
     (in_tmp / ".git").mkdir()
-    (in_tmp / launcher).parent.mkdir(exist_ok=True)
+    (in_tmp / launcher).parent.mkdir(parents=True, exist_ok=True)
     (in_tmp / launcher).write_text(content)
-    (in_tmp / "scripts").mkdir()
+    (in_tmp / "scripts").mkdir(exist_ok=True)
     text = _apply(in_tmp / "scripts")  # the launcher is in the work tree, above the script
     assert SEVERAL in text and GROUP in text
 
 
-def test_a_launcher_of_another_script_changes_nothing(in_tmp: Path) -> None:
-    (in_tmp / "run.sh").write_text("torchrun --nproc-per-node=2 other.py\n")
-    assert ONE in _apply(in_tmp)
+@pytest.mark.parametrize("launcher, content", [
+    ("run.sh", "torchrun --nproc-per-node=2 other.py\n"),
+    ("run.sh", "torchrun --nproc-per-node=2 my_fit_line.py\n"),
+    ("run.sh", "torchrun --nproc-per-node=2 elsewhere/fit_line.py\n"),
+    ("elsewhere/README.md", "torchrun --nproc-per-node=2 fit_line.py\n"),  # its own script
+    ("elsewhere/driver.py", "from fit_line import fit\n"),
+    ("driver.py", "from pkg import fit_line\n"),
+    ("driver.py", "split = 'fit_line'\n"),
+])
+def test_a_launcher_or_importer_of_another_script_changes_nothing(
+        in_tmp: Path, launcher: str, content: str) -> None:
+    (in_tmp / ".git").mkdir()
+    (in_tmp / launcher).parent.mkdir(parents=True, exist_ok=True)
+    (in_tmp / launcher).write_text(content)
+    (in_tmp / "scripts").mkdir(exist_ok=True)
+    assert ONE in _apply(in_tmp / "scripts")
 
 
 @pytest.mark.parametrize("change", [

@@ -160,3 +160,46 @@ def test_a_yaml_alias_bomb_is_read_once_per_node(tmp_path: Path) -> None:
     run = run_cli("check", "--select", "NM812", ".", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
     assert run.stdout.count("NM812 [review]") == 2  # the one mapping, once in each file
+
+
+OLD = "import torch_xla\ntorch_xla.sync()\nx = 1\n"
+
+
+def test_configurations_that_are_not_regular_files_are_passed_over_with_a_warning(
+        tmp_path: Path) -> None:
+    """A FIFO would block the read for ever and a link to /dev/zero fill the memory."""
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "train.py").write_text(OLD)
+    os.mkfifo(tmp_path / "sub" / ".neuron-migrate.toml")
+    (tmp_path / "sub" / "pyproject.toml").symlink_to("/dev/zero")
+    # the walk goes on upwards past them, to a configuration it can read
+    (tmp_path / "neuron-migrate.toml").write_text('ignore = ["NM110"]\n')
+    run = run_cli("check", ".", cwd=tmp_path)
+    assert run.returncode == 0, run.stdout  # NM110 (the sync call) is ignored above
+
+
+def test_a_configuration_over_the_size_limit_is_passed_over(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(OLD)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.neuron-migrate]\nignore = ["NM110"]\n' + "# padding\n" * 120_000)
+    run = run_cli("check", ".", cwd=tmp_path)
+    assert run.returncode == 1 and "NM110" in run.stdout
+
+
+def test_a_config_option_naming_a_fifo_is_an_error(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "settings.toml")
+    (tmp_path / "train.py").write_text(OLD)
+    run = run_cli("check", "--config", "settings.toml", ".", cwd=tmp_path)
+    assert run.returncode == 2
+    assert "settings.toml: not a regular file (a named pipe)" in run.stderr
+
+
+def test_files_a_dockerfile_points_at_are_read_only_when_regular(tmp_path: Path) -> None:
+    """The requirements file it installs and the script it launches, links to /dev/zero."""
+    (tmp_path / "requirements.txt").symlink_to("/dev/zero")
+    (tmp_path / "train.py").symlink_to("/dev/zero")
+    (tmp_path / "Dockerfile").write_text(
+        "FROM python:3.12\nCOPY . /app\nRUN pip install -r /app/requirements.txt\n"
+        "ENV XLA_USE_BF16=1\nCMD python /app/train.py\n")
+    run = run_cli("check", "Dockerfile", cwd=tmp_path)
+    assert run.returncode == 1 and "NM812" in run.stdout, run.stdout + run.stderr

@@ -20,6 +20,7 @@ from packaging.version import Version
 from neuron_migrate.deps import ids
 from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Unparsable
+from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 
 SUPPORTED = ((3, 12), (3, 13), (3, 14))
 """TorchNeuron's wheels (Neuron 2.33 release notes; one wheel per PyTorch x Python)."""
@@ -167,9 +168,10 @@ def _for_torch(text: str, path: str) -> bool:
         readable = next((c for c in (folder / name, folder / Path(name).name) if c.is_file()),
                         None)
         try:
-            if readable is None or TORCH_OR_NEURON.search(readable.read_text("utf-8", "replace")):
+            if readable is None or TORCH_OR_NEURON.search(
+                    read_bounded(readable, SOURCE_LIMIT).decode("utf-8", "replace")):
                 return True
-        except OSError:
+        except OSError:  # unreadable, not a regular file, too large: it may
             return True
     return False
 

@@ -5,10 +5,10 @@ script that provably runs as one process. A script says nothing about how it is 
 `torchrun --nproc-per-node=2 mnist.py` in a shell script, a README, a Dockerfile or a
 SageMaker launcher makes it one of several. So the repository is read from the roots a launch
 line would be resolved from (`launch_paths.roots_of`: the script's folder, the git work tree,
-the folder the tool runs in), and the answer is "maybe several" whenever a file there
-mentions the script's file name together with any word of a multi-process launcher, anywhere
-in that file (a line-by-line parse would miss `SCRIPT=mnist.py` read three lines later), or
-imports it as a module (the importer may run in several processes).
+the folder the tool runs in), and the answer is "maybe several" whenever a file there holds
+any word of a multi-process launcher and mentions the script's file name anywhere (a
+line-by-line parse would miss `SCRIPT=mnist.py` read three lines later) in a way that may
+mean this script, or imports it as a module (the importer may run in several processes).
 
 Reading a tree is done once per root and process, and only when a script otherwise qualifies
 (rare: most scripts that call `xm.save` also use ranks or collectives). A tree too large to
@@ -17,6 +17,7 @@ read, or unreadable, answers "maybe several".
 
 from __future__ import annotations
 
+import ast
 import functools
 import os
 import re
@@ -42,7 +43,6 @@ MAX_TOTAL_BYTES = 200 * 1024 * 1024
 
 _IMPORT_LINE = re.compile(
     rb"^[ \t]*(?:from[ \t]+([\w. \t]+?)[ \t]+)?import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
-_QUOTED_NAME = re.compile(rb"""["']([\w.]+)["']""")
 _WORD = re.compile(rb"\w+")
 
 
@@ -52,9 +52,8 @@ class _Tree:
 
     launching: tuple[tuple[str, bytes], ...]
     """(path, content) of the files holding a launcher word."""
-    imported: frozenset[tuple[str, bytes]]
-    """(path, word) of every word on an import line, or quoted, in a Python file or notebook
-    (a module name a file imports, or hands to importlib or runpy)."""
+    python: tuple[tuple[str, bytes], ...]
+    """(path, content) of its Python files and notebooks (that may import a script)."""
 
 
 def maybe_several_processes(path: str) -> bool:
@@ -63,23 +62,95 @@ def maybe_several_processes(path: str) -> bool:
     script = Path(path)
     if not script.is_file():
         return True  # text without a file on disk (stdin): nothing to look at
-    real = os.path.realpath(script)
-    name, stem = script.name.encode(), script.stem.encode()
+    real = Path(os.path.realpath(script))
     for root in roots_of(script):
         tree = _tree(str(root))
         if tree is None:
             return True
-        if any(other != real and name in data for other, data in tree.launching):
+        if any(other != str(real) and _names(Path(other), data, real)
+               for other, data in tree.launching):
             return True
-        if any(other != real and word == stem for other, word in tree.imported):
+        stem = real.stem.encode()
+        if any(other != str(real) and stem in data and _imports(Path(other), data, real)
+               for other, data in tree.python):
             return True
     return False
+
+
+def _names(other: Path, data: bytes, script: Path) -> bool:
+    """Whether a mention of the script's file name in `other` may mean this script: a path
+    whose folders are the script's last folders (`mnist/train.py`), or a bare name (`train.py`)
+    in a file of the script's folder or above it, or one that names the script's folder. A
+    path with a variable, `~`, `..` or a wildcard in it may mean anything."""
+    name = script.name.encode()
+    for found in re.finditer(rb"[\w./${}~*\\-]*" + re.escape(name) + rb"(?![\w.-])", data):
+        text = found.group()
+        head = text[:-len(name)]
+        if head and not head.endswith((b"/", b"\\")):
+            continue  # `my_train.py`: another file
+        folders = [p for p in re.split(rb"[/\\]", head) if p and p != b"."]
+        if any(p == b".." or re.search(rb"[${}~*]", p) for p in folders):
+            return True
+        if folders:
+            mine = [p.encode() for p in script.parent.parts]
+            if mine[-len(folders):] == folders:
+                return True
+        elif script.parent.is_relative_to(other.parent) or \
+                script.parent.name.encode() in data:
+            return True
+    return False
+
+
+def _imports(other: Path, data: bytes, script: Path) -> bool:
+    """Whether the Python file (or notebook) `other` may import the script as a module: by
+    its bare name from the script's own folder (or after changing `sys.path`), by a dotted
+    name whose packages are the script's last folders, relatively from inside its folder, or
+    through importlib/runpy."""
+    stem = script.stem
+    for module, level in _imported_modules(other, data):
+        parts = module.split(".")
+        if stem not in parts:
+            continue
+        inside = parts[:parts.index(stem)]
+        if level:
+            if other.parent.is_relative_to(script.parent):
+                return True
+        elif not inside:
+            if other.parent == script.parent or b"sys.path" in data:
+                return True
+        elif list(script.parent.parts[-len(inside):]) == inside:
+            return True
+    return False
+
+
+_DYNAMIC = re.compile(rb"""(?:import_module|__import__|run_module)\(\s*["']([\w.]+)["']""")
+
+
+def _imported_modules(path: Path, data: bytes) -> list[tuple[str, int]]:
+    """(dotted name, relative level) of everything the file imports; a file that does not
+    parse (a notebook, Python 2) is read line by line."""
+    found = [(m.group(1).decode(), 0) for m in _DYNAMIC.finditer(data)]
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        words = {w.decode() for m in _IMPORT_LINE.finditer(data) for part in m.groups() if part
+                 for w in _WORD.findall(part)}
+        return found + [(w, 0) for w in words] + [(w, 1) for w in words]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(a.name, 0) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            found += [(f"{base}.{a.name}" if base else a.name, node.level) for a in node.names]
+            if base:
+                found.append((base, node.level))
+    return found
 
 
 @functools.lru_cache(maxsize=16)
 def _tree(root: str) -> _Tree | None:
     launching: list[tuple[str, bytes]] = []
-    imported: set[tuple[str, bytes]] = set()
+    python: list[tuple[str, bytes]] = []
     files = total = 0
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS)
@@ -104,18 +175,5 @@ def _tree(root: str) -> _Tree | None:
             if any(word in data for word in LAUNCHER_WORDS):
                 launching.append((real, data))
             if file_name.endswith((".py", ".ipynb", ".pyi")):
-                imported.update((real, word) for word in _module_words(data))
-    return _Tree(tuple(launching), frozenset(imported))
-
-
-def _module_words(data: bytes) -> set[bytes]:
-    """Every word of the file's import statements (`from pkg import mnist`, `import
-    pkg.mnist as m`) and of its quoted names (`importlib.import_module("mnist")`)."""
-    words: set[bytes] = set()
-    for match in _IMPORT_LINE.finditer(data):
-        for part in match.groups():
-            if part:
-                words.update(_WORD.findall(part))
-    for match in _QUOTED_NAME.finditer(data):
-        words.update(match.group(1).split(b"."))
-    return words
+                python.append((real, data))
+    return _Tree(tuple(launching), tuple(python))

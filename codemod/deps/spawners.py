@@ -17,10 +17,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
+
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
 LAUNCH = frozenset({"torch_xla.launch", "torch_xla.torch_xla.launch"})
 TOKENS = (b"spawn", b"launch")
-MAX_BYTES = 5 * 1024 * 1024  # what the runner migrates at most
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,8 @@ def spawner_of(data: bytes) -> Spawner | None:
 
 @functools.lru_cache(maxsize=4096)
 def _spawner_at(path: str, _stamp: tuple[int, int]) -> Spawner | None:
-    try:
-        with open(path, "rb") as handle:
-            return spawner_of(handle.read())
+    try:  # what the runner migrates at most; never a FIFO or a link to /dev/zero
+        return spawner_of(read_bounded(path, SOURCE_LIMIT))
     except OSError:
         return None
 
@@ -82,7 +82,7 @@ def spawner_at(path: Path) -> Spawner | None:
         stat = os.stat(path)
     except OSError:
         return None
-    if stat.st_size > MAX_BYTES:
+    if stat.st_size > SOURCE_LIMIT:
         return None
     return _spawner_at(str(path), (stat.st_mtime_ns, stat.st_size))
 

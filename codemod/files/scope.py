@@ -143,6 +143,9 @@ class Scopes:
         self.overrides = overrides
         self._built: dict[tuple[Config, Path], Scope] = {}
         self._compiled: dict[tuple[Path, tuple[str, ...], str], Patterns] = {}
+        self.warnings: dict[str, None] = finder.warnings
+        """Patterns of the options and configurations that can match nothing, and the
+        configuration files passed over, each once (the finder's own warnings, shared)."""
 
     def nearest(self, folder: Path, root: Path) -> Scope:
         """The scope of a real folder a path given is in (or is); `root` is the project
