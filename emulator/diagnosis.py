@@ -97,6 +97,13 @@ _PATTERNS = (
        "a leftover torch_xla import: native TorchNeuron does not use torch_xla. Remove it and "
        "use the neuron device API instead (neuron-migrate apply rewrites the APIs it knows).",
        ("ModuleNotFoundError", "ImportError"), r"torch_xla"),
+    _p("missing-module",
+       "a module the script imports is not installed in the interpreter smoke runs it with "
+       "(--python; by default neuron-migrate's own): the original needs it too, so this is "
+       "the environment, not the migration. Install it there, or point --python at the "
+       "interpreter that has the script's dependencies.",
+       ("ModuleNotFoundError",),
+       r"No module named '(?!torch_xla|torch_neuronx|neuronx|libneuronxla|torch\.neuron)"),
     _p("xla-compile-backend",
        'torch.compile still names an XLA backend ("openxla" or "xla"); use backend="neuron" '
        "with dynamic=False.",

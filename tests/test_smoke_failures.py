@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from neuron_migrate.emulator.diagnosis import diagnose
 from neuron_migrate.smoke.report import render_text
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.smoke.summary import SmokeResult, Worker, summarise
@@ -90,3 +91,14 @@ def test_raise_systemexit_without_a_traceback_shows_the_script_s_last_output(
     assert result.exit_code() == 1
     assert "exited with status 4, without an exception" in text
     assert "labels.csv has 3 columns, expected 4" in text
+
+
+@pytest.mark.parametrize(("message", "key"), [
+    ("No module named 'torchvision'", "missing-module"),
+    ("No module named 'torch_xla'", "torch-xla-import"),
+    ("No module named 'neuronx_distributed'", None),
+])
+def test_a_module_missing_from_the_environment_is_not_blamed_on_the_migration(
+        message: str, key: str | None) -> None:
+    cause = diagnose("ModuleNotFoundError", message)
+    assert (cause.key if cause else None) == key
