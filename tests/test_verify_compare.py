@@ -191,3 +191,11 @@ def test_markdown_report_is_a_table_for_a_pull_request(differing):
     assert text.startswith("### ❌ neuron-migrate verify: DIFFER")
     table = [line for line in text.splitlines() if line.startswith("|")]
     assert len(table) == 2 + 4 and "**parts here**" in table[2 + 2]
+
+
+def test_the_noise_allowed_at_a_step_is_the_largest_measured_so_far():
+    migrated = [LOSSES[0], LOSSES[1] * (1 + 1e-3), LOSSES[2] * (1 + 1e-3), LOSSES[3]]
+    noise = [LOSSES[0], migrated[1] * (1 + 2e-4), migrated[2] * (1 + 1e-9), LOSSES[3]]
+    verdict = judge([record(LOSSES)], [record(migrated)], [record(noise)], 4)
+    assert verdict.status == AGREE, verdict.reason
+    assert verdict.rows[2].noise["loss"] == pytest.approx(2e-4, rel=1e-3)

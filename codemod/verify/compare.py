@@ -13,7 +13,8 @@ What is compared, in order, each on every rank:
    STRICT (relative): nothing has had time to drift. From step 2, float32 rounding differs
    between XLA and the emulator and grows chaotically, so a step parts only when the two
    differ by more than NOISE_FACTOR times the noise measured between the migrated run and the
-   same run with its parameters perturbed by about float32's rounding (and more than STRICT).
+   same run with its parameters perturbed by about float32's rounding (the largest measured up
+   to that step: the noise grows, one sample of it may dip), and by more than STRICT.
 """
 
 from __future__ import annotations
@@ -204,7 +205,10 @@ def _rows(original: list[Any], migrated: list[Any], noise: list[Any] | None,
                         noisiest = n
             assert worst is not None
             row.difference[quantity], row.original[quantity], row.migrated[quantity] = worst
-            row.noise[quantity] = noisiest
+            # the largest so far: rounding noise grows, but one sample of it may dip
+            earlier = rows[-1].noise[quantity] if rows else None
+            row.noise[quantity] = max((n for n in (noisiest, earlier) if n is not None),
+                                      default=None)
         rows.append(row)
     return rows
 
