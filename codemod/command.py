@@ -29,10 +29,11 @@ from neuron_migrate.files.discover import Discovery, discover, nothing_found
 from neuron_migrate.files.scope import Overrides, Scopes
 from neuron_migrate.gate import Gate
 from neuron_migrate.model import Options
+from neuron_migrate.printable import printable
 from neuron_migrate.registry import Registry
-from neuron_migrate.report import (FORMATS, KEEPS_SOURCES, OTHER_FORMATS, render_github,
-                                   render_json, render_markdown, render_sarif, render_text,
-                                   summary_rows)
+from neuron_migrate.report import (FORMATS, HUMAN_FORMATS, KEEPS_SOURCES, OTHER_FORMATS,
+                                   render_github, render_json, render_markdown, render_sarif,
+                                   render_text, summary_rows)
 from neuron_migrate.runner import Job, RunResult, accept_for, default_jobs, run
 from neuron_migrate.settings import Configurations
 from neuron_migrate.gate.outcome import before_report, exit_status
@@ -282,7 +283,7 @@ def _destination(output: Path | None,
 
 def _say(quiet: bool) -> Callable[[str], None]:
     """A line for the user on standard output, unless -q."""
-    return (lambda message: None) if quiet else (lambda message: print(message))
+    return (lambda message: None) if quiet else (lambda message: print(printable(message)))
 
 
 _NOT_READ = {False: "not a file type neuron-migrate reads",
@@ -326,7 +327,8 @@ def print_warning(message: str) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="yellow"))
+    Console(stderr=True, highlight=False, soft_wrap=True, markup=False,
+            emoji=False).print(Text(printable(message), style="yellow"))
 
 
 def _fail(message: str) -> int:
@@ -338,7 +340,8 @@ def print_error(message: str) -> None:
     from rich.console import Console
     from rich.text import Text
 
-    Console(stderr=True, highlight=False, soft_wrap=True).print(Text(message, style="bold red"))
+    Console(stderr=True, highlight=False, soft_wrap=True, markup=False,
+            emoji=False).print(Text(printable(message), style="bold red"))
 
 
 @contextmanager
@@ -435,10 +438,11 @@ class _Screen:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(highlight=False, soft_wrap=True)
+            self._console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
         return self._console
 
     def print(self, text: str, style: str = "") -> None:
+        text = printable(text)
         if self._console is None and self._plain:
             sys.stdout.write(text + "\n")
             return
@@ -468,6 +472,15 @@ def _unwritable(output: Path) -> str | None:
 
 def _document(result: RunResult, registry: Registry, request: Request,
               notes: list[str]) -> str | None:
+    """The report a --format asks for; a human-readable one with its control characters
+    shown as escapes (machine formats escape them in their own syntax)."""
+    document = _rendered(result, registry, request, notes)
+    return printable(document) if document is not None and request.fmt in HUMAN_FORMATS \
+        else document
+
+
+def _rendered(result: RunResult, registry: Registry, request: Request,
+              notes: list[str]) -> str | None:
     if request.mode == "audit" and request.fmt in ("json", "markdown"):
         from neuron_migrate.report.readiness import audit_document
 
@@ -490,10 +503,10 @@ def _plain_text(result: RunResult, registry: Registry, request: Request,
     lines = [text for text, _ in render_text(result, registry, request.show_diff,
                                              request.verbose)]
     if request.mode == "audit":
-        return "\n".join([*lines, *_readiness_lines(result, registry)]) + "\n"
+        return printable("\n".join([*lines, *_readiness_lines(result, registry)]) + "\n")
     rows, sentence = summary_rows(result)
     lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
-    return "\n".join([*lines, sentence, *notes]) + "\n"
+    return printable("\n".join([*lines, sentence, *notes]) + "\n")
 
 
 def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
@@ -525,11 +538,13 @@ _DIFF_COLOURS = (("---", "\x1b[1m"), ("+++", "\x1b[1m"), ("+", "\x1b[32m"), ("-"
 
 
 def _write_diff(diff: str) -> None:
-    """Diffs go out byte for byte (tabs, carriage returns), so that `git apply` takes them;
-    colour only on a terminal, and never with NO_COLOR set."""
+    """Diffs go out byte for byte (tabs, a CRLF line's carriage return), so that `git apply`
+    takes them, but for control characters, shown as escapes (a line holding one no longer
+    applies, but it cannot act on the terminal); colour only on a terminal, and never with
+    NO_COLOR set."""
     sys.stdout.flush()
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-    for line in split_lines(diff + "\n"):
+    for line in split_lines(printable(diff + "\n")):
         prefix = next((c for p, c in _DIFF_COLOURS if line.startswith(p)), "") if colour else ""
         sys.stdout.write(f"{prefix}{line.rstrip(chr(10))}\x1b[0m\n" if prefix else line)
     sys.stdout.flush()

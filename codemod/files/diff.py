@@ -24,12 +24,37 @@ def split_lines(text: str) -> list[str]:
 def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
     out: list[str] = []
     name = path.replace("\\", "/").lstrip("/")
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), f"a/{name}",
-                                     f"b/{name}", n=context):
+    for line in difflib.unified_diff(split_lines(old), split_lines(new),
+                                     quoted_name(f"a/{name}"), quoted_name(f"b/{name}"),
+                                     n=context):
         out.append(line)
         if not line.endswith("\n"):
             out.append("\n" + NO_NEWLINE)
     return "".join(out)
+
+
+_GIT_QUOTED = re.compile('["\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069\\udc80-\\udcff]')
+"""What git quotes in a name it prints (besides non-ASCII text, left as it is here): a name
+holding one of these goes in double quotes with C escapes, which `git apply` reads back."""
+_C_ESCAPES = {"\a": "\\a", "\b": "\\b", "\t": "\\t", "\n": "\\n", "\v": "\\v", "\f": "\\f",
+              "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def quoted_name(name: str) -> str:
+    """A `---`/`+++` file name as git writes it: quoted, with control characters (and the
+    bytes of C1 controls, bidi overrides and undecodable bytes) as octal escapes, when it
+    holds any; so a hostile name neither reaches the terminal nor breaks the patch."""
+    if _GIT_QUOTED.search(name) is None:
+        return name
+    out = []
+    for character in name:
+        if character in _C_ESCAPES:
+            out.append(_C_ESCAPES[character])
+        elif _GIT_QUOTED.match(character):
+            out += [f"\\{byte:03o}" for byte in character.encode("utf-8", "surrogateescape")]
+        else:
+            out.append(character)
+    return '"' + "".join(out) + '"'
 
 
 def carry_over(original: bytes, reproduced: bytes, new: bytes) -> bytes | None:

@@ -36,10 +36,14 @@ OTHER_FORMATS: dict[str, Callable[[RunResult, Registry], str]] = {
     "concise": render_concise, "junit": render_junit, "gitlab": render_gitlab}
 """The formats rendered from the run and the catalogue alone."""
 
+HUMAN_FORMATS = frozenset({"text", "markdown", "concise"})
+"""Formats read by people, shown with control characters escaped
+(`neuron_migrate.printable`); the others escape them in their own syntax."""
+
 KEEPS_SOURCES = frozenset({"markdown", "json", "sarif"})
 """Formats that need each file as it was and as it becomes: markdown shows diffs; json and
 sarif carry each fix's edit and where each finding ends."""
 
-__all__ = ["FORMATS", "KEEPS_SOURCES", "OTHER_FORMATS", "render_concise", "render_github",
+__all__ = ["FORMATS", "HUMAN_FORMATS", "KEEPS_SOURCES", "OTHER_FORMATS", "render_concise", "render_github",
            "render_gitlab", "render_json", "render_junit", "render_markdown", "render_sarif",
            "render_text", "summary_rows"]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import FileResult, Finding, Kind
+from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.summary import Summary, label, where
 from neuron_migrate.report.text import diff_of
@@ -60,14 +61,14 @@ def _head(result: RunResult, registry: Registry, notes: Sequence[str]) -> list[s
         lines.append("")
     errors = [f.error for f in result.files if f.error] + list(result.errors)
     if errors:
-        lines += ["## Errors", ""] + [f"- {_escape(e)}" for e in errors] + [""]
+        lines += ["## Errors", ""] + [f"- {_code_span(one_line(e))}" for e in errors] + [""]
     return lines
 
 
 def _file_section(file: FileResult, registry: Registry, diff: bool = True) -> list[str]:
     if not file.findings:
         return []
-    lines = [f"## {_code_span(file.path)}", ""]
+    lines = [f"## {_code_span(one_line(file.path))}", ""]
     if diff and file.changed and file.original is not None and file.new_source is not None:
         diff = diff_of(file)
         fence = _fence(diff)
@@ -131,7 +132,7 @@ def _badness(file: FileResult) -> tuple[int, int, int, int, str]:
 
 def _row(file: FileResult) -> str:
     kinds = Counter(f.kind for f in file.findings)
-    name = _code_span(file.path) + (" (error)" if file.error else "")
+    name = _code_span(one_line(file.path)) + (" (error)" if file.error else "")
     return (f"| {name.replace('|', chr(92) + '|')} | {kinds[Kind.REVIEW]} | "
             f"{kinds[Kind.UNSAFE_FIX]} | {kinds[Kind.FIX]} |")
 
@@ -169,5 +170,16 @@ def _code_span(text: str) -> str:
     return f"{ticks} {text} {ticks}" if "`" in text else f"{ticks}{text}{ticks}"
 
 
+_LINE_BREAK = re.compile(r"\r\n|[\r\n]")
+_MARKUP = re.compile(r"[\\\[\]*_#!~]")
+
+
 def _escape(text: str) -> str:
-    return text.replace("<", "&lt;").replace(">", "&gt;").replace("|", "\\|")
+    """A message as one line of Markdown: its code spans kept, and outside them nothing that
+    links, emphasises, starts a heading or opens HTML (code quoted from the repository could
+    otherwise inject markup into the page)."""
+    parts = _LINE_BREAK.sub(" ", text).split("`")
+    for index in range(0, len(parts), 2):  # the text outside `code`
+        parts[index] = _MARKUP.sub(lambda match: "\\" + match.group(), parts[index])
+        parts[index] = parts[index].replace("<", "&lt;").replace(">", "&gt;")
+    return "`".join(parts).replace("|", "\\|")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.files.diff import file_diff
 from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.summary import Summary, label, where
 
@@ -29,11 +30,11 @@ def render_text(result: RunResult, registry: Registry, show_diff: bool,
             yield f"skipped: {file.skipped}", "plain"
         if not file.findings:
             if verbose and not file.error:
-                yield f"{file.path}: nothing to migrate", "dim"
+                yield f"{one_line(file.path)}: nothing to migrate", "dim"
             continue
         remaining = list(file.findings)
         if show_diff and file.changed and interleave:
-            yield f"{file.path}: {_count(file)}", "heading"
+            yield f"{one_line(file.path)}: {_count(file)}", "heading"
             for hunk, first, last in hunks(diff_of(file)):
                 yield hunk, "diff"
                 inside = [f for f in remaining if f.cell is None and first <= f.line <= last]
@@ -43,7 +44,7 @@ def render_text(result: RunResult, registry: Registry, show_diff: bool,
         else:
             if show_diff and file.changed:
                 yield diff_of(file), "diff"
-            yield f"{file.path}: {_count(file)}", "heading"
+            yield f"{one_line(file.path)}: {_count(file)}", "heading"
         for finding in remaining:
             yield from _explain(finding, registry)
         yield "", "plain"
