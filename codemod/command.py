@@ -216,6 +216,9 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         registry, where = configurations.for_report(found, default)
     except ConfigError as error:  # a configuration found below the paths given
         return _fail(f"error: {error}")
+    if not request.quiet:
+        for warning in [*found.warnings, *scopes.warnings]:
+            print_warning(f"warning: {warning}")
     _print_notices(configurations, request.quiet)
     with _destination(request.output, found.files) as destination:
         if isinstance(destination, int):

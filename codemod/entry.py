@@ -16,7 +16,7 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from neuron_migrate import __version__
 
@@ -53,7 +53,8 @@ _FILE_SELECTION = ("config", "extend_exclude", "force_exclude", "respect_gitigno
 def main() -> None:
     """Every command; one whose standard output is closed before it is done (`rules | head
     -1`) exits quietly with status 1, as Python's documentation recommends (the note on
-    SIGPIPE in the `signal` module)."""
+    SIGPIPE in the `signal` module). An unexpected exception prints its traceback and exits
+    with INTERNAL_ERROR."""
     try:
         try:
             _main()
@@ -64,6 +65,24 @@ def main() -> None:
         for stream in (sys.stdout, sys.stderr):
             os.dup2(devnull, stream.fileno())  # nothing more to say, and nowhere to say it
         sys.exit(1)
+    except Exception:  # a bug; exit 1 would read as "findings" to `check` and CI
+        _internal_error()
+
+
+INTERNAL_ERROR = 2
+"""The exit status of a bug, as of a file that could not be read: never 1, the status of
+findings."""
+
+
+def _internal_error() -> NoReturn:
+    import traceback
+
+    from neuron_migrate.printable import printable
+
+    sys.stderr.write(printable(traceback.format_exc()))
+    sys.stderr.write(f"error: internal error in neuron-migrate {__version__}; please report "
+                     "it with the traceback above\n")
+    sys.exit(INTERNAL_ERROR)
 
 
 def _main() -> None:

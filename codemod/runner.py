@@ -21,6 +21,7 @@ from neuron_migrate import deps
 from neuron_migrate.files.discover import Discovery, discover
 from neuron_migrate.files.bounded import SOURCE_LIMIT
 from neuron_migrate.files.fileio import WriteError, read_bytes, write_atomic
+from neuron_migrate.files.patterns import gitignore_spec
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind, Options
 from neuron_migrate.registry import DeferredRegistry, Registry
 from neuron_migrate.target import named_instances
@@ -121,8 +122,7 @@ class PerFileIgnores:
     @classmethod
     def of(cls, base: Path, globs: tuple[tuple[str, tuple[str, ...]], ...]) -> PerFileIgnores:
         """Compiled once per run: `codes` is called for every file."""
-        return cls(base, tuple((pathspec.GitIgnoreSpec.from_lines([glob]), codes)
-                               for glob, codes in globs))
+        return cls(base, tuple((gitignore_spec([glob]).spec, codes) for glob, codes in globs))
 
     def codes(self, path: Path) -> frozenset[str]:
         try:

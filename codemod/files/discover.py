@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.config import Config, ConfigFinder
-from neuron_migrate.files.patterns import Patterns, gitignore_spec
+from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
 from neuron_migrate.files.scope import ALWAYS_SKIPPED, Overrides, Scope, Scopes, always_skipped
 
 SKIPPED_DIRS = frozenset(ALWAYS_SKIPPED)
@@ -43,6 +43,8 @@ class Discovery:
     skipped: list[str] = field(default_factory=list)
     """Notes (a link that leads out of the tree...) and, when verbose, every path skipped
     with the reason."""
+    warnings: list[str] = field(default_factory=list)
+    """What the user should hear of without -v: an ignore pattern that can match nothing."""
     excluded: Counter[str] = field(default_factory=Counter)
     """How many paths each reason skipped: what a run that found nothing says."""
     scopes: dict[Path, Scope] = field(default_factory=dict)
@@ -76,7 +78,7 @@ def discover(paths: Iterable[Path], excludes: Iterable[str] = (),
         elif is_dir:
             walk = _Walk(real, accept, result, scopes, verbose, not_read)
             for path, real_path, found in walk.directory(
-                    given, real, scope, _parent_ignores(real, result.skipped)):
+                    given, real, scope, _parent_ignores(real, result)):
                 _add(path, real_path, found, seen, result)
         else:
             _add(given, real, scope, seen, result)
@@ -143,7 +145,7 @@ class _Walk:
         names = {entry.name for entry in entries}
         scope = self.scopes.own(real, names) or scope
         if ".gitignore" in names:
-            local = _load_gitignore(path, real, self.result.skipped)
+            local = _load_gitignore(path, real, self.result)
             if local is not None:
                 ignores = [*ignores, local]
         for entry in entries:
@@ -201,7 +203,7 @@ def _ignored(ignores: list[Patterns], path: Path, is_dir: bool) -> str | None:
     return None
 
 
-def _load_gitignore(directory: Path, real: Path, notes: list[str],
+def _load_gitignore(directory: Path, real: Path, found: Discovery,
                     name: str = ".gitignore") -> Patterns | None:
     """A folder's .gitignore (or another file of gitignore patterns at `name` below it);
     none when it cannot be read (listing the folder reports that). A line git cannot read
@@ -213,13 +215,14 @@ def _load_gitignore(directory: Path, real: Path, notes: list[str],
         lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    spec, bad = gitignore_spec(lines)
-    notes += [f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed over, as "
-              "git does" for number, line in bad]
-    return Patterns(real, spec, label=f"ignored by {gitignore}")
+    read = gitignore_spec(lines)
+    found.skipped += [f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed "
+                      "over, as git does" for number, line in read.bad]
+    found.warnings += matching_nothing(str(gitignore), read)
+    return Patterns(real, read.spec, label=f"ignored by {gitignore}")
 
 
-def _parent_ignores(directory: Path, notes: list[str]) -> list[Patterns]:
+def _parent_ignores(directory: Path, found: Discovery) -> list[Patterns]:
     """What git ignores that is not in `directory`'s own .gitignore, lowest priority first:
     the work tree's `.git/info/exclude`, then the .gitignore files above `directory` up to
     the root of its git work tree. Nothing outside a work tree."""
@@ -228,11 +231,12 @@ def _parent_ignores(directory: Path, notes: list[str]) -> list[Patterns]:
     if root is None:
         return []
     above = chain[1:chain.index(root) + 1]
-    ignores = [_info_exclude(root, notes), *(_load_gitignore(d, d, notes) for d in reversed(above))]
+    ignores = [_info_exclude(root, found),
+               *(_load_gitignore(d, d, found) for d in reversed(above))]
     return [i for i in ignores if i is not None]
 
 
-def _info_exclude(root: Path, notes: list[str]) -> Patterns | None:
+def _info_exclude(root: Path, found: Discovery) -> Patterns | None:
     """The work tree's `.git/info/exclude`. In a linked work tree or a submodule `.git` is a
     file naming the git folder (`gitdir: ...`), and a linked work tree shares the main
     one's info folder (named by `commondir`)."""
@@ -249,7 +253,7 @@ def _info_exclude(root: Path, notes: list[str]) -> Patterns | None:
                 git_dir = git_dir / common.read_text(encoding="utf-8").strip()
     except OSError:
         return None
-    return _load_gitignore(git_dir, root, notes, name="info/exclude")
+    return _load_gitignore(git_dir, root, found, name="info/exclude")
 
 
 def nothing_found(found: Discovery) -> str:

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import pathspec
 from pathspec.util import normalize_file
@@ -119,20 +120,41 @@ def _any_pattern(spec: pathspec.PathSpec) -> _AnyPattern | None:
         return None
 
 
-def gitignore_spec(lines: Iterable[str]) -> tuple[pathspec.GitIgnoreSpec, list[tuple[int, str]]]:
-    """The spec of the lines pathspec can read, and the lines (numbered from 1) it cannot,
-    such as `!` alone. A file whose lines all read is compiled once."""
+class ReadPatterns(NamedTuple):
+    spec: pathspec.GitIgnoreSpec
+    """What the lines that read as patterns match."""
+    bad: list[tuple[int, str]]
+    """Lines (numbered from 1) that are no pattern at all, such as `!` alone."""
+    matching_nothing: list[tuple[int, str, str]]
+    """Lines git reads but no path can match, such as `[z-a]` (a range from high to low),
+    which Python's regular expressions refuse; each with that reason."""
+
+
+def gitignore_spec(lines: Iterable[str]) -> ReadPatterns:
+    """The lines read as gitignore patterns. A file whose lines all read is compiled once;
+    otherwise each line is tried alone, and the spec holds those that read. Leaving out a
+    line that matches nothing matches what git matches."""
     lines = list(lines)
     try:
-        return pathspec.GitIgnoreSpec.from_lines(lines), []
-    except ValueError:
+        return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(lines), [], [])
+    except (ValueError, re.error):
         pass
-    bad, good = [], []
+    bad, empty, good = [], [], []
     for number, line in enumerate(lines, start=1):
         try:
             pathspec.GitIgnoreSpec.from_lines([line])
+        except re.error as error:
+            empty.append((number, line, str(error.msg)))
+            continue
         except ValueError:
             bad.append((number, line))
             continue
         good.append(line)
-    return pathspec.GitIgnoreSpec.from_lines(good), bad
+    return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(good), bad, empty)
+
+
+def matching_nothing(where: str, read: ReadPatterns, numbered: bool = True) -> list[str]:
+    """A warning for each pattern that matches nothing, naming where it is written (a file,
+    with the line when `numbered`; an option or a configuration key)."""
+    return [f"{where}{f':{number}' if numbered else ''}: {line!r} can match no path "
+            f"({why}); passed over" for number, line, why in read.matching_nothing]

@@ -22,10 +22,8 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pathspec
-
 from neuron_migrate.config import Config, ConfigFinder
-from neuron_migrate.files.patterns import Patterns
+from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
 
 ALWAYS_SKIPPED = {
     **dict.fromkeys((".git", ".hg", ".svn", ".bzr", ".git-rewrite"), "version control"),
@@ -64,14 +62,13 @@ class Excludes:
 
     @classmethod
     def of(cls, *groups: tuple[Path, Iterable[str], str]) -> Excludes:
-        """Raises ValueError for a pattern git cannot read (`gitignore_spec` tells which
-        first, for a message that names it)."""
+        """Lines that are no pattern were refused with the configuration (`check_patterns`);
+        one that can match nothing is left out here (`Scopes` warns of it)."""
         compiled = []
         for base, lines, label in groups:
             lines = list(lines)
             if lines:
-                compiled.append(Patterns(base.resolve(),
-                                         pathspec.GitIgnoreSpec.from_lines(lines), label))
+                compiled.append(Patterns(base.resolve(), gitignore_spec(lines).spec, label))
         return cls(tuple(compiled))
 
     def match(self, real: Path, is_dir: bool) -> str | None:
@@ -177,6 +174,9 @@ class Scopes:
             given.default_excludes else frozenset()
         groups.append((anchor, config.extend_exclude, f"extend-exclude in {config.path}"))
         groups.append((given.cwd, given.extend_exclude, "--extend-exclude"))
+        if config.per_file_ignores:
+            self._warn(matching_nothing(f"per-file-ignores in {config.path}", gitignore_spec(
+                glob for glob, _ in config.per_file_ignores), numbered=False))
         return Scope(config, root, self._excludes(groups), defaults,
                      gitignore=_first(given.respect_gitignore, config.respect_gitignore, True),
                      force_exclude=_first(given.force_exclude, config.force_exclude, False))
@@ -190,10 +190,15 @@ class Scopes:
             if not key[1]:
                 continue
             if key not in self._compiled:
-                self._compiled[key] = Excludes.of(key).patterns[0]
+                read = gitignore_spec(key[1])
+                self._compiled[key] = Patterns(base.resolve(), read.spec, label)
+                self._warn(matching_nothing(label, read, numbered=False))
             compiled.append(self._compiled[key])
         return Excludes(tuple(compiled))
 
+
+    def _warn(self, warnings: list[str]) -> None:
+        self.warnings.update(dict.fromkeys(warnings))
 
 def _first(*values: bool | None) -> bool:
     return next(v for v in values if v is not None)  # type: ignore[return-value]
