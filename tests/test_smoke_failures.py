@@ -58,6 +58,18 @@ def test_sys_exit_with_a_message_is_the_error_with_the_line_that_called_it(tmp_p
     assert "the script's own line" in text
 
 
+def test_an_argparse_usage_error_shows_the_parse_line_and_the_usage_it_printed(
+        tmp_path: Path) -> None:
+    script = _script(tmp_path, "import argparse\nargs = argparse.ArgumentParser().parse_args()\n")
+    called = {"file": str(script), "line": 2, "function": "<module>"}
+    outcome = dict(OUTCOME, exit={"status": 2, "frames": [called], "location": called})
+    usage = "usage: train.py [-h]\ntrain.py: error: unrecognized arguments: --epochs 1"
+    text = _text(_summarised(script, Worker(0, str(script), returncode=2, outcome=outcome,
+                                            stderr_tail=usage)))
+    assert "error: SystemExit: exit status 2" in text and "train.py:2 in <module>" in text
+    assert "train.py: error: unrecognized arguments: --epochs 1" in text
+
+
 def test_a_bare_assertion_shows_its_line_for_the_missing_message(tmp_path: Path) -> None:
     script = _script(tmp_path, "x = 1\nassert x == 2\n")
     where = {"file": str(script), "line": 2, "function": "<module>"}

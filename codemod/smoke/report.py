@@ -168,6 +168,12 @@ def _error_lines(result: SmokeResult) -> list[tuple[str, str]]:
     if location:
         lines.append((f"    at {relative(location['file'])}:{location['line']}"
                       f" in {location.get('function') or '?'}", "plain"))
+    if error.get("type") == "SystemExit":  # what the script printed before it gave up
+        worker = next((w for w in result.workers if w.rank == result.failing_rank), None)
+        said = worker.stderr_tail.splitlines()[-5:] if worker else []
+        if said and said != message[:1]:
+            lines.append(("    its last error output:", "dim"))
+            lines.extend((f"    {line}", "dim") for line in said)
     cause = error.get("cause")
     lines.append((f"  likely cause: {cause['text']}" if cause else _unrecognised(error), "plain"))
     found = error.get("origin")
