@@ -46,6 +46,8 @@ class Registry:
         self.watches = tuple(sorted({p for r in self.rules for p in r.watches}))
         self.attributes = frozenset(a for r in self.rules for a in r.attributes)
         self.entry = self._with_hook("on_entry")
+        self.planned = self._with_hook("edits")
+        self.before = self._with_hook("on_before")
         self._string_rules = self._with_hook("interesting_string")
         self._string_cache: dict[str, Rule | None] = {}
         self._flow_rules = self._with_hook("flow_string")

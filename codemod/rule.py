@@ -248,6 +248,19 @@ class Rule:
         (`neuron_migrate.analysis.script_entry`), for set-up every worker needs first."""
         return None
 
+    def edits(self, tree: ast.Module, calls: Sequence[tuple[ast.Call, int]]
+              ) -> tuple[ast.stmt, ...]:
+        """Statements that name no XLA API but that this rule rewrites too, by a plan over the
+        whole file (the forward a DistributedDataParallel wrapper now runs, the loop it goes
+        before): the engine rewrites them as it does the statements the analysis flags. `calls`:
+        every call of the file, as `Site.module_calls` gives them."""
+        return ()
+
+    def on_before(self, site: Site) -> Insert | None:
+        """Called for every statement the rewrite visits: statements to insert before it
+        (a wrapper built before the loop that trains through it)."""
+        return None
+
     def interesting_string(self, value: str) -> bool:
         """Whether a string literal with this value makes its statement worth a look."""
         return False

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+from collections.abc import Sequence
+
 import libcst as cst
 
 from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.rule import Example, Insert, Outcome, Replace, Review, Rule, Site
 from neuron_migrate.engine.quote import code
+from neuron_migrate.rules.data_parallel import DataParallelPlan, data_parallel_plan
 from neuron_migrate.rules.helpers import HELPERS
 from neuron_migrate.rules.nxd_layout import mesh_group, replica_dimension
 from neuron_migrate.rules.support import argument, has_star_args, keep_args, keyword_arg
@@ -23,33 +27,53 @@ class OptimizerStep(Rule):
     id = "NM210"
     name = "optimizer-step"
     kind = Kind.FIX
-    summary = ("`xm.optimizer_step(opt)` becomes a helper that averages the gradients and "
-               "steps; plain `opt.step()` only where DDP/FSDP is proved (unsafe)")
+    summary = ("`xm.optimizer_step(opt)` becomes `opt.step()` with the model trained through "
+               "DistributedDataParallel where the loop allows it, else a helper that averages "
+               "the gradients in buckets and steps")
     explanation = """\
 What it does: `xm.optimizer_step(optimizer)` all-reduced every gradient the optimizer holds
-(sum, then divided by the world size) and then called `optimizer.step()`. It becomes a helper
-that does exactly that with torch.distributed, so the replicas keep training the same model.
-This is the default everywhere, DistributedDataParallel or not: averaging gradients that DDP
-has already averaged changes nothing.
+(sum, then divided by the world size) and then called `optimizer.step()`.
 
-With --unsafe-fixes, plain `optimizer.step()` is written instead, but only where the
-optimizer's parameters provably come from a model wrapped in DistributedDataParallel or FSDP
-on every path that reaches the call: every assignment of the optimizer that can reach it is
-built from `model.parameters()`, and every assignment of `model` that can reach it is
-`DDP(model)` / `FSDP(model)` (or `fully_shard(model)` ran). `if use_ddp: model = DDP(model)`
-proves nothing for the path where use_ddp is false, and an optimizer passed in as a parameter
-proves nothing either: there the averaging stays and no unsafe alternative is offered.
+Where the loop has the shape DistributedDataParallel needs, the model is trained through it:
+`ddp_model = DistributedDataParallel(model, broadcast_buffers=False)` (when a process group
+exists; `ddp_model = model` in a single process) goes before the statement that holds the
+loop, the loop's forward call `model(x)` becomes `ddp_model(x)`, and the step becomes
+`optimizer.step()`. The shape: one `xm.optimizer_step(optimizer)` in the file, with only the
+optimizer, run on every iteration of its loop; one optimizer in the file, built over one
+model's `.parameters()`, and that model assigned (not received as a parameter) in the function
+around the loop and not reassigned once the loop starts; in the loop one forward call of the
+model and one `backward()`, unconditional, and nothing between backward and the step that
+reads or changes gradients (clipping, `.grad`, unscaling); no DDP/FSDP in the file already.
+`model` itself is not rebound, so `model.state_dict()` keeps its keys (DDP's would be prefixed
+with `module.`) and checkpoints stay as they were, and evaluation and the model's own
+attributes keep using it unchanged.
+
+Everywhere else (two optimizers as in a GAN, a step under an `if`, gradient accumulation,
+clipping before the step, `barrier=`, `optimizer_args=` or `groups=`, a model passed into the
+training function) it becomes a helper that averages the gradients in flat buckets (one
+all_reduce per bucket of 25 MB, as XLA fused them) and steps. Gradient accumulation keeps the
+helper rather than `no_sync()`: DDP would need the step's condition decided before each
+forward, and the helper already averages once per step. Averaging gradients that a wrapper
+has averaged changes nothing, so the helper is also kept where the file wraps models itself.
+
+With --unsafe-fixes, plain `optimizer.step()` is written where the file wraps the model
+itself, but only where the optimizer's parameters provably come from a model wrapped in
+DistributedDataParallel or FSDP on every path that reaches the call: every assignment of the
+optimizer that can reach it is built from `model.parameters()`, and every assignment of
+`model` that can reach it is `DDP(model)` / `FSDP(model)` (or `fully_shard(model)` ran).
+`if use_ddp: model = DDP(model)` proves nothing for the path where use_ddp is false.
 
 Why: a bare `optimizer.step()` in a data-parallel script without DDP silently stops averaging
-gradients: every replica drifts apart and nothing fails. This is the most dangerous
-migration bug; `neuron-migrate smoke --check-replicas` detects it at run time.
+gradients: every replica drifts apart and nothing fails (`neuron-migrate smoke
+--check-replicas` detects it). DistributedDataParallel is what a Neuron engineer writes: its
+buckets are all-reduced while backward still runs, where the helper waits for backward to end.
 
-What differs: nothing with the helper. `optimizer_args=` is passed on to `step()`;
-`barrier=True` only added a graph cut, which eager execution does not need; `groups=` is
-reported for review. The unsafe `optimizer.step()` also stops averaging where backward ran
-outside the wrapper (`with model.no_sync():`, or a forward through the unwrapped module).
-Wrapping the model in DistributedDataParallel is the faster long-term replacement: it overlaps
-the all-reduce with the backward pass."""
+What differs: with DDP, rank 0's parameters are broadcast when the model is wrapped (a no-op
+where every process seeded alike, as XLA scripts do); buffers (BatchNorm statistics) stay per
+process, as under XLA. DDP raises at the next forward if some parameter got no gradient in an
+iteration (pass `find_unused_parameters=True` then). With the helper nothing differs:
+`optimizer_args=` is passed on to `step()`; `barrier=True` only added a graph cut, which
+eager execution does not need; `groups=` is reported for review."""
     doc_url = D_DIST
     example = Example(
         before="import torch_xla.core.xla_model as xm\n\nxm.optimizer_step(optimizer)\n",
@@ -61,10 +85,50 @@ the all-reduce with the backward pass."""
     calls = frozenset({f"{XM}.optimizer_step"})
     emits = ("torch.distributed.all_reduce", "torch.distributed.get_world_size")
 
+    def edits(self, tree: ast.Module, calls: Sequence[tuple[ast.Call, int]]
+              ) -> tuple[ast.stmt, ...]:
+        plan = data_parallel_plan(tree, calls)
+        return plan.statements if isinstance(plan, DataParallelPlan) else ()
+
+    def may_act(self, node: ast.AST, names: frozenset[str]) -> bool:
+        return False  # `on_any_call` acts only on statements `edits` flags again
+
+    def on_before(self, site: Site) -> Insert | None:
+        plan = _plan(site, self.id)
+        if plan is None or site.statement is not plan.holder:
+            return None
+        wrap = code(site.ref("torch.nn.parallel.DistributedDataParallel"))  # type: ignore[arg-type]
+        initialized = code(site.ref("torch.distributed.is_initialized"))  # type: ignore[arg-type]
+        statements = (cst.parse_statement(f"{plan.wrapper} = {plan.model}\n"),
+                      cst.parse_statement(
+                          f"if {initialized}():\n"
+                          f"    {plan.wrapper} = {wrap}({plan.model}, broadcast_buffers=False)\n"))
+        return Insert(statements, f"add `{plan.wrapper} = DistributedDataParallel({plan.model}, "
+                      "broadcast_buffers=False)` before the training loop (when a process "
+                      "group exists): it all-reduces the gradients in buckets while backward "
+                      "runs, where xm.optimizer_step averaged them after it; "
+                      f"`{plan.model}` keeps its state_dict keys for checkpoints")
+
+    def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:
+        if not isinstance(node.func, cst.Name):
+            return None
+        plan = _plan(site, self.id)
+        if plan is None or site.statement is not plan.forward or node.func.value != plan.model:
+            return None
+        new = node.with_changes(func=cst.Name(plan.wrapper))
+        return Replace(new, f"`{code(node)}` → `{code(new)}`: the forward runs through "
+                       "DistributedDataParallel, so backward averages the gradients")
+
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         optimizer = argument(node.args, 0, "optimizer")
         if optimizer is None or has_star_args(node.args):
             return Review(f"`{code(node)}`: cannot see the optimizer; rewrite by hand")
+        plan = _plan(site, self.id)
+        if plan is not None and site.statement is plan.step:
+            new = cst.Call(cst.Attribute(value=optimizer.value, attr=cst.Name("step")))
+            return Replace(new, f"`{code(node)}` → `{code(new)}`: `{plan.wrapper}` "
+                           "(DistributedDataParallel, added before the loop) has averaged the "
+                           "gradients during backward")
         groups = argument(node.args, 3, "groups")
         step_args = argument(node.args, 2, "optimizer_args")
         if groups is not None and replica_dimension(groups.value, site) == "dp":
@@ -103,7 +167,22 @@ def _why(proof: Proof | None, optimizer: str, site: Site) -> str:
                 f"wrap the model whose parameters `{optimizer}` holds on every path to this "
                 f"call, so plain `{optimizer}.step()` could stop the averaging here and is not "
                 "offered")
-    return "no DDP/FSDP wrapper in this file"
+    plan = data_parallel_plan(site.module_tree, site.module_calls())
+    reason = plan if isinstance(plan, str) else "a notebook's kernel is one process" \
+        if site.path.endswith(".ipynb") else "a suppression comment keeps the helper"
+    return f"not trained through DistributedDataParallel, since {reason}"
+
+
+def _plan(site: Site, rule_id: str) -> DataParallelPlan | None:
+    """The file's plan, unless a suppression comment silences the rule on one of the
+    statements it edits (the edits go together or not at all), or the file is a notebook (a
+    kernel is one process: a wrapper there would never have anything to average)."""
+    if site.path.endswith(".ipynb"):
+        return None
+    plan = data_parallel_plan(site.module_tree, site.module_calls())
+    if isinstance(plan, str) or any(site.silenced(rule_id, s) for s in plan.statements):
+        return None
+    return plan
 
 
 class ReduceGradients(Rule):

@@ -12,16 +12,17 @@ from neuron_migrate.engine.suppress import span
 from neuron_migrate.engine.transform import Pending, UnitRewriter
 
 
-def entry_hooks(rewriter: UnitRewriter, rules: tuple[Rule, ...], node: cst.CSTNode
-                ) -> tuple[tuple[cst.BaseStatement, ...], list[Pending]]:
-    """The statements the rules insert before the entry statement `node`, and their
-    findings. What a hook adds to the file (an import) is rolled back unless it applies."""
+def entry_hooks(rewriter: UnitRewriter, rules: tuple[Rule, ...], node: cst.CSTNode,
+                hook: str = "on_entry") -> tuple[tuple[cst.BaseStatement, ...], list[Pending]]:
+    """The statements the rules insert before the entry statement `node` (or, with `hook`
+    "on_before", before any statement), and their findings. What a hook adds to the file
+    (an import) is rolled back unless it applies."""
     inserted: list[cst.BaseStatement] = []
     findings: list[Pending] = []
     silenced = rewriter.context.suppressions.silences
     for rule in rules:
         saved = rewriter._save()
-        outcome = rule.on_entry(UnitSite(rewriter, Role.STATEMENT, None, node))
+        outcome = getattr(rule, hook)(UnitSite(rewriter, Role.STATEMENT, None, node))
         if outcome is None:
             continue
         kind = Kind.REVIEW if isinstance(outcome, Review) else outcome.kind or rule.kind

@@ -63,6 +63,7 @@ class ModuleRewriter:
         self.context = context
         self.results: dict[int, UnitResult] = {}
         self.before: dict[int, tuple[cst.BaseStatement, ...]] = {}  # inserted above a unit
+        self.planned: set[int] = set()  # units with `Rule.on_before` statements above them
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set(analysis.used)  # what the statements it skips name
@@ -143,6 +144,8 @@ class ModuleRewriter:
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
+                if self.registry.before:
+                    self._before(node, unit, alone)
                 self._rewrite_unit(node, unit, alone)
             if unit is self.analysis.entry:
                 self._entry(node, unit, alone)
@@ -165,9 +168,21 @@ class ModuleRewriter:
         inserted, findings = entry_hooks(rewriter, self.registry.entry, node)
         self.findings.extend((p, unit) for p in findings)
         if inserted:
-            self.before[id(unit)] = inserted
+            self.before[id(unit)] = (*self.before.get(id(unit), ()), *inserted)
             block = main_block(self.analysis.tree)  # its one-line body becomes a block
             self.touched.append((block.lineno if block else unit.lineno, unit.lineno))
+
+    def _before(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
+        """What the rules insert above a statement they planned for (`Rule.on_before`)."""
+        rewriter = UnitRewriter(node, self.analysis.scope_of[id(unit)], self.registry,
+                                self.analysis, unit, self.context,
+                                line_level=alone and isinstance(node, cst.BaseSmallStatement))
+        inserted, findings = entry_hooks(rewriter, self.registry.before, node, "on_before")
+        self.findings.extend((p, unit) for p in findings)
+        if inserted:
+            self.before[id(unit)] = (*self.before.get(id(unit), ()), *inserted)
+            self.planned.add(id(unit))
+            self.touched.append((unit.lineno, unit.lineno))
 
     def _rewrite_unit(self, node: cst.CSTNode, unit: ast.stmt, alone: bool) -> None:
         scope = self.analysis.scope_of[id(unit)]
@@ -279,11 +294,19 @@ class ModuleRewriter:
                 continue
             count = unit_count(statement)
             ahead = [s for u in body[position:position + count] for s in self.before.get(id(u), ())]
+            kept_lines: Sequence[cst.EmptyLine] = []
             if ahead:  # inserted statements take the line's leading comments and blank lines
-                out.append(_attach(carry, ahead[0].with_changes(
-                    leading_lines=statement.leading_lines), first=first))
+                lines = statement.leading_lines
+                if any(id(u) in self.planned for u in body[position:position + count]):
+                    # code set up for a loop goes above it, after the blank lines that end
+                    # what comes before; the loop keeps its comments and its spacing
+                    blank = next((i for i, line in enumerate(lines) if line.comment), len(lines))
+                    lines, kept_lines = lines[:blank], lines
+                out.append(_attach(carry, ahead[0].with_changes(leading_lines=lines),
+                                   first=first))
                 out.extend(ahead[1:])
-                statement, carry, first = statement.with_changes(leading_lines=[]), [], False
+                statement, carry, first = statement.with_changes(leading_lines=kept_lines), [], \
+                    False
             if isinstance(statement, cst.SimpleStatementLine):
                 count = len(statement.body)
                 units = body[position:position + count]
@@ -338,6 +361,8 @@ class ModuleRewriter:
             result = self.results.get(id(unit))
             header = result.node if result and result.node is not None else statement
             assert isinstance(header, cst.BaseCompoundStatement)
+            if ahead:
+                header = header.with_changes(leading_lines=statement.leading_lines)
             moved = _comment_lines([result])
             if moved:
                 header = header.with_changes(leading_lines=[*header.leading_lines, *moved])
