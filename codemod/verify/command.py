@@ -20,6 +20,7 @@ from typing import Annotated, Optional
 
 import typer
 
+from neuron_migrate.model import Finding
 from neuron_migrate.verify import compare, reference_env, runs
 from neuron_migrate.verify.causes import likely_cause
 from neuron_migrate.verify.compare import CANNOT, DIFFER, Verdict
@@ -183,7 +184,7 @@ def _failed_at(run: runs.Run) -> int:
     return 1 + min((len(r["steps"]) for r in run.records if r), default=0)
 
 
-def _findings(path: Path, source: str) -> list:
+def _findings(path: Path, source: str) -> list[Finding]:
     """What the engine does to the original: the rules on each path, and the scope."""
     from neuron_migrate.engine.migrate import migrate_source
     from neuron_migrate.registry import Registry
