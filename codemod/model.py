@@ -13,6 +13,8 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 
+from neuron_migrate.wording import QUOTE_LIMIT, clipped
+
 
 class Kind(str, enum.Enum):
     """How much a change can be trusted; decides whether `apply` writes it."""
@@ -52,7 +54,7 @@ class Finding:
     def __post_init__(self) -> None:
         # A repository's findings repeat a few messages thousands of times; one shared copy of
         # each keeps a large run's results small (and pickles each once per batch from -j).
-        object.__setattr__(self, "message", sys.intern(self.message))
+        object.__setattr__(self, "message", sys.intern(clipped(self.message)))
 
 
 BY_POSITION = operator.attrgetter("line", "column", "rule_id")
@@ -82,6 +84,12 @@ class FileResult:
     note: str | None = None
     """Something the write did that the user should know besides the change itself (a file
     with hard links became a file of its own)."""
+
+    def __post_init__(self) -> None:
+        for name in ("error", "skipped", "note"):  # they may quote a whole line of input
+            text = getattr(self, name)
+            if text is not None and len(text) > QUOTE_LIMIT:
+                object.__setattr__(self, name, clipped(text))
 
     @property
     def changed(self) -> bool:

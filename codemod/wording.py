@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from typing import TYPE_CHECKING
 
-from neuron_migrate.model import FileResult
+if TYPE_CHECKING:  # the model asks `clipped` of every message it holds
+    from neuron_migrate.model import FileResult
 
 _PAST = {"add": "added", "change": "changed", "delete": "deleted", "drop": "dropped",
          "launch": "launched", "move": "moved", "remove": "removed", "rename": "renamed",
@@ -36,3 +38,25 @@ def as_written(result: FileResult) -> FileResult:
     findings = tuple(dataclasses.replace(f, message=as_done(f.message)) if f.applied else f
                      for f in result.findings)
     return dataclasses.replace(result, findings=findings)
+
+
+QUOTE_LIMIT = 200
+"""The most characters of input a message quotes in one code span (a requirement line, a
+call): a 100 KB line repeated in full drowns the report and tells nothing more."""
+MESSAGE_LIMIT = 1_000
+"""The most characters of a message as a whole (a name or a line quoted without backticks)."""
+_LONG_SPAN = re.compile(r"`([^`]{%d,})`" % (QUOTE_LIMIT + 1))
+
+
+def clipped(message: str) -> str:
+    """The message with each long quotation cut to its start and an ellipsis, and the whole
+    cut at MESSAGE_LIMIT, saying how long the cut text was. The one place messages are kept
+    to a size a person can read: every finding, error and note passes here (the model's
+    constructors call it)."""
+    if len(message) <= QUOTE_LIMIT:
+        return message
+    message = _LONG_SPAN.sub(lambda match: f"`{match.group(1)[:QUOTE_LIMIT - 20]}…` "
+                             f"({len(match.group(1)):,} characters)", message)
+    if len(message) <= MESSAGE_LIMIT:
+        return message
+    return f"{message[:MESSAGE_LIMIT - 40]}… ({len(message):,} characters in all)"

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.deps.ids import LAUNCH, PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.deps.launch_paths import ContainerPaths, HostPaths
+from neuron_migrate.engine.failsafe import beyond_limits
 from neuron_migrate.model import BY_POSITION, FileResult, Finding
 from neuron_migrate.registry import Registry
 
@@ -170,9 +171,9 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
     except RecursionError:
         return FileResult(path, original=data, error=f"{path}: nested too deeply to read")
     except Exception as error:  # a bug must cost one file, never the run
-        return FileResult(path, original=data,
-                          error=f"{path}: internal error ({type(error).__name__}: {error}); "
-                                "file left untouched, please report this")
+        return FileResult(path, original=data, error=beyond_limits(path, data, error) or
+                          f"{path}: internal error ({type(error).__name__}: {error}); "
+                          "file left untouched, please report this")
     new = emitter.new_text()
     if new is not None and not _still_readable(kind, new, path, registry):
         rules = ", ".join(sorted({f.rule_id for f in emitter.findings if f.applied}))
