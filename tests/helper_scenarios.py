@@ -56,7 +56,9 @@ def all_gather(h: dict, rank: int, folder: Path) -> object:
 @scenario("_neuron_reduce_scatter")
 def reduce_scatter(h: dict, rank: int, folder: Path) -> object:
     pairs = torch.tensor([1.0, 2.0]) * (rank + 1)  # summed: [3, 6], one half to each rank
-    return h["_neuron_reduce_scatter"](dist.ReduceOp.SUM, pairs, 0.5, 0, 2).tolist()
+    return [h["_neuron_reduce_scatter"](dist.ReduceOp.SUM, pairs, 0.5, 0, 2).tolist(),
+            h["_neuron_reduce_scatter"](dist.ReduceOp.SUM, pairs, 1.0, 0, 2,
+                                        group=dist.new_group([0, 1])).tolist()]
 
 
 @scenario("_neuron_gather_objects")

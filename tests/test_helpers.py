@@ -1,12 +1,12 @@
-"""The helper functions rewrites write into users' files: run them, alone and in a real
-two-process gloo group, and check they do what the XLA calls did."""
+"""The helper functions rewrites write into users' files: run them in one process and check
+they do what the XLA calls did (test_helpers_two_process.py runs the collective ones in a real
+two-process group)."""
 
 from __future__ import annotations
 
 import importlib
 import os
 import re
-import socket
 import tempfile
 from collections import namedtuple
 from collections.abc import Callable
@@ -17,7 +17,6 @@ import pytest
 torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test` extra")
 pytestmark = pytest.mark.torch
 import torch.distributed as dist
-import torch.multiprocessing as mp
 
 from neuron_migrate.rules.helpers import HELPERS
 
@@ -239,60 +238,3 @@ def test_save_writes_cpu_tensors_from_the_local_master(tmp_path: Path, monkeypat
     monkeypatch.setenv("LOCAL_RANK", "0")
     H["_neuron_save"]({"w": torch.ones(1)}, tmp_path / "local.pt")
     assert torch.load(tmp_path / "local.pt")["w"].device.type == "cpu"
-
-
-def _worker(rank: int, port: int, results: dict) -> None:
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), WORLD_SIZE="2")
-    dist.init_process_group("gloo", rank=rank, world_size=2)
-    h = _namespace()
-    value = torch.tensor([float(rank + 1)])
-    out: dict = {}
-    reduced = h["_neuron_all_reduce"](dist.ReduceOp.SUM, value, scale=0.5)
-    out["all_reduce"] = (reduced.tolist(), value.tolist())  # new tensor; input untouched
-    pair = [torch.tensor([1.0]), torch.tensor([float(rank)])]
-    h["_neuron_all_reduce"](dist.ReduceOp.MAX, pair)
-    out["in_place"] = [t.item() for t in pair]
-    out["gather"] = h["_neuron_all_gather"](value, dim=0).tolist()
-    pairs = torch.tensor([1.0, 2.0]) * (rank + 1)  # reduced over a group: [3, 6], one half each
-    out["scatter_group"] = h["_neuron_reduce_scatter"](dist.ReduceOp.SUM, pairs, 1.0, 0, 2,
-                                                       group=dist.new_group([0, 1])).tolist()
-    out["objects"] = h["_neuron_gather_objects"](f"rank{rank}")
-    model = torch.nn.Linear(1, 1, bias=False)
-    torch.nn.init.constant_(model.weight, 1.0)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
-    model(torch.tensor([[float(rank)]])).sum().backward()  # grads 0 and 1: mean 0.5
-    h["_neuron_optimizer_step"](optimizer)
-    out["weight"] = model.weight.item()
-    wide = torch.nn.Linear(2, 3).double()  # two dtypes, each averaged in one flat all-reduce
-    narrow = torch.nn.Linear(1, 1)
-    both = torch.optim.SGD([*wide.parameters(), *narrow.parameters()], lr=1.0)
-    for param in both.param_groups[0]["params"]:
-        param.grad = torch.full_like(param, float(rank))
-    h["_neuron_average_in_group"](both, dist.group.WORLD)
-    out["grouped"] = sorted({float(v) for p in both.param_groups[0]["params"]
-                             for v in p.grad.flatten()})
-    results[rank] = out
-    dist.destroy_process_group()
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.mark.slow
-def test_two_process_semantics_match_xla() -> None:
-    with mp.Manager() as manager:
-        results = manager.dict()
-        mp.spawn(_worker, args=(_free_port(), results), nprocs=2, join=True)
-        results = dict(results)
-    for rank in (0, 1):
-        out = results[rank]
-        assert out["all_reduce"] == ([1.5], [float(rank + 1)])
-        assert out["in_place"] == [1.0, 1.0]
-        assert out["gather"] == [1.0, 2.0]
-        assert out["scatter_group"] == [[3.0], [6.0]][rank]
-        assert out["objects"] == ["rank0", "rank1"]
-        assert out["weight"] == pytest.approx(0.5)  # averaged gradient, same on both replicas
-        assert out["grouped"] == [0.5]  # every gradient of both dtypes is the mean of 0 and 1

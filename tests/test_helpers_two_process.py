@@ -57,7 +57,7 @@ def test_all_gather_concatenates_in_rank_order_along_dim(ranks) -> None:
 
 
 def test_reduce_scatter_keeps_each_ranks_scaled_shard(ranks) -> None:
-    assert _both(ranks, "reduce_scatter") == [[1.5], [3.0]]
+    assert _both(ranks, "reduce_scatter") == [[[1.5], [3.0]], [[3.0], [6.0]]]
 
 
 def test_gather_objects_and_mesh_reduce_see_every_rank_in_order(ranks) -> None:
