@@ -26,8 +26,8 @@ def read_bytes(path: Path) -> bytes:
 
 def write_atomic(path: Path, data: bytes, original: bytes) -> str | None:
     """Replace the file's content with `data` through a temporary file and a rename, so that
-    whatever stops the write (a full disk, a kill) the file holds either
-    its old text or the new one, never part of each. A note for the user, or None.
+    whatever stops the write (a full disk, a kill) the file holds either its old text or the
+    new one, never part of each. A note for the user, or None.
 
     The file is re-read first: if it no longer holds `original` (an editor saved it while we
     worked), nothing is written; its size, inode and modification time are compared again
