@@ -21,7 +21,7 @@ OLD = b"import torch_xla.core.xla_model as xm\nd = xm.xla_device()\nxm.mark_step
 
 
 def test_every_command_is_covered() -> None:
-    assert COMMANDS == ["apply", "audit", "check", "explain", "rules", "scan", "smoke"]
+    assert COMMANDS == ["apply", "audit", "check", "explain", "rules", "scan", "smoke", "verify"]
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -46,6 +46,7 @@ def test_help_names_values_with_metavars_never_python_types(command: str) -> Non
 @pytest.mark.parametrize("command, usage", [
     ("check", "check [OPTIONS] PATH...\n"), ("apply", "apply [OPTIONS] PATH...\n"),
     ("scan", "scan [OPTIONS] PATH...\n"), ("audit", "audit [OPTIONS] PATH...\n"), ("smoke", "smoke [OPTIONS] SCRIPT [SCRIPT_ARGS]...\n"),
+    ("verify", "verify [OPTIONS] ORIGINAL MIGRATED [SCRIPT_ARGS]...\n"),
     ("explain", "explain [OPTIONS] RULE\n"), ("rules", "rules [OPTIONS]\n"),
 ])
 def test_the_usage_line_is_the_conventional_one(command: str, usage: str) -> None:
