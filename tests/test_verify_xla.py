@@ -76,22 +76,46 @@ def original_two_processes(reference):
     return run
 
 
-FAULTS = {  # fault: (step, quantity, rank or None for any, words in the likely cause)
-    "summed": (1, "grad_norm", None, "summed, not averaged"),
-    "same_shard": (1, "data", 1, "sampler"),
-    "no_num_replicas": (1, "data", 0, "num_replicas"),
-    "loss_twice": (1, "loss", None, "scaled"),
-    "no_zero_grad": (2, "grad_norm", None, "zero_grad"),
+SAMPLER = ("    sampler = DistributedSampler(dataset, num_replicas=torch.distributed.get_world_size() "
+           "if torch.distributed.is_initialized() else int(os.environ.get(\"WORLD_SIZE\", 1)),\n"
+           "                                 rank=_neuron_rank(), shuffle=True, seed=4)")
+# each fault: the planted edit of the migration (old, new), then where it must be caught:
+# (step, quantity, rank or None for any, words in the likely cause)
+FAULTS = {
+    "summed": (("        flat.div_(world_size)\n", ""),
+               (1, "grad_norm", None, "summed, not averaged")),
+    "same_shard": (("rank=_neuron_rank(), shuffle",
+                    "rank=int(os.environ.get(\"GROUP_RANK\", 0)), shuffle"),
+                   (1, "data", 1, "sampler")),
+    "no_num_replicas": ((SAMPLER, "    sampler = DistributedSampler(dataset, num_replicas=1, "
+                                  "rank=0, shuffle=True, seed=4)"),
+                        (1, "data", 0, "num_replicas")),
+    "loss_twice": (("(loss / ACCUMULATION).backward()",
+                    "(loss / ACCUMULATION / ACCUMULATION).backward()"),
+                   (1, "loss", None, "scaled")),
+    "no_zero_grad": (("            _neuron_optimizer_step(optimizer)\n"
+                      "            optimizer.zero_grad()\n",
+                      "            _neuron_optimizer_step(optimizer)\n"),
+                     (2, "grad_norm", None, "zero_grad")),
 }
+
+
+def planted(fault: str, folder: Path) -> Path:
+    """A copy of the migrated fixture with one fault planted (the edit must apply once)."""
+    (old, new), _ = FAULTS[fault]
+    source = (PAIRS / "data_parallel.migrated.py").read_text()
+    assert source.count(old) == 1, fault
+    path = folder / f"data_parallel.fault_{fault}.py"
+    path.write_text(source.replace(old, new))
+    return path
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
 def test_planted_faults_are_caught_at_their_step(reference, original_two_processes, monkeypatch,
-                                                 fault):
+                                                 tmp_path, fault):
     monkeypatch.setattr(runs, "run_original", lambda *args: original_two_processes)
-    outcome = run_verify(plan("data_parallel.py", f"data_parallel.fault_{fault}.py", 2),
-                         reference)
-    step, quantity, rank, words = FAULTS[fault]
+    outcome = run_verify(plan("data_parallel.py", planted(fault, tmp_path), 2), reference)
+    step, quantity, rank, words = FAULTS[fault][1]
     verdict = outcome.verdict
     assert verdict.status == DIFFER and outcome.exit_code == 1, verdict.reason
     assert (verdict.parting.step, verdict.parting.quantity) == (step, quantity), verdict.reason
