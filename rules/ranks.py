@@ -34,17 +34,19 @@ def world_size(site: Site) -> cst.BaseExpression | None:
 
 
 _HELPER_OF = {"get_rank": "_neuron_rank", "get_world_size": "_neuron_world_size"}
+_HELPER_FROM = 3
 
 
 def _repeated(site: Site, getter: str) -> bool:
-    """Whether the file asks for the global rank (or the world size) more than once: one
-    call of a small helper then reads better than the same conditional expression each
-    time. Counted over the XLA calls that the rules turn into that expression."""
+    """Whether the file asks for the global rank (or the world size) at least three times:
+    from there one small helper (7 lines with its docstring and spacing) is shorter than the
+    same 95-character conditional expression at every use, and reads better. Counted over
+    the XLA calls that the rules turn into that expression."""
     tree, calls = site.module_tree, site.module_calls()
     if getter == "get_world_size":
-        return len(named_calls(tree, calls, _WORLD_SIZE)) > 1
+        return len(named_calls(tree, calls, _WORLD_SIZE)) >= _HELPER_FROM
     found = named_calls(tree, calls, _GLOBAL_RANK | _MASTERS)
-    return sum(1 for name, call, _ in found if _asks_global_rank(name, call)) > 1
+    return sum(1 for name, call, _ in found if _asks_global_rank(name, call)) >= _HELPER_FROM
 
 
 def _asks_global_rank(qualname: str | None, call: ast.Call) -> bool:
@@ -100,7 +102,7 @@ What differs: nothing when the script runs under torchrun, with or without a pro
 yet (torchrun's RANK and WORLD_SIZE answer before one exists, as PJRT answered without one).
 Like the XLA calls, the replacements also work in a single process (rank 0, world size 1).
 The expression is put in parentheses where it needs them. A file that asks for the global
-rank (or the world size) more than once, counting `master_print` and
+rank (or the world size) three times or more, counting `master_print` and
 `is_master_ordinal(local=False)`, gets the same answer from one small helper,
 `_neuron_rank()` (`_neuron_world_size()`), instead of the expression at every use. The
 process group cannot stand in for it: the migration creates one only when WORLD_SIZE > 1,
