@@ -105,3 +105,14 @@ def test_the_original_can_come_from_git_with_its_local_modules(tmp_path):
     result = invoke(str(repo / "src" / "train.py"), str(repo / "src" / "train.py"),
                     "--original-rev", "no-such-rev")
     assert result.exit_code == 2
+
+
+def test_an_original_that_fails_is_named_by_its_exception_line():
+    from neuron_migrate.verify.runs import _exception_line
+
+    tail = ("Traceback (most recent call last):\n  File \"t.py\", line 3, in <module>\n"
+            "TypeError: broadcast(): incompatible function arguments. Supported:\n"
+            "    1. (self, tensor: Tensor, root: int)\n"
+            "Invoked with: [tensor([[0.1, 0.2]], requires_grad=True)], 0\n")
+    assert _exception_line(tail).startswith("TypeError: broadcast(): incompatible")
+    assert _exception_line("") == "exited with no error line"

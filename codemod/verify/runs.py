@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import tempfile
@@ -130,8 +131,7 @@ def run_original(plan: Plan, python: str) -> Run:
         elif failed is not None:
             tail = _tail(logs / f"rank{failed}.err")
             found = _error_from_stderr(tail, str(plan.original))
-            run.error = f"rank {failed}: " + (_one_line(found) if found else
-                                              (tail.splitlines() or ["exited with no error line"])[-1])
+            run.error = f"rank {failed}: " + (_one_line(found) if found else _exception_line(tail))
     run.seconds = round(time.monotonic() - started, 2)
     return run
 
@@ -175,6 +175,17 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 def _tail(path: Path, lines: int = 60) -> str:
     text = path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+_EXCEPTION = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Exit|Interrupt)\b.*")
+
+
+def _exception_line(tail: str) -> str:
+    """The last line that names an exception (its message may go on over lines that show
+    tensors or overloads), else the last line."""
+    lines = [line for line in tail.splitlines() if line.strip()]
+    named = [line for line in lines if _EXCEPTION.match(line)]
+    return (named or lines or ["exited with no error line"])[-1].strip()
 
 
 def _one_line(error: dict[str, Any]) -> str:
