@@ -126,6 +126,8 @@ def options_of(request: Request, config: Config) -> Options:
         select=frozenset(s.upper() for s in select),
         ignore=frozenset(i.upper() for i in ignore),
         target=request.target if request.target is not None else config.target,
+        helpers_module=None if config.helpers_module is None else
+        str(((config.anchor or Path.cwd()) / config.helpers_module).resolve()),
     )
 
 

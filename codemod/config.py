@@ -56,6 +56,9 @@ class Config:
     target: str | None = None
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
     sources: tuple[str, ...] = ()
+    helpers_module: str | None = None
+    """`helpers-module`: the path (relative to the project root) of one module of the user's
+    repository that holds the helpers, which migrated files import instead of a copy each."""
     anchor: Path | None = None
     """The project root: where its relative paths and the default excludes start from. Its
     own folder, or the working directory for a `--config` file."""
@@ -227,12 +230,20 @@ def parse_config(path: Path, table: object, rule_ids: frozenset[str], anchor: Pa
             if not isinstance(value, str) or value.lower() not in TARGETS:
                 raise ConfigError(f"{where} target must be one of {', '.join(TARGETS)}")
             values["target"] = value.lower()
+        elif key == "helpers-module":
+            if not isinstance(value, str) or not value.endswith(".py") or \
+                    not all(p.isidentifier() for p in Path(value[:-3]).parts):
+                raise ConfigError(f"{where} helpers-module must be the path of a Python module "
+                                  "whose folders and name are identifiers, such as "
+                                  "\"myproj/neuron_helpers.py\"")
+            values["helpers_module"] = value
         elif key in _BOOLS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
-            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target"}))
+            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target",
+                                                        "helpers-module"}))
             inside = f" in [tool.{TABLE}]" if path.name == "pyproject.toml" else ""
             raise ConfigError(f"{path}: unknown key {key!r}{inside} (known: {known})")
     return Config(path=path, anchor=anchor, rule_ids=rule_ids, **values)  # type: ignore[arg-type]

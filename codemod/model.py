@@ -84,6 +84,11 @@ class FileResult:
     note: str | None = None
     """Something the write did that the user should know besides the change itself (a file
     with hard links became a file of its own)."""
+    helpers: tuple[str, ...] = ()
+    """With `helpers-module`: the helpers the new file imports from that module (with the
+    ones they call), which the run writes there (`neuron_migrate.helpers_module`)."""
+    helpers_module: str | None = None
+    """That module's absolute path."""
 
     def __post_init__(self) -> None:
         for name in ("error", "skipped", "note"):  # they may quote a whole line of input
@@ -111,6 +116,9 @@ class Options:
     target: str | None = None
     """The hardware named by --target or the configuration (trn2, trn3, trn1, inf2); None
     when not given. Trn1/Inf2 stop every rewrite toward TorchNeuron (neuron_migrate.target)."""
+    helpers_module: str | None = None
+    """The absolute path of the module migrated files import their helpers from
+    (`helpers-module`), or None: each file defines the helpers it uses."""
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(s) for s in self.select):

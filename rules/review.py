@@ -7,7 +7,8 @@ run); their documentation lives here like every other rule's.
 from __future__ import annotations
 
 from neuron_migrate.model import Kind
-from neuron_migrate.registry import AMBIGUOUS, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, UNUSED_SUPPRESSION
+from neuron_migrate.registry import (AMBIGUOUS, HELPERS_MODULE, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT,
+                                     UNUSED_SUPPRESSION)
 from neuron_migrate.rule import Example, Rule
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
@@ -126,5 +127,32 @@ What to do: once the file no longer uses any torch_xla name, delete the star imp
     )
 
 
-RULES: tuple[type[Rule], ...] = (UnusedXlaImport, UnusedSuppression, UnmappedXlaApi,
-                                 AmbiguousXlaName, XlaStarImport)
+class SharedHelpersModule(Rule):
+    id = HELPERS_MODULE
+    name = "helpers-module"
+    kind = Kind.FIX
+    summary = ("with `helpers-module` set, the helpers migrated files call are written to that "
+               "module of the repository, which they import")
+    explanation = """\
+What it does: with `helpers-module = "myproj/neuron_helpers.py"` in `[tool.neuron-migrate]`
+(a path relative to the configuration's folder), a migrated file imports the helpers it calls
+(`from myproj.neuron_helpers import _neuron_save`) instead of defining a copy of each, and the
+run writes that module: every helper its files import, with those they call, in a fixed order.
+A helper the module already holds stays (files migrated earlier import it); the module changes
+only when a helper is missing, so a second `apply` changes nothing. `check` reports that it
+would write it. A module edited by hand is not regenerated: missing helpers are appended.
+
+The import name comes from the file's place: a file runs with the folder above its top package
+on the import path (its own folder for a script outside any package), so the module must lie
+in that folder or in a package below it. A file from which the module cannot be imported is
+not rewritten, and the error says where the module would have to be.
+
+Why: a repository of many training scripts otherwise holds the same helpers many times. The
+code still never imports neuron-migrate: the module is plain PyTorch in your repository."""
+    doc_url = D_HOME
+    example = Example.unchanged(  # a whole repository's run: tests/test_helpers_module.py
+        "[tool.neuron-migrate]\nhelpers-module = \"myproj/neuron_helpers.py\"\n", "toml")
+
+
+RULES: tuple[type[Rule], ...] = (UnusedXlaImport, UnusedSuppression, SharedHelpersModule,
+                                 UnmappedXlaApi, AmbiguousXlaName, XlaStarImport)

@@ -16,7 +16,7 @@ from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.environment import BF16, XLA_ONLY
 from neuron_migrate.runner import migrate_bytes
-from tests.conftest import PYTHON_FIXTURES, migrated
+from tests.conftest import PYTHON_FIXTURES, cli, migrated
 
 RULES = all_rules()
 REGISTRY = Registry(RULES)
@@ -93,6 +93,8 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
     for path in (FIXTURES / "audit" / "project").iterdir():  # audit's own (NM960)
         seen |= {f.rule_id for f in audit_file(path.name, path.read_bytes(), REGISTRY,
                                                migrate_bytes).findings}
+    report = cli("check", FIXTURES / "helpers_module", "--format", "json").json()  # NM003
+    seen |= {f["rule_id"] for f in report["findings"]}
     assert {r.id for r in RULES} <= seen
 
 

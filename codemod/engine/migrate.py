@@ -27,6 +27,7 @@ from neuron_migrate.engine.suppress import Suppressions, read_suppressions, unus
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine import review_only
 from neuron_migrate.engine.rewrite import ModuleRewriter
+from neuron_migrate.engine.shared_helpers import import_name, refusal
 from neuron_migrate.analysis.watch import flag_watched
 
 
@@ -124,8 +125,10 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
         return FileResult(path, findings=findings, original=data, encoding=encoding,
                           error=f"{problem}; the rewrite by {', '.join(rules)} was not written "
                                 "(please report this)")
+    shared = rewriter.shared is not None
     return FileResult(path, findings=findings, original=data, new_source=new,
-                      encoding=encoding)
+                      encoding=encoding, helpers=tuple(rewriter.context.helpers) if shared else (),
+                      helpers_module=options.helpers_module if shared else None)
 
 
 def _generate(rewrite: Callable[..., Rewritten | str | None],
@@ -165,6 +168,11 @@ def _rewrite(path: str, data: bytes, masked: Masked | None, analysis: Analysis,
             f"{path}:{error.raw_line}: LibCST cannot parse this file: {error.message}")
     rewriter = ModuleRewriter(analysis, registry, context(), keep)
     rewriter.plan(module)
+    shared = rewriter.context.options.helpers_module
+    if shared is not None and rewriter.context.helpers:
+        rewriter.shared = import_name(path, shared)
+        if rewriter.shared is None:
+            return refusal(path, shared)
     if not generate and not rewriter.applies:
         return None, rewriter, module.encoding
     generated = module_bytes(rewriter.build(module))

@@ -16,6 +16,7 @@ import libcst as cst
 
 from neuron_migrate.analysis.analyse import Analysis, catches_import_error, imported_names
 from neuron_migrate.engine.entry_hooks import entry_hooks
+from neuron_migrate.engine.shared_helpers import add_helpers_import, used_helpers
 from neuron_migrate.engine.imports import (ImportNote, add_helpers, add_imports, plan_removals, remove_aliases,
                              xla_heading)
 from neuron_migrate.model import Kind
@@ -64,6 +65,7 @@ class ModuleRewriter:
         self.results: dict[int, UnitResult] = {}
         self.before: dict[int, tuple[cst.BaseStatement, ...]] = {}  # inserted above a unit
         self.planned: set[int] = set()  # units with `Rule.on_before` statements above them
+        self.shared: str | None = None  # the module the helpers are imported from, if any
         self.findings: list[tuple[Pending | Residual, ast.stmt]] = []
         self.import_notes: list[ImportNote] = []
         self.used: set[int] = set(analysis.used)  # what the statements it skips name
@@ -92,11 +94,16 @@ class ModuleRewriter:
         self.touched.extend(span(b.statement) for b in self.analysis.xla_imports
                             if b.statement is not None and id(b.statement) in self.removals)
         body, carry = self._rebuild(module.body, self.analysis.tree.body, top_level=True)
-        inside = lazy_modules(self.analysis.tree, self.context.needs, self.context.named,
-                              self.context.helpers)
-        body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
-                           module.default_newline, inside)
-        body = add_imports(body, self.context.needs - inside)
+        if self.shared is not None:  # the helpers live in the user's helpers module
+            names = used_helpers(body, self.context.helpers)
+            body = add_helpers_import(body, self.shared, names, module.default_newline)
+            body = add_imports(body, self.context.named)
+        else:
+            inside = lazy_modules(self.analysis.tree, self.context.needs, self.context.named,
+                                  self.context.helpers)
+            body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
+                               module.default_newline, inside)
+            body = add_imports(body, self.context.needs - inside)
         if body and module.body and body[0] is not module.body[0]:
             body[0] = _attach([], body[0], first=True)  # no blank lines at the top of a file
         footer = _footer(carry, module.footer)
