@@ -228,7 +228,8 @@ def _spawn(fn, args=(), nprocs=None, start_method="spawn", **kwargs):
 
 
 def _launch(fn, args=(), start_method="spawn", debug_single_process=False, **kwargs):
-    fn(*args)
+    """torch_xla.launch, as xmp.spawn: the function gets the replica's index first."""
+    _spawn(fn, args)
 
 
 def _bridge_distributed(torch):
