@@ -59,6 +59,7 @@ def plan(original: str, migrated: str | Path, nproc: int, *args: str) -> runs.Pl
     ("single_device.py", "single_device.migrated.py", 1),
     ("data_parallel.py", "data_parallel.migrated.py", 1),
     ("data_parallel.py", "data_parallel.migrated.py", 2),
+    ("launch_device_random.py", "launch_device_random.migrated.py", 2),
 ])
 def test_equal_pairs_agree(reference, original, migrated, nproc):
     outcome = run_verify(plan(original, migrated, nproc), reference)
