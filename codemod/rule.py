@@ -257,8 +257,8 @@ class Rule:
         return ()
 
     def on_before(self, site: Site) -> Insert | None:
-        """Called for every statement the rewrite visits: statements to insert before it
-        (a wrapper built before the loop that trains through it)."""
+        """Called for each statement some rule's `edits` named: statements to insert before
+        it (a wrapper built before the loop that trains through it)."""
         return None
 
     def interesting_string(self, value: str) -> bool:

@@ -62,6 +62,8 @@ class Analysis:
     used: set[int] = field(default_factory=set)
     # each statement's enclosing statement, by id (None at the top of the module)
     parents: dict[int, ast.stmt | None] = field(default_factory=dict)
+    # statements a rule's plan over the whole file rewrites too (`Rule.edits`), by id
+    edited: set[int] = field(default_factory=set)
 
     def mark_path(self, stmt: ast.stmt | None) -> None:
         """Put `stmt` and the statements around it on the rewrite's path."""

@@ -76,6 +76,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     for rule in registry.planned if analysis.needs_rewrite else ():
         for statement in rule.edits(tree, analysis.calls):
             analysis.flagged.add(id(statement))
+            analysis.edited.add(id(statement))
             analysis.mark_path(statement)
     ready.flag(analysis.flagged, analysis.on_path)  # what a readiness fix rewrites (NM920)
     if not analysis.needs_rewrite and not demoted:

@@ -151,7 +151,7 @@ class ModuleRewriter:
             if id(unit) not in on_path:
                 continue
             if id(unit) in flagged:
-                if self.registry.before:
+                if id(unit) in self.analysis.edited:
                     self._before(node, unit, alone)
                 self._rewrite_unit(node, unit, alone)
             if unit is self.analysis.entry:
