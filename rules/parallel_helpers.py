@@ -401,7 +401,12 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
     get_optimizer_state_dict saves and loads (set_optimizer_state_dict with strict=False,
     since each rank loads only its own share)."""
 
-    def __init__(self, optimizer, nxd_config):  # no Optimizer.__init__: this wraps one
+    def __init__(self, optimizer, nxd_config):
+        super().__init__(optimizer.param_groups, optimizer.defaults)  # hooks see this step
+        # the wrapped optimizer's own groups and state: a scheduler's learning rate, a
+        # state dict and a step all act on the same ones
+        self.param_groups = optimizer.param_groups
+        self.state = optimizer.state
         self.optimizer = optimizer
         self.nxd_config = nxd_config
         self.grad_norm = None
@@ -416,18 +421,6 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
     def _parameters(self):
         return [p for group in self.param_groups for p in group["params"]]
 
-    @property
-    def param_groups(self):
-        return self.optimizer.param_groups
-
-    @property
-    def state(self):
-        return self.optimizer.state
-
-    @property
-    def defaults(self):
-        return self.optimizer.defaults
-
     def state_dict(self):
         return self.optimizer.state_dict()
 
@@ -440,11 +433,16 @@ class _NeuronParallelOptimizer(torch.optim.Optimizer):
                 key: value for key, value in state_dict["state"].items()
                 if not isinstance(key, int) or key in owned}}
         self.optimizer.load_state_dict(state_dict)
+        self.param_groups = self.optimizer.param_groups  # loading made new ones
+        self.state = self.optimizer.state
 
     def zero_grad(self, set_to_none=False):
         self.optimizer.zero_grad(set_to_none=set_to_none)
 
     def add_param_group(self, param_group):
+        if not hasattr(self, "optimizer"):  # Optimizer.__init__ registering the groups
+            super().add_param_group(param_group)
+            return
         self.optimizer.add_param_group(param_group)
         if self.zero_one_owners is not None:
             self.zero_one_owners.update(_neuron_zero_one_owners(
