@@ -97,6 +97,15 @@ def updated(existing: str | None, wanted: Iterable[str]) -> str | None:
     return existing.rstrip("\n") + "\n\n" + imports + added
 
 
+def missing(module: Path, names: Iterable[str]) -> list[str]:
+    """Of `names` (with the helpers they call), those the module at `module` does not define."""
+    try:
+        present = defined(module.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError):
+        present = None
+    return [n for n in ordered(names) if n not in (present or ())]
+
+
 def module_results(results: Sequence[FileResult], write: bool, keep_sources: bool,
                    protected: frozenset[Path] = frozenset()) -> list[FileResult]:
     """The helpers modules the run's files import from, as results: written in apply mode

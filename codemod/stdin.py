@@ -16,6 +16,7 @@ editor replaces its buffer with what it reads there.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -78,7 +79,25 @@ def migrate_stdin(name: str | None, data: bytes, job: Job, excludes: Excludes,
     else:
         registry = job.registry_for(path) if name is not None else job.registry
         result = migrate_bytes(shown, data, registry, job.generate, job.code)
+        result = _helpers_at_hand(result)
     return RunResult((result,), written=job.write, strict=strict)
+
+
+def _helpers_at_hand(result: FileResult) -> FileResult:
+    """Standard input's code imports its helpers from the helpers module (`helpers-module`)
+    but is one file, so the run writes no module: code whose helpers the module lacks is
+    an error rather than an import that fails."""
+    if result.helpers_module is None:
+        return result
+    from neuron_migrate.helpers_module import missing
+
+    lacking = missing(Path(result.helpers_module), result.helpers)
+    if not lacking:
+        return result
+    return dataclasses.replace(
+        result, new_source=None, modified=False,
+        error=f"{result.path}: its helpers ({', '.join(lacking)}) are not in the helpers module "
+              f"{result.helpers_module} yet: run `neuron-migrate apply` on the file to add them")
 
 
 def _real(path: Path) -> Path:

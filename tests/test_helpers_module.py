@@ -5,6 +5,8 @@ import it is refused."""
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -116,3 +118,20 @@ def test_the_migrated_script_runs_with_its_imported_helpers(repo: Path) -> None:
     run = cli("smoke", "train.py", "--", "--steps", "2")
     assert run.exit_code == 0, run.stdout + run.stderr
     assert "optimizer steps: 2" in run.stdout and (repo / "model.pt").exists()
+
+
+def _stdin(source: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "neuron_migrate", "apply", "--stdin-filename",
+                           "myproj/models/checkpoint.py", "-"], input=source, text=True,
+                          capture_output=True, cwd=cwd, timeout=120)
+
+
+def test_standard_input_imports_only_helpers_the_module_already_has(repo: Path) -> None:
+    (repo / "scripts" / "export.py").unlink()
+    source = (repo / "myproj" / "models" / "checkpoint.py").read_text()
+    early = _stdin(source, repo)
+    assert early.returncode == 2 and "run `neuron-migrate apply` on the file" in early.stderr
+    assert cli("apply", ".").exit_code == 0
+    late = _stdin(source, repo)
+    assert late.returncode == 0, late.stderr
+    assert "from myproj.neuron_helpers import _neuron_save" in late.stdout
