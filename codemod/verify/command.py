@@ -173,6 +173,9 @@ def run_verify(plan: runs.Plan, given_python: str | None, display: str | None = 
             verdict.status, verdict.reason = DIFFER, (
                 f"the migrated script fails at step {_failed_at(migrated)} while the "
                 f"original runs: {migrated.error}")
+    if plan.match_numerics and verdict.expected_differences:
+        verdict.notes.append("--match-numerics: the original ran without "
+                             + ", ".join(sorted(verdict.expected_differences)))
     if verdict.parting is not None:
         verdict.cause = likely_cause(verdict.parting, findings, plan.nproc,
                                      verdict.expected_differences, plan.match_numerics)

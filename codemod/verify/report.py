@@ -59,8 +59,8 @@ def _extra_lines(outcome: Outcome) -> list[str]:
     if verdict.cause:
         lines.append(f"likely cause: {verdict.cause}")
     for name, value in sorted(verdict.expected_differences.items()):
-        lines.append(f"expected difference: the original ran with {name}={value} (not "
-                     f"carried by the migration)")
+        lines.append(f"expected difference: the original sets {name}={value}, which the "
+                     f"migration does not carry")
     lines.extend(f"note: {note}" for note in verdict.notes)
     return lines
 
