@@ -45,18 +45,27 @@ QUOTE_LIMIT = 200
 call): a 100 KB line repeated in full drowns the report and tells nothing more."""
 MESSAGE_LIMIT = 1_000
 """The most characters of a message as a whole (a name or a line quoted without backticks)."""
-_LONG_SPAN = re.compile(r"`([^`]{%d,})`" % (QUOTE_LIMIT + 1))
+
+
+def _quoted(span: str) -> str:
+    """One code span as a message shows it: cut to its start past QUOTE_LIMIT."""
+    if len(span) <= QUOTE_LIMIT:
+        return f"`{span}`"
+    return f"`{span[:QUOTE_LIMIT - 20]}…` ({len(span):,} characters)"
 
 
 def clipped(message: str) -> str:
     """The message with each long quotation cut to its start and an ellipsis, and the whole
     cut at MESSAGE_LIMIT, saying how long the cut text was. The one place messages are kept
     to a size a person can read: every finding, error and note passes here (the model's
-    constructors call it)."""
+    constructors call it). Code spans are the odd pieces between backticks, counted from the
+    start, so the prose between two spans is never taken for one."""
     if len(message) <= QUOTE_LIMIT:
         return message
-    message = _LONG_SPAN.sub(lambda match: f"`{match.group(1)[:QUOTE_LIMIT - 20]}…` "
-                             f"({len(match.group(1)):,} characters)", message)
+    pieces = message.split("`")
+    if len(pieces) % 2:  # balanced backticks: every odd piece is a code span
+        message = "".join(_quoted(piece) if index % 2 else piece
+                          for index, piece in enumerate(pieces))
     if len(message) <= MESSAGE_LIMIT:
         return message
     return f"{message[:MESSAGE_LIMIT - 40]}… ({len(message):,} characters in all)"

@@ -81,3 +81,16 @@ def test_the_text_report_words_changes_by_mode(in_tmp: Path) -> None:
     assert "NM110 [fix]  delete `xm.mark_step()`" in dry and "deleted" not in dry
     applied = cli("apply", "train.py").stdout
     assert "NM110 [fix]  deleted `xm.mark_step()`" in applied
+
+
+def test_prose_between_two_code_spans_is_never_clipped_as_one() -> None:
+    """Only code spans are cut: a long explanation between two short quotations stays whole,
+    and a long quotation after it is still cut."""
+    from neuron_migrate.wording import QUOTE_LIMIT, clipped
+
+    prose = "why " * 80  # well past QUOTE_LIMIT, outside any span
+    long_call = "f(" + "x, " * 200 + ")"
+    message = clipped(f"`a()` → `b()`: {prose}; drop `num_workers=8`: `{long_call}`")
+    assert prose in message and "`num_workers=8`" in message
+    assert long_call not in message and f"({len(long_call):,} characters)" in message
+    assert len(long_call) > QUOTE_LIMIT
