@@ -73,7 +73,7 @@ RULES = (
     ('NM703', 'xla-star-import', 'review', '`from torch_xla... import *` is kept and reported'),
     ('NM704', 'xla-fsdp', 'fix', "`XlaFullyShardedDataParallel(module)` becomes FSDP2's `fully_shard(module)`; options without an FSDP2 form are reported"),
     ('NM705', 'xla-spmd', 'review', 'SPMD sharding (xs.Mesh, mark_sharding, use_spmd) becomes DeviceMesh and DTensor by hand'),
-    ('NM706', 'xla-zero1', 'fix', "XLA's and NxD's ZeRO-1 optimizers become ZeroRedundancyOptimizer with XLA's gradient averaging and clipping kept"),
+    ('NM706', 'xla-zero1', 'fix', "XLA's ZeRO-1 optimizer becomes ZeroRedundancyOptimizer, NxD's an optimizer with state sharded over the mesh's data-parallel ranks; averaging and clipping kept"),
     ('NM707', 'xla-metrics-profiler', 'review', 'torch_xla metric queries and the XLA profiler have native counterparts to choose'),
     ('NM708', 'xla-internals', 'review', 'private torch_xla internals (`torch_xla._XLAC`, `torch_xla.experimental`) have no native equivalent'),
     ('NM709', 'torch-neuronx-xla-api', 'review', 'XLA-era torch_neuronx APIs (trace, DataParallel, async_load, ...) need a native design'),
