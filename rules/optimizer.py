@@ -35,10 +35,11 @@ What it does: `xm.optimizer_step(optimizer)` all-reduced every gradient the opti
 (sum, then divided by the world size) and then called `optimizer.step()`.
 
 Where the loop has the shape DistributedDataParallel needs, the model is trained through it:
-`ddp_model = DistributedDataParallel(model, broadcast_buffers=False)` (when a process group
-exists; `ddp_model = model` in a single process) goes before the statement that holds the
-loop, the loop's forward call `model(x)` becomes `ddp_model(x)`, and the step becomes
-`optimizer.step()`. The shape: one `xm.optimizer_step(optimizer)` in the file, with only the
+`ddp_model = DistributedDataParallel(model, broadcast_buffers=False)` (in a process group, or
+wherever WORLD_SIZE > 1, where a missing group then raises as the helper did instead of
+letting each process train alone; `ddp_model = model` in a single process) goes before the
+statement that holds the loop, the loop's forward call `model(x)` becomes `ddp_model(x)`, and
+the step becomes `optimizer.step()`. The shape: one `xm.optimizer_step(optimizer)` in the file, with only the
 optimizer, run on every iteration of its loop; one optimizer in the file, built over one
 model's `.parameters()`, and that model assigned (not received as a parameter) in the function
 around the loop and not reassigned once the loop starts; in the loop one forward call of the
@@ -83,7 +84,8 @@ eager execution does not need; `groups=` is reported for review."""
               + _helper_text("_neuron_optimizer_step") + "\n\n_neuron_optimizer_step(optimizer)\n",
     )
     calls = frozenset({f"{XM}.optimizer_step"})
-    emits = ("torch.distributed.all_reduce", "torch.distributed.get_world_size")
+    emits = ("torch.distributed.all_reduce", "torch.distributed.get_world_size",
+             "torch.distributed.is_initialized", "torch.nn.parallel.DistributedDataParallel")
 
     def edits(self, tree: ast.Module, calls: Sequence[tuple[ast.Call, int]]
               ) -> tuple[ast.stmt, ...]:
@@ -99,14 +101,16 @@ eager execution does not need; `groups=` is reported for review."""
             return None
         wrap = code(site.ref("torch.nn.parallel.DistributedDataParallel"))  # type: ignore[arg-type]
         initialized = code(site.ref("torch.distributed.is_initialized"))  # type: ignore[arg-type]
+        environ = code(site.ref("os.environ"))  # type: ignore[arg-type]
         statements = (cst.parse_statement(f"{plan.wrapper} = {plan.model}\n"),
                       cst.parse_statement(
-                          f"if {initialized}():\n"
+                          f"if {initialized}() or int({environ}.get(\"WORLD_SIZE\", 1)) > 1:\n"
                           f"    {plan.wrapper} = {wrap}({plan.model}, broadcast_buffers=False)\n"))
         return Insert(statements, f"add `{plan.wrapper} = DistributedDataParallel({plan.model}, "
-                      "broadcast_buffers=False)` before the training loop (when a process "
-                      "group exists): it all-reduces the gradients in buckets while backward "
-                      "runs, where xm.optimizer_step averaged them after it; "
+                      "broadcast_buffers=False)` before the training loop (in a process group, "
+                      "or wherever WORLD_SIZE > 1, so that a missing group raises instead of "
+                      "training each process alone): it all-reduces the gradients in buckets "
+                      "while backward runs, where xm.optimizer_step averaged them after it; "
                       f"`{plan.model}` keeps its state_dict keys for checkpoints")
 
     def on_any_call(self, node: cst.Call, site: Site) -> Outcome | None:

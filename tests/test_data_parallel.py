@@ -4,7 +4,9 @@ averaging helper and why, and (on the emulated device) that both forms train ali
 from __future__ import annotations
 
 import json
-import shutil
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -53,7 +55,8 @@ def test_a_plain_data_parallel_loop_trains_through_ddp() -> None:
 
 def test_the_wrapper_goes_before_the_loop_and_a_name_in_use_is_not_taken() -> None:
     new, _ = migrated(LOOP.replace("    for x, y", "    ddp_model = 1\n    for x, y"))
-    assert "ddp_model_2 = model\n    if torch.distributed.is_initialized():\n" \
+    assert "ddp_model_2 = model\n    if torch.distributed.is_initialized() or int(os.environ" \
+           ".get(\"WORLD_SIZE\", 1)) > 1:\n" \
            "        ddp_model_2 = torch.nn.parallel.DistributedDataParallel(" in new
     assert new.index("ddp_model_2 = model") > new.index("ddp_model = 1")
 
@@ -81,6 +84,22 @@ def test_other_loops_keep_the_helper_and_say_why(change: tuple[str, str], reason
     assert source != LOOP
     assert not _ddp(source)
     assert reason in _reason(source)
+
+
+def test_without_a_process_group_several_processes_fail_loudly(tmp_path: Path) -> None:
+    """WORLD_SIZE > 1 and no group: DDP raises, as the helper did, rather than stepping
+    each process alone."""
+    pytest.importorskip("torch")
+    new, _ = migrated(LOOP)
+    script = tmp_path / "train.py"
+    script.write_text(new.replace('"model.pt"', repr(str(tmp_path / "m.pt")))
+                      .replace('torch.device("neuron")', 'torch.device("cpu")')
+                      .replace('backend="neuron"', 'backend="eager"') +
+                      "\ntrain([(torch.ones(2, 4), torch.ones(2, 1))])\n")
+    env = {**os.environ, "WORLD_SIZE": "2"}
+    run = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert run.returncode != 0 and "process group" in run.stderr.lower(), run.stderr[-2000:]
 
 
 def test_a_suppression_on_any_edited_line_keeps_the_helper() -> None:
