@@ -194,14 +194,16 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         job = Job(settings.registry, writes, keep,
                   per_file_ignores=settings.per_file_ignores, code=not scan_only)
         named = folder_of(Path(request.stdin_filename or "."))
+        excludes = scopes.nearest(named, root=named).excludes
+        _print_warnings(scopes.warnings, request.quiet)
         stands_for = [Path(request.stdin_filename)] if request.stdin_filename else []
         with _destination(request.output, stands_for) as destination:
             if isinstance(destination, int):
                 return destination
             return exit_status(execute_stdin(
-                request.stdin_filename, job, scopes.nearest(named, root=named).excludes,
-                scan_only, lambda result: _report(result, registry, request, where,
-                                                  destination)), request.gate)
+                request.stdin_filename, job, excludes, scan_only,
+                lambda result: _report(result, registry, request, where, destination)),
+                request.gate)
     try:
         roots = gitstate.work_trees(request.paths) if writes or request.changed_since else set()
         protected = gitstate.uncommitted(roots) if writes and not request.force else frozenset()
@@ -218,9 +220,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         registry, where = configurations.for_report(found, default)
     except ConfigError as error:  # a configuration found below the paths given
         return _fail(f"error: {error}")
-    if not request.quiet:
-        for warning in [*found.warnings, *scopes.warnings]:
-            print_warning(f"warning: {warning}")
+    _print_warnings([*found.warnings, *scopes.warnings], request.quiet)
     _print_notices(configurations, request.quiet)
     with _destination(request.output, found.files) as destination:
         if isinstance(destination, int):
@@ -311,6 +311,14 @@ def _overrides(request: Request) -> Overrides:
                      respect_gitignore=request.respect_gitignore,
                      force_exclude=request.force_exclude,
                      default_excludes=request.default_excludes)
+
+
+def _print_warnings(warnings: Iterable[str], quiet: bool) -> None:
+    """What the walk met that the user should hear of before the report (a pattern that can
+    match no path)."""
+    if not quiet:
+        for warning in warnings:
+            print_warning(f"warning: {warning}")
 
 
 def _print_notices(configurations: Configurations, quiet: bool) -> None:

@@ -82,3 +82,9 @@ def test_a_nested_gitignore_warns_with_its_path(tmp_path: Path) -> None:
     assert [p.name for p in found.files] == ["kept.py"]
     assert found.warnings == [f"{tmp_path / 'sub' / '.gitignore'}:2: '[z-a]' can match no "
                               "path (bad character range z-a); passed over"]
+
+
+def test_standard_input_names_the_option_too(project: Path) -> None:
+    run = cli("check", "-", "--stdin-filename", "train.py", "--exclude", "[z-a]")
+    assert "warning: --exclude: '[z-a]' can match no path" in run.stderr
+    assert "Traceback" not in run.stderr
