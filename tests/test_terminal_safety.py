@@ -95,7 +95,8 @@ def test_machine_formats_stay_exact(hostile: Path) -> None:
 def _entry(*args: str, cwd: Path, **env: str) -> subprocess.CompletedProcess[bytes]:
     """The installed command's own start-up (the lean path for check, typer for audit)."""
     return subprocess.run([sys.executable, "-m", "neuron_migrate", *args], cwd=cwd,
-                          capture_output=True, env={**os.environ, **env}, timeout=300)
+                          capture_output=True, env={**os.environ, **env}, timeout=300,
+                          check=False)
 
 
 @pytest.mark.parametrize("command", [("check", "--diff"), ("audit",)], ids=" ".join)
@@ -143,7 +144,7 @@ def test_a_hostile_name_in_the_diff_header_is_quoted_as_git_quotes_it(in_tmp: Pa
     assert lines[start] == '--- "a/tab\\there\\nnew\\033line \\342\\200\\256.py"\n'
     (in_tmp / "change.patch").write_text("".join(lines[start:end]))
     check = subprocess.run(["git", "apply", "--check", "change.patch"], cwd=in_tmp,
-                           capture_output=True, text=True)
+                           capture_output=True, text=True, check=False)
     assert check.returncode == 0, check.stderr
 
 

@@ -80,8 +80,8 @@ def test_a_nested_gitignore_warns_with_its_path(tmp_path: Path) -> None:
         (tmp_path / "sub" / name).write_text("x = 1\n")
     found = discover([tmp_path])
     assert [p.name for p in found.files] == ["kept.py"]
-    assert found.warnings == [f"{tmp_path / 'sub' / '.gitignore'}:2: '[z-a]' can match no "
-                              "path (bad character range z-a); passed over"]
+    assert found.warnings == [(f"{tmp_path / 'sub' / '.gitignore'}:2: '[z-a]' can match no "
+                               "path (bad character range z-a); passed over")]
 
 
 def test_standard_input_names_the_option_too(project: Path) -> None:
