@@ -35,6 +35,7 @@ def test_three_uses_share_one_helper() -> None:
     assert text.count('environ.get("RANK"') == 1  # in the helper only
 
 
+@pytest.mark.torch  # runs the migrated file, which imports torch
 @pytest.mark.parametrize("rank, world, printed", [("0", "2", True), ("1", "2", False),
                                                   (None, None, True)])
 def test_the_helpers_answer_as_the_expressions_did(rank: str | None, world: str | None,
