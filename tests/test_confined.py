@@ -88,3 +88,31 @@ def test_line_matcher_breaks_ties_as_difflib_does() -> None:
     old, new = old * 30, new * 30
     plain = difflib.SequenceMatcher(None, old, new, autojunk=False)
     assert LineMatcher(old, new).get_opcodes() == plain.get_opcodes()
+
+
+@settings(max_examples=200, deadline=None)
+@given(_versions(), st.integers(0, 300))
+def test_past_its_budget_the_matcher_still_gives_a_valid_alignment(
+        versions: tuple[list[bytes], list[bytes]], budget: int) -> None:
+    """The linear pass that takes over from the exact search: blocks of equal lines in
+    order, whose opcodes turn the old file into the new one."""
+    old, new = versions
+    matcher = LineMatcher(old, new, budget=budget)
+    blocks = matcher.get_matching_blocks()
+    assert blocks[-1] == (len(old), len(new), 0)
+    for (i, j, size), (i2, j2, _) in zip(blocks, blocks[1:]):
+        assert old[i:i + size] == new[j:j + size] and i + size <= i2 and j + size <= j2
+    rebuilt: list[bytes] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        rebuilt += old[i1:i2] if tag == "equal" else new[j1:j2]
+    assert rebuilt == new
+
+
+def test_the_linear_pass_finds_the_changed_line_of_each_copy() -> None:
+    """A thousand copies of one function, each with its one line rewritten: the exact search
+    took minutes; the linear pass still pairs every other line."""
+    old = [b"def f():\n", b"    return xm.xla_device()\n"] * 1000
+    new = [b"def f():\n", b"    return torch.device('neuron')\n"] * 1000
+    matcher = LineMatcher(old, new, budget=1000)
+    assert [op[0] for op in matcher.get_opcodes()] == ["equal", "replace"] * 1000
+    assert matcher.exhausted

@@ -203,3 +203,58 @@ def test_files_a_dockerfile_points_at_are_read_only_when_regular(tmp_path: Path)
         "ENV XLA_USE_BF16=1\nCMD python /app/train.py\n")
     run = run_cli("check", "Dockerfile", cwd=tmp_path)
     assert run.returncode == 1 and "NM812" in run.stdout, run.stdout + run.stderr
+
+
+def test_a_file_of_a_thousand_copies_of_one_function_is_migrated_and_diffed(
+        tmp_path: Path) -> None:
+    """Every line repeats a thousand times: aligning the output with the input took minutes.
+    The diff `--dry-run` prints applies with `git apply`, to the file `apply` writes."""
+    unit = "def f():\n    return xm.xla_device()\n"
+    source = "import torch_xla.core.xla_model as xm\n\n" + unit * 1200
+    (tmp_path / "m.py").write_text(source)
+    dry = run_cli("apply", "--dry-run", "m.py", cwd=tmp_path, deadline=45)
+    assert dry.returncode == 1, dry.stderr
+    patch = dry.stdout[:dry.stdout.index("\nm.py: ") + 1]
+    assert patch.count("\n+    return ") == 1200
+    subprocess.run(["git", "apply", "-"], input=patch, text=True, cwd=tmp_path, check=True)
+    patched = (tmp_path / "m.py").read_text()
+    (tmp_path / "m.py").write_text(source)
+    assert run_cli("apply", "m.py", cwd=tmp_path, deadline=45).returncode == 0
+    assert (tmp_path / "m.py").read_text() == patched and "xm." not in patched
+
+
+MANY = "".join("def f():\n    return 1\n" for _ in range(600))
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "m.py", "exec", dont_inherit=True)
+    except SyntaxError:
+        return False
+    return True
+
+
+def test_a_module_of_many_identical_functions_is_checked_as_compile_checks_it() -> None:
+    """Sliced compilation finds the errors a whole compile finds, across slices too."""
+    from neuron_migrate.engine.compile_check import compile_check
+
+    for tail in ["", "return 2\n", "x = 1\nglobal x\n", "nonlocal y\n", "break\n",
+                 "from __future__ import annotations\n", "def g():\n    yield from\n",
+                 "async def h():\n    pass\nawait h()\n", "class C:\n    return 1\n"]:
+        for source in (MANY + tail, "from __future__ import annotations\n" + MANY + tail,
+                       tail + MANY):
+            try:
+                compile_check(source.encode(), "m.py")
+                checked = True
+            except SyntaxError:
+                checked = False
+            assert checked == _compiles(source), (tail, source[:40])
+
+
+def test_compiling_thousands_of_identical_functions_takes_linear_time() -> None:
+    from neuron_migrate.engine.compile_check import compile_check
+
+    source = "".join("def f():\n    return torch.device('neuron')\n" for _ in range(20_000))
+    started = time.process_time()
+    compile_check(source.encode(), "m.py")
+    assert time.process_time() - started < 6  # about 1 s; a whole compile took 14 s

@@ -14,6 +14,7 @@ import libcst as cst
 
 from neuron_migrate.analysis.analyse import Analysis, analyse
 from neuron_migrate.engine.codegen import module_bytes
+from neuron_migrate.engine.compile_check import compile_check
 from neuron_migrate.files.diff import carry_over, confined
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.engine.imports import ImportNote
@@ -214,9 +215,7 @@ def _unchecked(node: cst.CSTNode) -> None:
 def _guard(path: str, original: bytes, new: bytes) -> str | None:
     """The re-parse guard: output that does not compile is never written."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(new, path, "exec", dont_inherit=True)
+        compile_check(new, path)
     except SyntaxError as error:
         if _compiles(original, path) or not _parses(new):
             return f"{path}:{error.lineno}: the rewritten code does not compile ({error.msg})"
@@ -253,9 +252,7 @@ def _keepable(lost: list[LostName], rewriter: ModuleRewriter, original: bytes,
 
 def _compiles(source: bytes, path: str) -> bool:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(source, path, "exec", dont_inherit=True)
+        compile_check(source, path)
     except SyntaxError:
         return False
     return True

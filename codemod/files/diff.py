@@ -22,15 +22,35 @@ def split_lines(text: str) -> list[str]:
 
 
 def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
-    out: list[str] = []
+    """`difflib.unified_diff`'s text, aligned by `LineMatcher`: difflib's own matcher treats
+    lines that fill over 1% of a long file as junk, and a file whose lines all repeat (a
+    thousand copies of one function) then came out as one hunk replacing every line."""
     name = path.replace("\\", "/").lstrip("/")
-    for line in difflib.unified_diff(split_lines(old), split_lines(new),
-                                     quoted_name(f"a/{name}"), quoted_name(f"b/{name}"),
-                                     n=context):
-        out.append(line)
-        if not line.endswith("\n"):
-            out.append("\n" + NO_NEWLINE)
+    a, b = split_lines(old), split_lines(new)
+    out: list[str] = []
+    for group in LineMatcher(a, b).get_grouped_opcodes(context):  # type: ignore[arg-type]
+        if not out:
+            out += [f"--- {quoted_name(f'a/{name}')}\n", f"+++ {quoted_name(f'b/{name}')}\n"]
+        out.append(f"@@ -{_range(group[0][1], group[-1][2])} "
+                   f"+{_range(group[0][3], group[-1][4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                out += [_line(" ", line) for line in a[i1:i2]]
+                continue
+            out += [_line("-", line) for line in a[i1:i2]]
+            out += [_line("+", line) for line in b[j1:j2]]
     return "".join(out)
+
+
+def _line(mark: str, line: str) -> str:
+    return mark + line if line.endswith("\n") else f"{mark}{line}\n{NO_NEWLINE}"
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk's `start,length` as unified diffs write it (difflib's `_format_range_unified`)."""
+    length = stop - start
+    first = start + 1 if length else start
+    return str(first) if length == 1 else f"{first},{length}"
 
 
 _GIT_QUOTED = re.compile('["\\x00-\\x1f\\x7f-\\x9f\\u202a-\\u202e\\u2066-\\u2069\\udc80-\\udcff]')
@@ -108,10 +128,35 @@ class LineMatcher(difflib.SequenceMatcher):
     a few pairs of equal lines), every run at least as long contains a line of `a` whose index
     is a multiple of `floor`; growing runs from those lines only finds every candidate, and
     the same one wins. Small ranges, and ranges without such a run, are searched pair by pair
-    as `SequenceMatcher` does. tests/test_confined.py compares the two."""
+    as `SequenceMatcher` does. tests/test_confined.py compares the two.
 
-    def __init__(self, a: list[bytes], b: list[bytes]) -> None:
+    That search still grows with the square of the lines (the cube, over the recursion) where
+    the same lines repeat all through a file: a thousand copies of one function took minutes.
+    Past a budget of steps the matcher gives up on the best alignment and aligns the two in
+    one linear pass instead (`_resynced_blocks`): still blocks of equal lines in order, so
+    opcodes and diffs stay valid, only not always the shortest."""
+
+    def __init__(self, a: list[bytes], b: list[bytes], budget: int | None = None) -> None:
         super().__init__(None, a, b, autojunk=False)
+        self.budget = STEP_BUDGET if budget is None else budget
+        self.exhausted = False
+        """Whether the budget ran out and the blocks are the linear pass's."""
+
+    def get_matching_blocks(self) -> list[difflib.Match]:
+        if self.matching_blocks is not None:
+            return self.matching_blocks
+        self._left = self.budget
+        try:
+            return super().get_matching_blocks()
+        except _OverBudget:
+            self.exhausted = True
+            self.matching_blocks = _resynced_blocks(self.a, self.b)
+            return self.matching_blocks
+
+    def _spend(self, steps: int) -> None:
+        self._left -= steps
+        if self._left < 0:
+            raise _OverBudget
 
     def find_longest_match(self, alo: int = 0, ahi: int | None = None, blo: int = 0,
                            bhi: int | None = None) -> difflib.Match:
@@ -129,7 +174,9 @@ class LineMatcher(difflib.SequenceMatcher):
         best = (0, alo, blo)  # minus the size, then the positions: the least wins
         for i in range(alo + (-alo) % floor, ahi, floor):
             where = b2j.get(a[i], ())
-            for index in range(bisect.bisect_left(where, blo), len(where)):
+            first = bisect.bisect_left(where, blo)
+            self._spend(len(where) - first + 1)
+            for index in range(first, len(where)):
                 j = where[index]
                 if j >= bhi:
                     break
@@ -139,6 +186,7 @@ class LineMatcher(difflib.SequenceMatcher):
                 end = i + 1
                 while end < ahi and end - i + j < bhi and a[end] == b[end - i + j]:
                     end += 1
+                self._spend(end - start)
                 found = (start - end, start, other)
                 if found < best:
                     best = found
@@ -176,7 +224,9 @@ class LineMatcher(difflib.SequenceMatcher):
             get = lengths.get
             lengths = {}
             where = b2j.get(a[i], ())
-            for index in range(bisect.bisect_left(where, blo), len(where)):
+            first = bisect.bisect_left(where, blo)
+            self._spend(len(where) - first + 1)  # an upper bound: pairs past `bhi` are not seen
+            for index in range(first, len(where)):
                 j = where[index]
                 if j >= bhi:
                     break
@@ -184,6 +234,60 @@ class LineMatcher(difflib.SequenceMatcher):
                 if k > bestsize:
                     besti, bestj, bestsize = i - k + 1, j - k + 1, k
         return difflib.Match(besti, bestj, bestsize)
+
+
+class _OverBudget(Exception):
+    pass
+
+
+STEP_BUDGET = 1_000_000
+"""Pairs of lines the exact search may visit (half a second or so here) before the
+linear pass aligns the files instead."""
+RESYNC_WINDOW = 40
+"""How far past a difference the linear pass looks for the files to agree again."""
+
+
+def _resynced_blocks(a: list, b: list) -> list[difflib.Match]:
+    """Matching blocks found in one pass: equal lines are taken as they come; at a difference,
+    the nearest point (fewest lines skipped in both) where the files agree again, within
+    `RESYNC_WINDOW` lines of each, found through each line's positions. No such point within
+    the window: the rest is one replacement. Each line of `b` is visited a bounded number of
+    times, so this is linear in the files' length."""
+    where: dict[object, list[int]] = {}
+    for j, line in enumerate(b):
+        where.setdefault(line, []).append(j)
+    blocks: list[difflib.Match] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        if a[i] == b[j]:
+            start_i, start_j = i, j
+            while i < len(a) and j < len(b) and a[i] == b[j]:
+                i, j = i + 1, j + 1
+            blocks.append(difflib.Match(start_i, start_j, i - start_i))
+            continue
+        resync = _resync(a, where, i, j, RESYNC_WINDOW)
+        if resync is None:
+            break
+        i, j = resync
+    blocks.append(difflib.Match(len(a), len(b), 0))
+    return blocks
+
+
+def _resync(a: list, where: dict[object, list[int]], i: int, j: int,
+            window: int) -> tuple[int, int] | None:
+    """The pair (i + x, j + y), x and y below `window`, with a[i + x] == b[j + y] and x + y
+    the least (then x the least)."""
+    best: tuple[int, int, int] | None = None
+    for x in range(min(window, len(a) - i)):
+        if best is not None and x >= best[0]:
+            break
+        positions = where.get(a[i + x], ())
+        k = bisect.bisect_left(positions, j)
+        if k < len(positions) and positions[k] - j < window:
+            found = (x + positions[k] - j, x, positions[k])
+            if best is None or found < best:
+                best = found
+    return None if best is None else (i + best[1], best[2])
 
 
 _SAMPLED = 4
