@@ -10,6 +10,7 @@ import gc
 import os
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -567,13 +568,28 @@ def _preload(job: Job) -> None:
 def _stop(pool: ProcessPoolExecutor) -> None:
     """Stop the workers now rather than after their current chunk of files (a shutdown
     waits for it): nothing they hold is worth keeping. They are asked (`_WorkerStop`), not
-    killed, so that no result is cut half-way through the pipe."""
+    killed, so that no result is cut half-way through the pipe; but a worker inside one long
+    call into C (a parser, a regular expression) takes the request only once that call
+    returns, minutes later maybe, and is killed once `STOP_GRACE` has passed: it is not
+    sending anything then."""
     processes = list((getattr(pool, "_processes", None) or {}).values())
     if STOP_SIGNAL is not None:
         for worker in processes:
             with contextlib.suppress(OSError, TypeError):
                 os.kill(worker.pid, STOP_SIGNAL)
-    pool.shutdown(wait=True, cancel_futures=True)
+    pool.shutdown(wait=False, cancel_futures=True)
+    deadline = time.monotonic() + STOP_GRACE
+    for worker in processes:
+        worker.join(max(0.0, deadline - time.monotonic()))
+    for worker in processes:
+        if worker.is_alive():
+            with contextlib.suppress(OSError):
+                worker.kill()
+    pool.shutdown(wait=True)
+
+
+STOP_GRACE = 1.0
+"""Seconds stopped workers have to end by themselves before they are killed."""
 
 
 def _needs_engine(path: Path, job: Job) -> bool:

@@ -7,12 +7,12 @@ regression fails the test instead of hanging the suite; the output is checked to
 from __future__ import annotations
 
 import os
-import random
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -118,6 +118,7 @@ for name in names:
 '''
 
 
+@pytest.mark.slow
 def test_long_runs_of_one_character_in_any_dependency_file_are_read_in_linear_time(
         tmp_path: Path) -> None:
     """Every line reader of every dependency-file kind, with runs of spaces, tabs, comment
@@ -258,3 +259,57 @@ def test_compiling_thousands_of_identical_functions_takes_linear_time() -> None:
     started = time.process_time()
     compile_check(source.encode(), "m.py")
     assert time.process_time() - started < 6  # about 1 s; a whole compile took 14 s
+
+
+STUCK_RUN = '''
+import hashlib
+import sys
+from pathlib import Path
+
+from neuron_migrate import runner
+from neuron_migrate.cli import app
+
+real = runner.migrate_path
+
+
+def migrate_path(path, *args, **kwargs):
+    if path.name == "stuck.py":
+        Path("stuck.started").write_text("")
+        # minutes inside C (as in a native parser): no signal handler runs until it returns
+        hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 10**9)
+    return real(path, *args, **kwargs)
+
+
+runner.migrate_path = migrate_path  # the workers are forked: they inherit it
+app(["apply", "-j", "2", *sys.argv[1:]])
+'''
+
+
+def test_sigterm_stops_a_run_whose_worker_is_inside_a_long_call_into_c(tmp_path: Path) -> None:
+    """The worker takes the stop request only when the call returns: it is killed once the
+    grace second has passed, and the run ends with every file whole."""
+    names = ["stuck.py", *(f"m{i:02}.py" for i in range(40))]
+    for name in names:
+        (tmp_path / name).write_text(OLD)
+    run = subprocess.Popen([sys.executable, "-c", STUCK_RUN, *names], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while not (tmp_path / "stuck.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "stuck.started").exists(), "the worker never reached the call"
+        run.send_signal(15)
+        sent = time.monotonic()
+        out, err = run.communicate(timeout=DEADLINE)
+        stopped = time.monotonic() - sent
+    finally:
+        if run.poll() is None:  # still running: end it and its workers, then fail
+            os.killpg(run.pid, 9)
+            run.wait()
+    assert stopped < 4, f"stopped {stopped:.1f} s after SIGTERM"  # about 1 s
+    assert run.returncode == 128 + 15, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "stuck.started"])
+    assert {(tmp_path / name).read_text() for name in names} <= {OLD, "x = 1\n"}
+    workers = subprocess.run(["pgrep", "-s", str(run.pid)], capture_output=True, text=True)
+    assert workers.stdout == "", "a worker outlived the run"
