@@ -176,6 +176,9 @@ def test_configurations_that_are_not_regular_files_are_passed_over_with_a_warnin
     # the walk goes on upwards past them, to a configuration it can read
     (tmp_path / "neuron-migrate.toml").write_text('ignore = ["NM110"]\n')
     run = run_cli("check", ".", cwd=tmp_path)
+    for name in (".neuron-migrate.toml", "pyproject.toml"):
+        assert f"sub/{name}: not a regular file" in run.stderr, run.stderr
+    assert "not read as a configuration" in run.stderr
     assert run.returncode == 0, run.stdout  # NM110 (the sync call) is ignored above
 
 
@@ -184,6 +187,7 @@ def test_a_configuration_over_the_size_limit_is_passed_over(tmp_path: Path) -> N
     (tmp_path / "pyproject.toml").write_text(
         '[tool.neuron-migrate]\nignore = ["NM110"]\n' + "# padding\n" * 120_000)
     run = run_cli("check", ".", cwd=tmp_path)
+    assert "pyproject.toml: larger than 1 MiB; not read as a configuration" in run.stderr
     assert run.returncode == 1 and "NM110" in run.stdout
 
 
