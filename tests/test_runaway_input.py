@@ -317,3 +317,18 @@ def test_sigterm_stops_a_run_whose_worker_is_inside_a_long_call_into_c(tmp_path:
     assert {(tmp_path / name).read_text() for name in names} <= {OLD, "x = 1\n"}
     workers = subprocess.run(["pgrep", "-s", str(run.pid)], capture_output=True, text=True)
     assert workers.stdout == "", "a worker outlived the run"
+
+
+def test_gitignore_files_that_are_not_regular_or_too_large_are_named_not_read(
+        tmp_path: Path) -> None:
+    for folder in ("fifo", "zero", "big"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "train.py").write_text(OLD)
+    os.mkfifo(tmp_path / "fifo" / ".gitignore")
+    (tmp_path / "zero" / ".gitignore").symlink_to("/dev/zero")
+    (tmp_path / "big" / ".gitignore").write_text("*.log\n" * 1_000_000)  # 6 MB
+    run = run_cli("check", ".", cwd=tmp_path)
+    assert run.returncode == 1 and run.stdout.count("NM110") >= 3, run.stdout + run.stderr
+    assert "fifo/.gitignore: not a regular file (a named pipe)" in run.stderr
+    assert "zero/.gitignore: not a regular file (a character device)" in run.stderr
+    assert "big/.gitignore: larger than 5 MiB; its patterns are not applied" in run.stderr

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.config import Config, ConfigFinder
+from neuron_migrate.files.bounded import CONFIG_LIMIT, SOURCE_LIMIT, Refused, read_bounded
 from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
 from neuron_migrate.files.scope import ALWAYS_SKIPPED, Overrides, Scope, Scopes, always_skipped
 
@@ -207,12 +208,15 @@ def _load_gitignore(directory: Path, real: Path, found: Discovery,
                     name: str = ".gitignore") -> Patterns | None:
     """A folder's .gitignore (or another file of gitignore patterns at `name` below it);
     none when it cannot be read (listing the folder reports that). A line git cannot read
-    as a pattern is passed over, as git does, with a note."""
+    as a pattern is passed over, as git does, with a note. One that is not a regular file
+    (a FIFO, a link to /dev/zero) or is over 5 MiB is not read, with a warning."""
     gitignore = directory / name
     try:
-        if not gitignore.is_file():
-            return None
-        lines = gitignore.read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = read_bounded(gitignore, SOURCE_LIMIT).decode("utf-8", "replace").splitlines()
+    except Refused as refused:
+        if not refused.folder:
+            found.warnings.append(f"{refused}; its patterns are not applied")
+        return None
     except OSError:
         return None
     read = gitignore_spec(lines)
@@ -244,14 +248,14 @@ def _info_exclude(root: Path, found: Discovery) -> Patterns | None:
     git_dir = dot_git
     try:
         if dot_git.is_file():
-            line = dot_git.read_text(encoding="utf-8").strip()
+            line = read_bounded(dot_git, CONFIG_LIMIT).decode("utf-8").strip()
             if not line.startswith("gitdir:"):
                 return None
             git_dir = root / line.removeprefix("gitdir:").strip()
             common = git_dir / "commondir"
             if common.is_file():
-                git_dir = git_dir / common.read_text(encoding="utf-8").strip()
-    except OSError:
+                git_dir = git_dir / read_bounded(common, CONFIG_LIMIT).decode("utf-8").strip()
+    except (OSError, UnicodeDecodeError):
         return None
     return _load_gitignore(git_dir, root, found, name="info/exclude")
 
