@@ -29,7 +29,7 @@ HELPERS: dict[str, Helper] = {
 def _neuron_to_device(value, device):
     """Move tensors, and tensors inside lists, tuples and dicts, to `device`."""
     if isinstance(value, torch.Tensor):
-        return value.to(device, non_blocking=True)
+        return value.to(device, non_blocking=str(device) != "cpu")  # host copies: read at once
     if isinstance(value, dict):
         return type(value)((k, _neuron_to_device(v, device)) for k, v in value.items())
     if isinstance(value, tuple) and hasattr(value, "_fields"):
