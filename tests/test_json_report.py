@@ -123,7 +123,7 @@ def test_a_run_with_nothing_to_do(in_tmp: Path) -> None:
     (in_tmp / "plain.py").write_text("x = 1\n")
     report = _report("check", "plain.py")
     assert report["files"] == [{"path": "plain.py", "status": "unchanged", "error": None,
-                                "skipped": None}]
+                                "skipped": None, "fix": None}]
     assert report["findings"] == [] and report["errors"] == []
 
 
@@ -172,7 +172,7 @@ def test_a_file_not_migrated_is_skipped_with_its_reason(in_tmp: Path) -> None:
     (in_tmp / "analysis.ipynb").write_text(json.dumps(notebook))
     report = _report("check", "analysis.ipynb")
     assert report["files"] == [{"path": "analysis.ipynb", "status": "skipped", "error": None,
-                                "skipped": "a R notebook, not Python"}]
+                                "skipped": "a R notebook, not Python", "fix": None}]
     assert report["errors"] == [] and report["findings"] == []
 
 
@@ -198,3 +198,29 @@ def test_the_audit_report_validates_too(in_tmp: Path) -> None:
     report = _report("audit", "model.py")
     assert report["mode"] == "audit" and report["readiness"]["limits"]
     assert report["findings"] and all(f["fix"] is None for f in report["findings"])
+
+
+def _applied(text: str, edits: list[dict]) -> str:
+    """The text with a file fix's line-block edits made, last first."""
+    lines = text.splitlines(keepends=True)
+    for edit in reversed(edits):
+        start, end = edit["location"], edit["end_location"]
+        assert start["column"] == end["column"] == 1  # whole lines
+        lines[start["line"] - 1:end["line"] - 1] = [edit["content"]]
+    return "".join(lines)
+
+
+def test_a_files_fix_holds_the_whole_rewrite_helpers_and_imports_included(tmp_path: Path) -> None:
+    """A review bot applying every finding's edit would miss the helpers and imports the
+    rewrite adds at no finding's line; the file's own fix has them, so applying it gives what
+    `apply` writes."""
+    script = tmp_path / "train.py"
+    shutil.copy(ROOT / "examples" / "xla_mnist" / "train.py", script)
+    original = script.read_text()
+    report = _valid(cli("check", str(script), "--format", "json", "--exit-zero").json())
+    fix = report["files"][0]["fix"]
+    assert fix is not None and "def _neuron_" in fix["diff"]
+    assert cli("apply", str(script), "-q").exit_code == 0
+    assert _applied(original, fix["edits"]) == script.read_text()
+    unchanged = _valid(cli("check", str(script), "--format", "json", "--exit-zero").json())
+    assert unchanged["files"][0]["fix"] is None

@@ -148,6 +148,17 @@ class FileEdits:
             return end_line, len(end_text.decode("utf-8", "replace")) + 1
         return line, max(column, _length(text) + 1)
 
+    def whole(self) -> tuple[list[Edit], str] | None:
+        """Every edit of the file's rewrite (line blocks, in order) and its whole unified
+        diff: what `apply` writes, including the parts at no finding's line (an added import,
+        a helper defined once), so a tool can apply the change without the command; None
+        when the file does not change or its text is not known."""
+        if self._old is None or self._new is None or not self._opcodes:
+            return None
+        edits = [Edit((i1 + 1, 1), (i2 + 1, 1), "".join(self._new[j1:j2]))
+                 for _, i1, i2, j1, j2 in self._opcodes]
+        return edits, "".join(text for text, _, _ in self._hunks)
+
     def fix(self, finding: Finding) -> Fix | None:
         """The edit of a fix that is part of the run's rewrite, at the finding's line of the
         file (in a notebook, the .ipynb's line); None for anything else."""

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate import __version__
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import Registry
-from neuron_migrate.report.edits import FileEdits, Fix
+from neuron_migrate.report.edits import Edit, FileEdits, Fix
 from neuron_migrate.report.summary import Summary, written
 
 if TYPE_CHECKING:  # the runner is only a type here
@@ -28,27 +28,32 @@ have since gained `end_line`, `end_column` and `fix` (fields added: the version 
 
 
 def render_json(result: RunResult, registry: Registry, mode: str) -> str:
+    edits = {file.path: FileEdits(file) for file in result.files}
     document = {
         "schema_version": SCHEMA_VERSION,
         "tool": {"name": "neuron-migrate", "version": __version__},
         "mode": mode,
         "summary": Summary.of(result).counts(),
-        "files": [_file(f) for f in result.files],
-        "findings": [item for file in result.files for item in _findings(file, result, registry)],
+        "files": [_file(f, edits[f.path]) for f in result.files],
+        "findings": [item for file in result.files
+                     for item in _findings(file, result, registry, edits[file.path])],
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
         "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
     return json.dumps(document, indent=2, ensure_ascii=False)
 
 
-def _file(file: FileResult) -> dict[str, object]:
+def _file(file: FileResult, edits: FileEdits) -> dict[str, object]:
     status = "error" if file.error else "skipped" if file.skipped else \
         "changed" if file.changed else "unchanged"
-    return {"path": file.path, "status": status, "error": file.error, "skipped": file.skipped}
+    whole = edits.whole()
+    return {"path": file.path, "status": status, "error": file.error, "skipped": file.skipped,
+            "fix": None if whole is None else {"edits": [_edit(e) for e in whole[0]],
+                                               "diff": whole[1]}}
 
 
-def _findings(file: FileResult, result: RunResult, registry: Registry) -> list[dict[str, object]]:
-    edits = FileEdits(file)
+def _findings(file: FileResult, result: RunResult, registry: Registry,
+              edits: FileEdits) -> list[dict[str, object]]:
     return [_finding(finding, registry, written(file, result), edits)
             for finding in file.findings]
 
@@ -80,8 +85,10 @@ def _finding(finding: Finding, registry: Registry, written: bool,
 def _fix(fix: Fix | None) -> dict[str, object] | None:
     if fix is None:
         return None
-    edit = fix.edit
-    return {"edits": [{"content": edit.content,
-                       "location": {"line": edit.start[0], "column": edit.start[1]},
-                       "end_location": {"line": edit.end[0], "column": edit.end[1]}}],
-            "diff": fix.hunk}
+    return {"edits": [_edit(fix.edit)], "diff": fix.hunk}
+
+
+def _edit(edit: Edit) -> dict[str, object]:
+    return {"content": edit.content,
+            "location": {"line": edit.start[0], "column": edit.start[1]},
+            "end_location": {"line": edit.end[0], "column": edit.end[1]}}
