@@ -209,11 +209,13 @@ def _reached_from_main(tree: ast.Module, calls: Calls) -> set[str]:
 
 def _xla_group(node: ast.Call) -> bool:
     """`init_process_group("xla", init_method="xla://")` and its spellings: what NM201 turns
-    into the plain `init_process_group("neuron")` the worker entry creates anyway."""
+    into the plain `init_process_group("neuron")` the worker entry creates anyway. A rank
+    and world size passed with it are XLA's ordinal and world size, which torchrun's
+    RANK and WORLD_SIZE are once migrated: the same group."""
     given = dict(zip(("backend", "init_method"), node.args))
     given.update((k.arg, k.value) for k in node.keywords if k.arg is not None)
     if len(node.args) > 2 or len(given) != len(node.args) + len(node.keywords) \
-            or set(given) - {"backend", "init_method"}:
+            or set(given) - {"backend", "init_method", "world_size", "rank"}:
         return False
     values = {k: v.value if isinstance(v, ast.Constant) else v for k, v in given.items()}
     backend, init = values.get("backend"), values.get("init_method")

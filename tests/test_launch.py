@@ -186,3 +186,28 @@ def test_ranks_under_torchrun_before_any_process_group(in_tmp: Path) -> None:
     run = subprocess.run([sys.executable, "ranks.py"], capture_output=True, text=True,
                          env={**os.environ, "RANK": "1", "WORLD_SIZE": "2"}, check=True)
     assert run.stdout.split() == ["1", "2"]
+
+
+def test_a_conditional_xla_group_with_rank_and_world_size_still_gets_the_entry_group() -> None:
+    """`init_process_group("xla", world_size=xm.xrt_world_size(), rank=xm.get_ordinal())`
+    under a flag is XLA's group, which NM201 guards: the worker entry must still create the
+    group, or a run without the flag has none and its first collective raises."""
+    from tests.conftest import migrated
+
+    source = (
+        "import torch.distributed as dist\n"
+        "import torch_xla.core.xla_model as xm\n"
+        "import torch_xla.distributed.xla_multiprocessing as xmp\n\n\n"
+        "def _mp_fn(index, ddp):\n"
+        "    if ddp:\n"
+        "        dist.init_process_group('xla', world_size=xm.xrt_world_size(),\n"
+        "                                rank=xm.get_ordinal())\n"
+        "    xm.rendezvous('ready')\n\n\n"
+        "if __name__ == '__main__':\n"
+        "    xmp.spawn(_mp_fn, args=(False,), nprocs=2)\n")
+    new, _ = migrated(source)
+    entry = new[new.index("if __name__"):]
+    assert 'init_process_group("neuron")' in entry
+    assert "if not dist.is_initialized():" in new[:new.index("if __name__")]
+    timeout = source.replace("rank=xm.get_ordinal())", "rank=xm.get_ordinal(), timeout=t)")
+    assert 'init_process_group("neuron")' not in migrated(timeout)[0]  # a group of its own
