@@ -29,8 +29,12 @@ def test_a_number_longer_than_python_reads_names_the_file_and_line(
     (in_tmp / "ok.py").write_text(XLA)
     run = cli("check", ".")
     assert run.exit_code == 2
-    assert f"error: {name}:{line}: a number of 100000 digits, longer than Python reads " \
-           f"({LIMIT}); file skipped" in run.stderr
+    said = f"error: {name}:{line}: a number of 100000 digits, longer than Python reads " \
+           f"({LIMIT}); file skipped"
+    # tomli, the TOML reader before Python 3.11, reports the number itself ("Invalid number")
+    by_tomli = f"error: {name}:{line}: not valid TOML (Invalid number"
+    assert said in run.stderr or (name.endswith(".toml") and sys.version_info < (3, 11)
+                                  and by_tomli in run.stderr), run.stderr
     assert "internal error" not in run.stderr
     assert "ok.py: 2 changes" in run.stdout  # the run went on
 
