@@ -332,3 +332,16 @@ def test_gitignore_files_that_are_not_regular_or_too_large_are_named_not_read(
     assert "fifo/.gitignore: not a regular file (a named pipe)" in run.stderr
     assert "zero/.gitignore: not a regular file (a character device)" in run.stderr
     assert "big/.gitignore: larger than 5 MiB; its patterns are not applied" in run.stderr
+
+
+def test_a_worker_stderr_of_many_blank_lines_is_read_in_linear_time() -> None:
+    """smoke reads a dead worker's stderr for its traceback; the frame pattern must not retry
+    a long run of blank lines from each of them (200,000 took over a minute)."""
+    code = ("from neuron_migrate.smoke.summary import _error_from_stderr\n"
+            "stderr = '\\n' * 200_000 + 'Traceback (most recent call last):\\n'"
+            " + '  File \"train.py\", line 3, in <module>\\n' + 'ValueError: boom\\n'\n"
+            "error = _error_from_stderr(stderr, 'train.py')\n"
+            "assert error['type'] == 'ValueError' and error['frames'][0]['line'] == 3, error\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert run.returncode == 0, run.stderr

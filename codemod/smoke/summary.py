@@ -127,7 +127,9 @@ def read_outcome(path: Path, rank: int) -> tuple[dict[str, Any] | None, str | No
     return outcome, None
 
 
-_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
+# [ \t], not \s: \s would also run over newlines, retrying a run of blank lines from each of
+# them (a worker that printed thousands of empty lines took minutes to read)
+_FRAME = re.compile(r'^[ \t]*File "([^"]+)", line (\d+)(?:, in (.+))?$', re.MULTILINE)
 _RERAISED = "\nOriginal Traceback (most recent call last):\n"
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*)(?:: (.*))?$")
 
