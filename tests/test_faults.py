@@ -478,4 +478,7 @@ def test_stopped_workers_end_by_themselves_not_killed(tmp_path: Path, monkeypatc
     workers = multiprocessing.active_children()
     assert len(workers) == 2
     results.close()
+    deadline = time.monotonic() + 60  # ended or ending: wait for that, not for a fixed time
+    while any(worker.exitcode is None for worker in workers) and time.monotonic() < deadline:
+        time.sleep(0.05)  # exitcode polls the process (it may close its pipes just before)
     assert [worker.exitcode for worker in workers] == [0, 0]
