@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Mutation testing of the code whose mistakes cost users most, each part against only the tests
-# that cover it (README, "Test suite strength"). Needs `pip install -e ".[test,bench]"`.
+# that cover it (docs/development.md, "Test suite strength"). Needs `pip install -e ".[test,bench]"`.
 #
 #   benchmarks/mutation.sh [versions|guards|exits|writer]...   (all four by default)
 #

@@ -6,7 +6,7 @@ timing). Generates the synthetic repository, then times whole processes:
   the device and step rewrites over the XLA files, and check -j1 over those same files |
   ruff check --select F over the same tree
 
-and prints wall times, peak memory (largest process) and the ratios the README records.
+and prints wall times, peak memory (largest process) and the ratios docs/performance.md records.
 
     python -m pip install -e ".[bench]"   # ruff, for the ruff ratio
     python benchmarks/run.py [--files 5000] [--repeat 3] [--keep DIR]

@@ -3,7 +3,7 @@
 Each NxD layer held its own shard and did its own collectives. The native form is the
 full-size `torch.nn` layer sharded by `parallelize_module` with a parallel style, written
 where the layer is built: the style is the layer's NxD arguments said natively, and the
-reviewer reads it next to the code it replaces (README, "Model parallelism").
+reviewer reads it next to the code it replaces (docs/model-parallelism.md).
 """
 
 from __future__ import annotations
