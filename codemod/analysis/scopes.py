@@ -216,10 +216,3 @@ class Scope:
         root, *attrs = dotted.split(".")
         resolution = self.resolve(root, attrs)
         return resolution.qualname if resolution is not None else None
-
-    def string_binding(self, name: str) -> Binding | None:
-        """The single assignment of a device-like string literal this name refers to, if any."""
-        bindings = self.lookup(name)
-        if bindings and len(bindings) == 1 and bindings[0].string_value is not None:
-            return bindings[0]
-        return None

@@ -18,7 +18,6 @@ NATIVE_TORCH = "torch==2.14.0"
 NATIVE_NEURONX = "torch-neuronx==2.14.*"
 NATIVE_COMPILER = "neuronx-cc==2.*"
 NATIVE_NKI = "nki"
-NATIVE_SET = (NATIVE_TORCH, NATIVE_NEURONX, NATIVE_COMPILER, NATIVE_NKI)
 NATIVE_TORCH_VERSION = Version("2.14.0")
 CURRENT_COMPILER = Version("2.28.7631.0")  # neuronx-cc shipped with Neuron 2.33
 NATIVE_TARGET = Version("2.14.3.0")

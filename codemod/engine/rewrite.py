@@ -76,10 +76,6 @@ class ModuleRewriter:
         # caller check that LibCST reproduces the file
         self.touched: list[tuple[int, int]] = []
 
-    def run(self, module: cst.Module) -> cst.Module:
-        self.plan(module)
-        return self.build(module)
-
     @property
     def applies(self) -> bool:
         """After `plan`: whether anything would be applied, that is whether the file changes

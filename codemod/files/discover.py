@@ -24,9 +24,8 @@ from pathlib import Path
 from neuron_migrate.config import Config, ConfigFinder
 from neuron_migrate.files.bounded import CONFIG_LIMIT, SOURCE_LIMIT, Refused, read_bounded
 from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
-from neuron_migrate.files.scope import ALWAYS_SKIPPED, Overrides, Scope, Scopes, always_skipped
+from neuron_migrate.files.scope import Overrides, Scope, Scopes, always_skipped
 
-SKIPPED_DIRS = frozenset(ALWAYS_SKIPPED)
 Accept = Callable[[Path], bool]
 """Which files a run takes, by name (discovery never reads a file)."""
 NOT_READ = "not a file type neuron-migrate reads"
