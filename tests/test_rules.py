@@ -134,12 +134,41 @@ def test_torch_neuronx_apis_are_only_the_documented_ones() -> None:
                 if a.startswith("torch.neuron.")} & (CUDA_COUNTERPARTS - TORCH_NEURONX_APIS)
 
 
-def test_readme_lists_every_rule() -> None:
+def test_readme_table_and_rules_page_are_what_the_catalogue_generates() -> None:
+    """The README's rules table and docs/rules.md are written from the rule classes; a rule
+    added or reworded without regenerating them fails here."""
+    from neuron_migrate.catalogue_docs import generated
     from tests.conftest import ROOT
 
-    readme = (ROOT / "README.md").read_text()
-    for rule in RULES:  # the row as the catalogue says it: kind and summary never go stale
-        assert f"| {rule.id} | {rule.name} | {rule.kind} | {rule.summary} |" in readme, rule.id
+    for path, text in generated(ROOT).items():
+        assert path.read_text(encoding="utf-8") == text, (
+            f"{path.name} is stale: run `python -m neuron_migrate.catalogue_docs --write`")
+
+
+def test_every_rules_table_link_lands_on_a_heading_of_the_rules_page() -> None:
+    from neuron_migrate.catalogue_docs import readme_table, rules_page
+
+    headings = {re.sub(r"[^a-z0-9 -]", "", line[4:].lower()).replace(" ", "-")
+                for line in rules_page(RULES).splitlines() if line.startswith("### ")}
+    links = re.findall(r"\(docs/rules\.md#([^)]+)\)", readme_table(RULES))
+    assert len(links) == len(RULES) and set(links) == headings
+
+
+def test_a_pipe_in_a_summary_does_not_split_its_table_row() -> None:
+    from neuron_migrate.catalogue_docs import readme_table
+
+    class Piped:
+        id, name, kind, summary = "NM999", "piped", "review", "`a | b` is reported"
+
+    row = readme_table([Piped()]).splitlines()[-1]  # type: ignore[list-item]
+    assert row.endswith("| review | `a \\| b` is reported |")
+
+
+def test_the_generated_table_needs_its_markers() -> None:
+    from neuron_migrate.catalogue_docs import with_table
+
+    with pytest.raises(ValueError, match="markers"):
+        with_table("# a README without the table\n", "| id |")
 
 
 ENVIRONMENT = sorted(set(XLA_VARIABLES) | OTHER_XLA_KNOBS | KEPT | XLA_ONLY | BF16 | {
