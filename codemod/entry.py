@@ -2,8 +2,8 @@
 
 pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files with nothing
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
-argument with it) and used to import LibCST, rich and the whole rule catalogue before looking
-at a file. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
+argument with it), and going through the typer application loads more before any file is
+looked at. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
 command lines made of paths (or `-`, standard input) and the common options are recognised
 here and run without typer; every other command line, including every mistake and every
 `--help`, goes to the typer application (`neuron_migrate.cli`), which stays the one definition of

@@ -169,7 +169,9 @@ class DeferredRegistry(Registry):
         return getattr(self.loaded, name)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        """Worker processes get the loaded registry, as they always did."""
+        """Worker processes get the loaded registry: workers are handed the files that need the
+        rules, so deferring there would only postpone the same load, and the loader is bound
+        to the run's settings, which the workers do not need."""
         return _same, (self.loaded,)
 
 

@@ -1,4 +1,4 @@
-"""Which hardware the migrated code runs on (issue 18).
+"""Which hardware the migrated code runs on, since only some of it has a native path.
 
 TorchNeuron supports Trn2 and Trn3 only; Trn1 and Inf2 have no native path and stay on the
 PyTorch/XLA `torch-neuronx` in maintenance (native-api.md 1 and 3.6). The target is given

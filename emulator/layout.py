@@ -2,9 +2,8 @@
 parameters. Learned from the script's own DeviceMesh and tensor-parallel calls.
 
 The data-parallel check (emulator/parallelism.py) and the replica check (emulator/distributed.py)
-used to treat every rank of the world as a data-parallel replica. A tensor-parallel rank holds a
-shard of each layer and averages nothing with its tensor-parallel peers, so both were wrong for
-it. A script that parallelises declares its layout when it builds a DeviceMesh: each dimension
+cannot treat every rank of the world as a data-parallel replica: a tensor-parallel rank holds a
+shard of each layer and averages nothing with its tensor-parallel peers. A script that parallelises declares its layout when it builds a DeviceMesh: each dimension
 is data parallel or model parallel, and the mesh gives every rank its coordinates.
 
 How a dimension's kind is decided, in order:

@@ -1,7 +1,8 @@
 """NM114, NM115, NM212, NM405, NM603: switches and helpers of the XLA runtime that have a plain
 native form (eager mode, tensor syncs, the optimizer's gradients, the device seed, the
-compilation cache). Each used to be a review item that kept `import torch_xla` alive, so the
-migrated file could not start."""
+compilation cache). Each is rewritten rather than reported: a review item keeps
+`import torch_xla` alive, and a migrated file that imports torch_xla cannot start where only
+TorchNeuron is installed."""
 
 from __future__ import annotations
 

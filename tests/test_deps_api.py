@@ -120,7 +120,7 @@ def test_garbage_never_raises(name: str) -> None:
 
 @pytest.mark.parametrize("after", FIXED_CASES, ids=lambda p: p.parent.parent.name)
 def test_fixed_files_parse_with_their_own_tools(after: Path, tmp_path: Path) -> None:
-    """Invariant 3, checked with the real parsers where there is one on this machine (bash,
+    """A fixed file is still a valid file of its kind, checked with the real parsers where there is one on this machine (bash,
     make, YAML, TOML, packaging), and for a Dockerfile by its own grammar: instructions,
     heredocs that end, exec forms that are JSON, and shell forms bash accepts."""
     data = after.read_text()

@@ -1,4 +1,4 @@
-"""`--from cuda` in the dependency scanner (issue 19, NMC8xx): each rule documents itself, its
+"""`--from cuda` in the dependency scanner (NMC8xx): each rule documents itself, its
 example is what the scanner does when the run migrates from CUDA, and nothing of it fires (or
 changes a byte) when it does not."""
 

@@ -80,7 +80,8 @@ def _git(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize("variant", ["lf", "crlf", "no-final-newline"])
 def test_dry_run_diff_applies_with_git(variant: str, in_tmp: Path) -> None:
-    """Invariant 11: the printed diff is a patch git accepts, for every fixture."""
+    """The printed diff is a patch git accepts, for every fixture and line ending: users pipe
+    `--dry-run` into `git apply`."""
     for before in PYTHON_FIXTURES:
         data = before.read_bytes()
         if variant == "crlf":

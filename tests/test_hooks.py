@@ -128,7 +128,7 @@ def test_fixing_hooks_write_the_staged_files_pre_commit_hands_them(
         in_tmp: Path, hook: str, without_force: list[str], name: str, text: str,
         fixed: str) -> None:
     """During `git commit` every file a hook is handed is staged, which the guard against
-    mixing the migration into uncommitted work refuses (what the hooks did before issue 16)."""
+    mixing the migration into uncommitted work would refuse: the fixing hooks pass `--force`."""
     git(in_tmp, "init", "-q")
     (in_tmp / name).write_text(text)
     git(in_tmp, "add", name)

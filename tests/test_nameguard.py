@@ -1,4 +1,4 @@
-"""The name guard (DESIGN invariant 12): output that uses a name whose binding the rewrite
+"""The name guard: output that uses a name whose binding the rewrite
 removed is never written, and the engine keeps an import while anything uses it."""
 
 from __future__ import annotations

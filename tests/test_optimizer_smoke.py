@@ -1,7 +1,6 @@
-"""Issue 14 item 4 end to end: a script whose DDP wrapper is optional, migrated with
---unsafe-fixes, keeps the gradient averaging on the path without DDP, so the replicas stay in
-step on the emulated device; the bare `optimizer.step()` the tool used to write there lets them
-drift apart."""
+"""End to end: a script whose DDP wrapper is optional, migrated with --unsafe-fixes, keeps the
+gradient averaging on the path without DDP, so the replicas stay in step on the emulated
+device; a bare `optimizer.step()` there would let them drift apart."""
 
 from __future__ import annotations
 

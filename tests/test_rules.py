@@ -108,7 +108,7 @@ def test_fixture_names_refer_to_real_rules() -> None:
 @pytest.mark.torch
 @pytest.mark.parametrize("api", sorted({a for r in RULES for a in r.emits}))
 def test_emitted_apis_exist(api: str) -> None:
-    """Invariant 8: what we write into users' files exists in the targeted PyTorch."""
+    """What we write into users' files exists in the targeted PyTorch."""
     if api in TORCH_NEURONX_APIS | CUDA_COUNTERPARTS:
         from neuron_migrate.emulator import device_module
 

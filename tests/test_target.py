@@ -1,4 +1,4 @@
-"""The hardware target (issue 18): given with --target or the configuration, or detected from
+"""The hardware target: given with --target or the configuration, or detected from
 the instance types a repository names. Trn1/Inf2 stop every rewrite toward TorchNeuron; with
 no target, one note says which findings assume Trn2/Trn3."""
 

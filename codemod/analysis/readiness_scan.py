@@ -1,8 +1,8 @@
 """The one walk over a file's `ast` that `readiness_facts.facts_of` reads everything from.
 
-The readiness facts used to come from `ast.walk` (every node, through generators) plus a
-walk per function and per loop to find which of them call `backward()`. This walk visits
-each node once, statements by recursion (which knows the scope and the loop it is in) and
+One walk, rather than `ast.walk` over every node (through generators) plus a walk per
+function and per loop to find which of them call `backward()`, since each of those costs
+about a walk of the tree. This walk visits each node once, statements by recursion (which knows the scope and the loop it is in) and
 expressions with a plain stack over the fields that can hold a call (not names, operators
 or load/store contexts), and it files each call under the function or loop body it is
 directly in. That is what `trains` and `steps` asked of `_shallow` (code in a nested

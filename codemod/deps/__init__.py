@@ -1,4 +1,4 @@
-"""The dependency and container scanner (issue 4): where a repository pins or installs the
+"""The dependency and container scanner: where a repository pins or installs the
 XLA-era Neuron stack, what to change it to, and (for the kinds we can edit safely) the edit.
 
 Public API, used by discovery and the CLI:
@@ -188,7 +188,8 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
 
 
 def _still_readable(kind: str, text: str, path: str, registry: Registry) -> bool:
-    """The re-parse guard (DESIGN invariant 10): a fixed file must read as its kind again."""
+    """The re-parse guard: a fixed file must read as its kind again, or the fix would leave a
+    file its own tools (pip, docker, a YAML loader) can no longer read."""
     from neuron_migrate.deps.emit import Emitter
     from neuron_migrate.deps.entries import Unparsable
 

@@ -1,4 +1,4 @@
-"""`--from cuda` (issue 19): the CUDA stack in dependency files and containers.
+"""`--from cuda`: the CUDA stack in dependency files and containers.
 
 The decisions mirror `check.py`'s for the XLA stack: a CUDA build of torch and the CUDA wheel
 index become the TorchNeuron set (native-api.md 5.2: torch 2.14.0 from the PyTorch CPU wheel

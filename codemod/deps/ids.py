@@ -52,7 +52,7 @@ KINDS: dict[str, Kind] = {
 }
 """The kind of a finding whose edit can be made; a finding without an edit is `review`."""
 
-# `--from cuda` (issue 19): the CUDA stack's pins, indexes, images and GPU requests. They fire
+# `--from cuda`: the CUDA stack's pins, indexes, images and GPU requests. They fire
 # only when the run migrates from CUDA (`Options.sources`).
 CUDA = "cuda"
 CUDA_TORCH = "NMC801"

@@ -1,4 +1,4 @@
-"""The Python a project runs on (issue 18): TorchNeuron ships wheels for CPython 3.12, 3.13 and
+"""The Python a project runs on: TorchNeuron ships wheels for CPython 3.12, 3.13 and
 3.14 only, so an image, a `requires-python`, a conda environment, a `.python-version` or a CI
 matrix that settles on an older Python cannot install it.
 

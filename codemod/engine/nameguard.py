@@ -1,5 +1,4 @@
-"""The name guard (DESIGN invariant 12): a rewrite never leaves a name unbound that the
-original bound.
+"""The name guard: a rewrite never leaves a name unbound that the original bound.
 
 The re-parse guard proves that the output compiles; it cannot see an import removed while
 something still uses it, which compiles fine and fails with a NameError at run time (or only
