@@ -1,7 +1,7 @@
 """A deterministic synthetic repository shaped like the ones neuron-migrate meets.
 
 About 15% of the Python files are XLA-era training and utility modules using the patterns
-of reference/real-world-patterns.md (canonical and other aliases, symbol imports, mark_step
+public XLA-era repositories use (canonical and other aliases, symbol imports, mark_step
 loops, device strings, collectives, loaders); the rest is ordinary PyTorch and utility code.
 Notebooks, requirements files and Dockerfiles are mixed in. Same seed, same tree.
 """

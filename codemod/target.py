@@ -1,7 +1,7 @@
 """Which hardware the migrated code runs on, since only some of it has a native path.
 
 TorchNeuron supports Trn2 and Trn3 only; Trn1 and Inf2 have no native path and stay on the
-PyTorch/XLA `torch-neuronx` in maintenance (native-api.md 1 and 3.6). The target is given
+PyTorch/XLA `torch-neuronx` in maintenance (AWS's TorchNeuron release notes). The target is given
 (`--target`, `target = ...` in `[tool.neuron-migrate]`) or, failing that, read from the
 instance types the files of the run name. A given Trn1/Inf2 target stops every rewrite toward
 TorchNeuron; a detected one is only reported, because XLA-era code names the Trn1 instances it

@@ -1,4 +1,4 @@
-"""The install-line shapes real repositories use (real-world-patterns.md section 6), one line
+"""The install-line shapes real repositories use, one line
 each: what is found, and what the line becomes."""
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Classification of versions, ranges, images and variables (native-api.md 5.3 and 5.4)."""
+"""Classification of versions, ranges, images and variables, by the published XLA-era and
+native lineages."""
 
 from __future__ import annotations
 

@@ -24,14 +24,14 @@ CUDA_REGISTRY = Registry(RULES, Options(sources=frozenset({"xla", "cuda"})))
 """The CUDA rules (`--from cuda`) are only in the registry of a run that asks for them."""
 
 # torch.neuron is registered by torch-neuronx (TorchNeuron), not by PyTorch itself; these are
-# the TorchNeuron APIs replacements may use, each documented by AWS (native-api.md section 4).
+# the TorchNeuron APIs replacements may use, each documented by AWS.
 TORCH_NEURONX_APIS = frozenset({"torch.neuron.synchronize", "torch.neuron.device_count",
                                 "torch.neuron.manual_seed", "torch.neuron.get_rng_state",
                                 "torch.neuron.set_rng_state"})
-# manual_seed: the device module's standard RNG entry (native-api.md section 4, SRC
-# torch_neuronx/neuron.py), which torch.manual_seed itself calls for a PrivateUse1 device;
+# manual_seed: the device module's standard RNG entry (torch_neuronx/neuron.py), which
+# torch.manual_seed itself calls for a PrivateUse1 device;
 # get_rng_state / set_rng_state: the same module's state pair, the native form of
-# xm.get_rng_state / xm.set_rng_state (native-api.md section 2's table and section 4).
+# xm.get_rng_state / xm.set_rng_state.
 CUDA_COUNTERPARTS = frozenset(f"torch.neuron.{name}" for name in (
     "is_available", "current_device", "set_device", "get_device_name", "get_device_properties",
     "device", "is_bf16_supported", "manual_seed_all", "seed", "seed_all", "initial_seed",
@@ -40,8 +40,8 @@ CUDA_COUNTERPARTS = frozenset(f"torch.neuron.{name}" for name in (
     "memory_stats", "memory_summary", "reset_peak_memory_stats",
     "reset_accumulated_memory_stats"))
 # What the CUDA rules (`--from cuda`) write in place of torch.cuda's device, RNG and memory
-# functions: torch.neuron's device module, which mirrors torch.cuda (native-api.md section 4:
-# SRC torch_neuronx/neuron.py; the memory statistics in D-mem). The emulator provides each.
+# functions: torch.neuron's device module, which mirrors torch.cuda (torch_neuronx/neuron.py;
+# the memory statistics are in AWS's memory profiling guide). The emulator provides each.
 
 
 def test_ids_and_names_are_unique_and_well_formed() -> None:

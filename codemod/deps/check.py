@@ -1,4 +1,5 @@
-"""The dependency decisions (native-api.md 5.4), independent of the file kind.
+"""The dependency decisions, independent of the file kind: which pins belong to the XLA-era
+stack and what TorchNeuron installs instead (`versions` classifies each version).
 
 Each check looks at one group of requirements (a requirements file, one pyproject array, the
 packages one Dockerfile stage installs) and returns `Verdict`s: a rule, where, what to change

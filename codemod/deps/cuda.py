@@ -1,7 +1,7 @@
 """`--from cuda`: the CUDA stack in dependency files and containers.
 
 The decisions mirror `check.py`'s for the XLA stack: a CUDA build of torch and the CUDA wheel
-index become the TorchNeuron set (native-api.md 5.2: torch 2.14.0 from the PyTorch CPU wheel
+index become the TorchNeuron set (as AWS installs it: torch 2.14.0 from the PyTorch CPU wheel
 index, torch-neuronx, neuronx-cc and nki from the Neuron pip index); the CUDA libraries torch's
 CUDA wheels pull in are removed. What has no one-to-one replacement (other NVIDIA packages,
 CUDA base images, GPU selection and GPU resource requests) is reviewed with what to use

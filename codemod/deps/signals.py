@@ -1,5 +1,6 @@
 """XLA-era signals outside package pins: environment variables, container image tags, DLAMI
-virtualenvs, Inf2/Trn1 instance types (native-api.md 1, 3.8, 5.2 and 5.4.4)."""
+virtualenvs, Inf2/Trn1 instance types: each names the XLA-era stack or hardware TorchNeuron
+does not run on, whatever the package pins say."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""What a version or a version range of the Neuron packages means (native-api.md 5.2-5.4).
+"""What a version or a version range of the Neuron packages means. TorchNeuron and the
+XLA-based library are both published as `torch-neuronx`, so the version alone tells them apart.
 
 Every version question goes through packaging's `Version` and `SpecifierSet`: a range is
 judged by which *published* versions it admits, so `~=2.9.0`, `<2.13` and `>=2.1,<2.10` need
@@ -70,7 +71,9 @@ def torch_minor(version: Version) -> tuple[int, int]:
 
 
 def lineage_of_version(version: Version) -> Lineage:
-    """native-api.md 5.4.1: the torch part decides, cross-checked by the plugin generation."""
+    """The torch part decides (torch-neuronx follows torch's major.minor: 2.9 and lower is the
+    XLA library, 2.10 to 2.13 native beta builds); five or more release parts with a plugin
+    generation of 1 or 2 in the fourth place are the XLA library whatever the torch part says."""
     release = version.release
     if len(release) >= 5 and release[3] in (1, 2):
         return Lineage.XLA
@@ -95,7 +98,8 @@ def exact_version(spec: SpecifierSet) -> Version | None:
 
 
 def lineage_of_spec(spec: SpecifierSet) -> Lineage:
-    """native-api.md 5.4.2: intersect the admitted set with the XLA and native lineages."""
+    """A range by the published versions it admits: XLA ones, the native target, or both (which
+    may resolve to the XLA library, so it is ambiguous)."""
     if not str(spec):
         return Lineage.UNPINNED
     exact = exact_version(spec)
@@ -129,8 +133,8 @@ def is_cpu_index(url: str) -> bool:
     return "download.pytorch.org/whl/cpu" in url
 
 
-# `--from cuda` (native-api.md 5.2: the TorchNeuron install takes torch from the CPU index and
-# torch-neuronx from the Neuron index)
+# `--from cuda`: AWS's TorchNeuron install takes torch from the PyTorch CPU index and
+# torch-neuronx from the Neuron index
 NEURON_INDEX = f"https://{NEURON_INDEX_HOST}"
 CUDA_COMPANIONS = frozenset({"torchvision", "torchaudio"})
 """Built per CUDA release beside torch (`torchvision==0.18.1+cu121`); their release for torch
