@@ -21,7 +21,7 @@ def slug(heading: str) -> str:
     return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def anchors(page: Path) -> frozenset[str]:
     text = FENCE.sub("", page.read_text(encoding="utf-8"))
     return frozenset(slug(line.lstrip("#")) for line in text.splitlines()
