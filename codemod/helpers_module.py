@@ -32,7 +32,7 @@ helpers a migration needs; each migrated file imports the ones it calls."""
 
 def ordered(names: Iterable[str]) -> list[str]:
     """`names` and the helpers they call, each after those it calls, in catalogue order."""
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     wanted = set(names)
     for name in list(wanted):
@@ -48,7 +48,7 @@ def ordered(names: Iterable[str]) -> list[str]:
 
 def module_text(names: Iterable[str]) -> str:
     """The whole module for these helpers."""
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     helpers = ordered(names)
     return _HEADER + _imports(helpers) + "".join(
@@ -57,7 +57,7 @@ def module_text(names: Iterable[str]) -> str:
 
 def _imports(helpers: Sequence[str]) -> str:
     from neuron_migrate.engine.placement import _STDLIB
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     modules = sorted({m for name in helpers for m in HELPERS[name].imports})
     sections = [[m for m in modules if m.split(".")[0] in _STDLIB],
@@ -78,7 +78,7 @@ def defined(text: str) -> list[str] | None:
 
 def updated(existing: str | None, wanted: Iterable[str]) -> str | None:
     """The module's new text with the helpers `wanted`, or None when it has them all."""
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     if existing is None:
         return module_text(wanted)

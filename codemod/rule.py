@@ -11,12 +11,14 @@ import ast
 import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Protocol
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
-from neuron_migrate.analysis.flow import Flow
 from neuron_migrate.model import Kind, Options
+
+if TYPE_CHECKING:  # the analysis builds on rules (readiness rules); a Site only hands a Flow out
+    from neuron_migrate.analysis.flow import Flow
 
 
 class Role(enum.Enum):
@@ -96,8 +98,8 @@ class Site(Protocol):
         meets in the file (`neuron_migrate.analysis.flow`), or None."""
 
     def helper(self, name: str) -> cst.Name:
-        """A call target for one of the plain-PyTorch helpers in `rules/helpers.py`, which the
-        engine then defines once in the file."""
+        """A call target for one of the catalogue's plain-PyTorch helpers (`Rule.helpers`),
+        which the engine then defines once in the file."""
 
     def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
         """Insert statements after the current statement; False where that is impossible."""

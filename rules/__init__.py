@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from neuron_migrate.rule import Rule
+from neuron_migrate.ruleapi import Rule
 from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_dependencies,
                                   cuda_distributed, cuda_libraries, cuda_placement,
                                   cuda_precision, cuda_runtime, data, dependencies, device,

@@ -6,14 +6,14 @@ saved it. After the migration, tensor-parallel weights are DTensors; the helpers
 with `torch.distributed.checkpoint` (DCP), in which every rank writes its own shards and a
 load reshards to whatever layout the loading job has. What NxD kept beside the tensors
 (the scheduler's state, user content, the `done` marker of a complete tag) is kept the same
-way. Merged into `rules.helpers.HELPERS`.
+way. Merged into `rules.emitted_helpers.HELPERS`.
 """
 
 from __future__ import annotations
 
 import textwrap
 
-from neuron_migrate.rules.helpers_base import Helper, helper
+from neuron_migrate.ruleapi import Helper, helper
 
 CONVERT = ("convert such a checkpoint once on the XLA stack to a full state dict (NxD's "
            "checkpoint converter, --convert_to_full_state), then with "

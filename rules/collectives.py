@@ -8,15 +8,12 @@ from typing import ClassVar
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, ReplaceStatement, Review, Role, Rule, Site
-from neuron_migrate.engine.quote import code
-from neuron_migrate.engine.cst_names import dotted
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, ReplaceStatement, Review, Role,
+                                    Rule, Site, argument, code, dotted, has_star_args, keyword_arg,
+                                    string_value, template)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.review_base import ReviewRule
 from neuron_migrate.rules.nxd_layout import mesh_group, replica_dimension
-from neuron_migrate.rules.support import (argument, has_star_args, keyword_arg, string_value,
-                                          template)
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"

@@ -6,13 +6,11 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rules.training import called_functions, decorated as _decorated, trains
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Role, Rule,
+                                    Site, append_arg, argument, bool_value, code, keyword,
+                                    keyword_arg, string, string_value, with_string)
+from neuron_migrate.ruleapi.analysis import called_functions, decorated as _decorated, trains
 from neuron_migrate.rules.trained_model import trained_where_placed
-from neuron_migrate.rules.support import (append_arg, argument, bool_value, keyword, keyword_arg, string,
-                           string_value, with_string)
 
 D_CREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
 D_COPT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"

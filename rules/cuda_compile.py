@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Role, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Role, Rule, Site,
+                                    append_arg, bool_value, code, keyword, keyword_arg, relaid,
+                                    string, string_value, with_string)
 from neuron_migrate.rules.cuda_placement import CUDA
-from neuron_migrate.rules.support import (append_arg, bool_value, keyword, keyword_arg, relaid, string,
-                           string_value, with_string)
 
 D_CREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/reference-torch-compile.html"
 _COMPILE = "torch.compile"

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, code,
+                                    string, string_value, with_string)
 from neuron_migrate.rules.cuda_placement import CUDA
 from neuron_migrate.rules.review_base import ReviewRule
-from neuron_migrate.rules.support import string, string_value, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 _NCCL = "nccl"

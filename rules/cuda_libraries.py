@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Review, Rule, Site, code, keyword,
+                                    string_value)
 from neuron_migrate.rules.cuda_placement import CUDA
 from neuron_migrate.rules.review_base import ReviewRule
-from neuron_migrate.rules.support import keyword, string_value
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_NKI = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/how-to-work-with-nki.html"

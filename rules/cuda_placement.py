@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    call, code, has_star_args, keyword_arg, relaid, string,
+                                    string_value, with_string)
 from neuron_migrate.rules.device import DeviceStringRule, DeviceStrings
-from neuron_migrate.rules.support import (argument, call, has_star_args, keyword_arg, relaid, string,
-                           string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Role, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Role, Rule, Site,
+                                    append_arg, argument, bool_value, code, has_star_args, keyword,
+                                    keyword_arg, relaid, string, string_value, with_string)
 from neuron_migrate.rules.cuda_placement import CUDA
 from neuron_migrate.rules.review_base import ReviewRule
-from neuron_migrate.rules.support import (append_arg, argument, bool_value, has_star_args, keyword,
-                           keyword_arg, relaid, string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 

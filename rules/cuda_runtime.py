@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Role, Rule,
+                                    Site, code)
 from neuron_migrate.rules.cuda_placement import CUDA, CUDA_TOKENS, neuron_counterpart
 from neuron_migrate.rules.review_base import ReviewRule
 from neuron_migrate.rules.runtime import side_effect_free

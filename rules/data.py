@@ -6,11 +6,9 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rules.helpers import HELPERS
-from neuron_migrate.rules.support import argument, has_star_args
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    code, has_star_args)
+from neuron_migrate.rules.emitted_helpers import HELPERS
 
 D_XLA_PG = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
             "torch-neuronx/programming-guide/training/pytorch-neuron-programming-guide.html")

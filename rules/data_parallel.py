@@ -31,11 +31,9 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.ruleapi.analysis import WRAPPERS, ancestors, ast_dotted, expressions, reaching
 from neuron_migrate.rules.launch import _calls, _kept, _named_calls
-from neuron_migrate.rules.reaching import ancestors, expressions, reaching
 from neuron_migrate.rules.trained_model import _OPTIMIZERS
-from neuron_migrate.rules.wrapped import WRAPPERS
 
 XM = "torch_xla.core.xla_model"
 _STEP = f"{XM}.optimizer_step"

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from neuron_migrate.deps import ids
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Rule
+from neuron_migrate.ruleapi.deps import ids
 
 _DOCS = "https://awsdocs-neuron.readthedocs-hosted.com/en"
 D_RN = f"{_DOCS}/latest/release-notes/components/torchneuron.html"

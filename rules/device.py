@@ -7,13 +7,11 @@ import re
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    call, code, has_star_args, string, string_value, template,
+                                    with_string)
 from neuron_migrate.rules.device_flow import Verdict, judge
 from neuron_migrate.rules.device_probe import tests_for_device
-from neuron_migrate.rules.support import (argument, call, has_star_args, string, string_value, template,
-                           with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"

@@ -13,10 +13,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from neuron_migrate.analysis.analyse import Use
-from neuron_migrate.analysis.flow import Flow, Source
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.rule import Site
+from neuron_migrate.ruleapi import Site
+from neuron_migrate.ruleapi.analysis import Flow, Source, Use, ast_dotted
 from neuron_migrate.rules.frameworks import lightning_xla_string
 
 _INIT_PROCESS_GROUP = frozenset({"torch.distributed.init_process_group",

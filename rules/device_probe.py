@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.rules.reaching import ancestors
+from neuron_migrate.ruleapi.analysis import ancestors, ast_dotted
 
 _LARGEST_PROBE = 3
 """A probe's body does little besides getting the device: at most this many statements, not

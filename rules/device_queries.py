@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    code, has_star_args, string, string_value, template, with_string)
 from neuron_migrate.rules.device import neuron_device_string
-from neuron_migrate.rules.support import argument, has_star_args, string, string_value, template, with_string
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 XM = "torch_xla.core.xla_model"

@@ -7,8 +7,7 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Insert, Review, Rule, Site
+from neuron_migrate.ruleapi import Example, Insert, Kind, Review, Rule, Site
 from neuron_migrate.rules.collectives import BroadcastMasterParam, Rendezvous, TensorCollectives
 from neuron_migrate.rules.frameworks import group_owner
 from neuron_migrate.rules.launch import D_DIST, LAUNCH, SPAWN, called_names, create_group

@@ -6,14 +6,11 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.deps.signals import (
-    REMOVABLE_PREFIXES, REMOVABLE_VARIABLES, REVIEW_ONLY, XLA_CC_FLAGS, xla_compiler_flags,
-    xla_variable_advice,
-)
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Role, Rule,
+                                    Site, argument, string_value)
+from neuron_migrate.ruleapi.deps import (REMOVABLE_PREFIXES, REMOVABLE_VARIABLES, REVIEW_ONLY,
+                                         XLA_CC_FLAGS, xla_compiler_flags, xla_variable_advice)
 from neuron_migrate.rules.installs import is_script
-from neuron_migrate.rules.support import argument, string_value
 
 D_XLA_ENV = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/frameworks/torch/"
              "torch-neuronx/api-reference-guide/training/torch-neuron-envvars.html")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from neuron_migrate.rule import Site
+from neuron_migrate.ruleapi import Site
 
 _CLASSES: weakref.WeakKeyDictionary[ast.Module, dict[str, ast.ClassDef]] = \
     weakref.WeakKeyDictionary()

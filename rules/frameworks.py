@@ -7,13 +7,11 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.analysis.statements import statements
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Review, Site
+from neuron_migrate.ruleapi import Example, Outcome, Review, Site, code, string_value
+from neuron_migrate.ruleapi.analysis import statements
 from neuron_migrate.rules.framework_classes import local_subclass_of
 from neuron_migrate.rules.launch import Calls, called_names
 from neuron_migrate.rules.review_base import ReviewRule
-from neuron_migrate.rules.support import string_value
 from neuron_migrate.rules.unsupported import D_HOME
 
 # Lightning's package names across its releases: the unified package, its two halves

@@ -8,8 +8,7 @@ import re
 import textwrap
 import warnings
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Kind, Rule
 from neuron_migrate.rules.unsupported import D_HOME
 
 # The conventional names of torch_xla's modules, by which code in a string calls them

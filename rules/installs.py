@@ -12,10 +12,8 @@ import functools
 import re
 import shlex
 
-from neuron_migrate.deps import ids, scan_text_lines
-from neuron_migrate.deps.signals import xla_compiler_flags
-from neuron_migrate.registry import Registry
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Rule
+from neuron_migrate.ruleapi.deps import Registry, ids, scan_text_lines, xla_compiler_flags
 from neuron_migrate.rules.dependencies import D_UPDMAN
 from neuron_migrate.rules.review_base import ReviewRule
 

@@ -12,12 +12,10 @@ from typing import Any, TypeVar
 
 import libcst as cst
 
-from neuron_migrate.analysis.statements import statements
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, ReplaceStatement, Review, Role, Rule, Site
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rules.support import argument, bool_value, has_star_args, string_value, template
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, ReplaceStatement, Review, Role, Rule,
+                                    Site, argument, bool_value, code, has_star_args, string_value,
+                                    template)
+from neuron_migrate.ruleapi.analysis import ast_dotted, statements
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.engine.quote import code
+from neuron_migrate.ruleapi import Example, Kind, Outcome, Replace, Review, Rule, Site, code
 
 D_MEMGL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
            "guidelines-memory-management.html")

@@ -14,14 +14,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Rule, Site,
+                                    code, has_star_args, keyword_arg, relaid)
 from neuron_migrate.rules.checkpoint_helpers import CONVERT, ZERO1
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
 from neuron_migrate.rules.sharding import shards_optimizer_state
-from neuron_migrate.rules.support import has_star_args, keyword_arg, relaid
 
 D_DCP = "https://docs.pytorch.org/docs/stable/distributed.checkpoint.html"
 CHECKPOINTING = "neuronx_distributed.parallel_layers.checkpointing"

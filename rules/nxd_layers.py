@@ -12,13 +12,11 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, bool_value,
+                                    code, has_star_args, keep_args, keyword_arg, positional,
+                                    template)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
-from neuron_migrate.rules.support import (bool_value, has_star_args, keep_args, keyword_arg,
-                                          positional, template)
 
 D_TP = "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html"
 LAYERS = "neuronx_distributed.parallel_layers.layers"

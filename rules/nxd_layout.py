@@ -12,12 +12,10 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    code, has_star_args, keep_args, template)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.ranks import global_rank
-from neuron_migrate.rules.support import argument, has_star_args, keep_args, template
 
 D_MESH = "https://docs.pytorch.org/docs/stable/distributed.html#torch.distributed.device_mesh.init_device_mesh"
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

@@ -8,13 +8,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    bool_value, code, has_star_args, keep_args, keyword_arg)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import mesh_group, qualnames
-from neuron_migrate.rules.support import (argument, bool_value, has_star_args, keep_args,
-                                          keyword_arg)
 
 D_TP = "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html"
 D_CLIP = "https://docs.pytorch.org/docs/stable/generated/torch.nn.utils.clip_grad_norm_.html"

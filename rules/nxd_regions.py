@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    code, has_star_args, keep_args, keyword_arg, template)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
-from neuron_migrate.rules.support import (argument, has_star_args, keep_args, keyword_arg,
-                                          template)
 
 D_DTENSOR = "https://docs.pytorch.org/docs/stable/distributed.tensor.html"
 D_TP = "https://docs.pytorch.org/docs/stable/distributed.tensor.parallel.html"

@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
-from neuron_migrate.rules.support import argument, bool_value
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    bool_value, code)
+from neuron_migrate.rules.emitted_helpers import defined
 
 D_NXDT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/about-neuron/announcements/"
           "neuron2.x/announce-eos-nxdt-nxd-core-training.html")

@@ -13,8 +13,8 @@ from __future__ import annotations
 import ast
 import re
 
-from neuron_migrate.deps.script_mentions import maybe_several_processes
-from neuron_migrate.rule import Site
+from neuron_migrate.ruleapi import Site
+from neuron_migrate.ruleapi.deps import maybe_several_processes
 from neuron_migrate.rules.frameworks import group_owner
 
 SEVERAL = re.compile(

@@ -7,14 +7,12 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Insert, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.engine.quote import code
+from neuron_migrate.ruleapi import (Example, Insert, Kind, Outcome, Replace, Review, Rule, Site,
+                                    argument, code, has_star_args, keep_args, keyword_arg)
+from neuron_migrate.ruleapi.analysis import Proof, WRAPPERS, averaged_by_wrapper
 from neuron_migrate.rules.data_parallel import DataParallelPlan, data_parallel_plan
-from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.emitted_helpers import HELPERS
 from neuron_migrate.rules.nxd_layout import mesh_group, replica_dimension
-from neuron_migrate.rules.support import argument, has_star_args, keep_args, keyword_arg
-from neuron_migrate.rules.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 XM = "torch_xla.core.xla_model"

@@ -5,12 +5,12 @@ program read (a model file asks the tensor-parallel size while the training scri
 The native layout is a DeviceMesh; to be readable from every migrated module of the program
 without importing anything of neuron-migrate, the mesh lives in one registry module in
 `sys.modules` that the first `_neuron_init_mesh` creates. The helpers below are copied into
-each migrated file like the others (`rules/helpers.py`), so every copy reads the same mesh.
+each migrated file like the others (`rules/emitted_helpers.py`), so every copy reads the same mesh.
 """
 
 from __future__ import annotations
 
-from neuron_migrate.rules.helpers_base import Helper, helper
+from neuron_migrate.ruleapi import Helper, helper
 
 TP_IMPORTS = ("torch", "torch.distributed.tensor.parallel")
 """What a file that builds tensor-parallel layers needs at module level: the styles are

@@ -6,15 +6,13 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.engine.quote import code
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, append_arg,
+                                    argument, code, has_star_args, keep_args, keyword, keyword_arg,
+                                    string, string_value, with_string)
 from neuron_migrate.rules.device import neuron_device_string
 from neuron_migrate.rules.review_base import ReviewRule
 from neuron_migrate.rules.rng_pairs import (GET, SET, RngFacts, rng_facts, seed_like,
                                             statement_calls)
-from neuron_migrate.rules.support import (append_arg, argument, has_star_args, keep_args, keyword, keyword_arg,
-                           string, string_value, with_string)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 XLA_AMP = "https://docs.pytorch.org/xla/release/r2.8/perf/amp.html"

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, ReplaceStatement, Role, Rule, Site
-from neuron_migrate.engine.quote import code
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, ReplaceStatement, Role, Rule,
+                                    Site, code, drop_args, keyword_arg, string, string_value,
+                                    template, with_string)
 from neuron_migrate.rules.launch import launch_facts
-from neuron_migrate.rules.support import drop_args, keyword_arg, string, string_value, template, with_string
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 

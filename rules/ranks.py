@@ -7,11 +7,10 @@ import weakref
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, ReplaceStatement, Review, Rule, Site
-from neuron_migrate.engine.quote import code
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, ReplaceStatement, Review, Rule,
+                                    Site, argument, bool_value, code, has_star_args, keyword,
+                                    template)
 from neuron_migrate.rules.launch import named_calls
-from neuron_migrate.rules.support import argument, bool_value, has_star_args, keyword, template
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 

@@ -8,15 +8,12 @@ import re
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code as cst_code
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_plan import lines_of
-from neuron_migrate.analysis.readiness_facts import Facts, is_module_compile
-from neuron_migrate.rule import Example, Outcome, Replace, Site
-from neuron_migrate.rules.readiness_support import D_CREF, code, keyword
-from neuron_migrate.rules.support import append_arg, bool_value, keyword_arg, string_value
-from neuron_migrate.rules.support import keyword as cst_keyword
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Site, append_arg, bool_value,
+                                    code as cst_code, keyword as cst_keyword, keyword_arg,
+                                    string_value)
+from neuron_migrate.ruleapi.readiness import (Facts, Limit, ReadinessRule, Where, code,
+                                              is_module_compile, keyword, lines_of)
+from neuron_migrate.rules.readiness_links import D_CREF
 
 _DEFAULT_NEURON = re.compile(r"set_default_backend\(\s*(?:backend\s*=\s*)?[\"']neuron[\"']")
 _KERAS = frozenset({"optimizer", "loss", "metrics"})

@@ -5,22 +5,11 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_plan import lines_of
-from neuron_migrate.analysis.readiness_facts import Facts
-from neuron_migrate.rule import Example
-from neuron_migrate.rules.readiness_support import (
-    D_MEMGL,
-    applied,
-    code,
-    is_device,
-    is_float64,
-    keyword,
-    method,
-    numpy_float64,
-    on_device,
-)
+from neuron_migrate.ruleapi import Example, Kind
+from neuron_migrate.ruleapi.readiness import (Facts, Limit, ReadinessRule, Where, applied, code,
+                                              is_device, is_float64, keyword, lines_of, method,
+                                              numpy_float64, on_device)
+from neuron_migrate.rules.readiness_links import D_MEMGL
 
 _FACTORIES_WITH_DTYPE = ("to", "type", "new_tensor", "new_zeros", "new_ones", "new_empty",
                          "new_full")

@@ -10,9 +10,9 @@ decision the project's tests must back. Each example is checked against the scan
 
 from __future__ import annotations
 
-from neuron_migrate.analysis.readiness import Limit
-from neuron_migrate.deps import ids
-from neuron_migrate.rule import Example
+from neuron_migrate.ruleapi import Example
+from neuron_migrate.ruleapi.deps import ids
+from neuron_migrate.ruleapi.readiness import Limit
 from neuron_migrate.rules.dependencies import D_RN, DependencyRule
 
 _WHY = """\

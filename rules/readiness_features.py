@@ -12,12 +12,10 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_plan import lines_of, text_lines
-from neuron_migrate.analysis.readiness_facts import Facts
-from neuron_migrate.rule import Example
-from neuron_migrate.rules.readiness_support import D_APIREF, D_RN, code, keyword, method
+from neuron_migrate.ruleapi import Example, Kind
+from neuron_migrate.ruleapi.readiness import (Facts, Limit, ReadinessRule, Where, code, keyword,
+                                              lines_of, method, text_lines)
+from neuron_migrate.rules.readiness_links import D_APIREF, D_RN
 
 _VERIFY = ("run it on a Trainium instance (or `neuron-migrate smoke`) and check AWS's "
            "operator support table before relying on it")

@@ -9,9 +9,8 @@ themselves, so this rule is `audit`'s alone.
 
 from __future__ import annotations
 
-from neuron_migrate.analysis.readiness import Limit
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Kind, Rule
+from neuron_migrate.ruleapi.readiness import Limit
 
 XLA_ERA = "NM960"
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.model import Kind
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_plan import Scope, lines_of
-from neuron_migrate.analysis.readiness_facts import Facts
-from neuron_migrate.rule import Example
-from neuron_migrate.rules.readiness_support import D_BP, D_COPT, code, keyword, method
+from neuron_migrate.ruleapi import Example, Kind
+from neuron_migrate.ruleapi.analysis import ast_dotted
+from neuron_migrate.ruleapi.readiness import (Facts, Limit, ReadinessRule, Scope, Where, code,
+                                              keyword, lines_of, method)
+from neuron_migrate.rules.readiness_links import D_BP, D_COPT
 
 _DATA_DEPENDENT = ("nonzero", "masked_select", "unique", "unique_consecutive", "argwhere")
 _HOST_READS = ("item", "tolist", "cpu", "numpy")

@@ -6,10 +6,9 @@ run); their documentation lives here like every other rule's.
 
 from __future__ import annotations
 
-from neuron_migrate.model import Kind
-from neuron_migrate.registry import (AMBIGUOUS, HELPERS_MODULE, STAR_IMPORT, UNMAPPED, UNUSED_IMPORT,
-                                     UNUSED_SUPPRESSION)
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Kind, Rule
+from neuron_migrate.ruleapi.findings import (AMBIGUOUS, HELPERS_MODULE, STAR_IMPORT, UNMAPPED,
+                                             UNUSED_IMPORT, UNUSED_SUPPRESSION)
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_SETUP_TS = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/setup/troubleshooting.html"

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Rule
+from neuron_migrate.ruleapi import Kind, Rule
 
 
 class ReviewRule(Rule):

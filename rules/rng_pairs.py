@@ -16,8 +16,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.rules.reaching import UNKNOWN, ancestors, reaching
+from neuron_migrate.ruleapi.analysis import UNKNOWN, ancestors, ast_dotted, reaching
 
 XM = "torch_xla.core.xla_model"
 GET, SET = f"{XM}.get_rng_state", f"{XM}.set_rng_state"

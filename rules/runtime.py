@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Role, Rule,
+                                    Site, argument, bool_value, call, code, has_star_args, template)
 from neuron_migrate.rules.precision import RngState
-from neuron_migrate.rules.support import argument, bool_value, call, has_star_args, template
 
 D_ABOUT = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 D_MEM = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html"

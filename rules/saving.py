@@ -6,13 +6,11 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    bool_value, code, has_star_args)
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import may_shard
 from neuron_migrate.rules.one_process import one_process
-from neuron_migrate.rules.support import argument, bool_value, has_star_args
 from neuron_migrate.rules.review_base import ReviewRule
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"

@@ -12,15 +12,13 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example, Outcome, Replace, Review, Rule, Site
-from neuron_migrate.rules.helpers import defined
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, Review, Rule, Site, argument,
+                                    code, has_star_args, keyword_arg, relaid)
+from neuron_migrate.ruleapi.analysis import ast_dotted
+from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.sharding_args import Bound, Options, fsdp_options, zero_options
 from neuron_migrate.rules.sharding_sites import (
     NATIVE_ZERO as _NATIVE_ZERO, NXD_ZERO, XLA_ZERO, XLA_ZERO_MODULE, ZERO_CLASSES, bound_to, proven_pure_data_parallel)
-from neuron_migrate.rules.support import argument, has_star_args, keyword_arg, relaid
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 D_FSDP2 = "https://docs.pytorch.org/docs/stable/distributed.fsdp.fully_shard.html"

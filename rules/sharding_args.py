@@ -13,10 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from neuron_migrate.engine.quote import code
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Review, Site
-from neuron_migrate.rules.support import bool_value, keyword_arg
+from neuron_migrate.ruleapi import Kind, Review, Site, bool_value, code, keyword_arg
 
 Keywords = tuple[tuple[str, cst.BaseExpression], ...]
 

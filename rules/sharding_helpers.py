@@ -5,12 +5,12 @@ than shard the optimizer state: its `step()` averaged the gradients over the dat
 processes and clipped them by their global norm first. PyTorch's own
 `torch.distributed.optim.ZeroRedundancyOptimizer` shards the state and nothing else (it
 expects DistributedDataParallel to have averaged the gradients), so the migrated file gets a
-subclass that does the rest, as the XLA step did. Merged into `rules.helpers.HELPERS`.
+subclass that does the rest, as the XLA step did. Merged into `rules.emitted_helpers.HELPERS`.
 """
 
 from __future__ import annotations
 
-from neuron_migrate.rules.helpers_base import Helper, helper
+from neuron_migrate.ruleapi import Helper, helper
 
 SHARDING_HELPERS: dict[str, Helper] = {
     "_neuron_average_tensors": helper('''

@@ -12,10 +12,8 @@ import re
 
 import libcst as cst
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Site
-from neuron_migrate.rules.reaching import reaching
+from neuron_migrate.ruleapi import Site, code
+from neuron_migrate.ruleapi.analysis import ast_dotted, reaching
 
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 _NXD_LAYOUT = "initialize_model_parallel"

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import (Example, Outcome, Remove, Replace, ReplaceStatement, Review, Role,
-                          Rule, Site)
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rules.support import argument, bool_value, call
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, ReplaceStatement,
+                                    Review, Role, Rule, Site, argument, bool_value, call, code)
 
 D_ABOUT = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/about-pytorch-neuron.html"
 D_MEM = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/memory-profiling-guide.html"

@@ -6,7 +6,7 @@ other function of the file trains a model of the same name. The code that places
 trains it when:
 - it builds an optimizer over the model's parameters (`torch.optim.SGD(model.parameters())`);
 - or it hands the model's parameters to something and runs a training step, itself or through
-  a function of this file it calls (`rules.training.trains`);
+  a function of this file it calls (`analysis.training.trains`);
 - or it passes the model to a function (or a class) of this file that runs a training step
   (`train(model, loader)`, `Trainer(model).fit()`).
 For `self.model = Net().to(device)`, the code is the class: its methods, together.
@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.rules.reaching import ancestors, definitions_of
-from neuron_migrate.rules.training import Function, trains
+from neuron_migrate.ruleapi.analysis import Function, ancestors, ast_dotted, definitions_of, trains
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _NESTED = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)

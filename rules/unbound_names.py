@@ -12,12 +12,9 @@ from __future__ import annotations
 import ast
 from typing import ClassVar
 
-from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
-from neuron_migrate.analysis.readiness_facts import Facts
-from neuron_migrate.analysis.readiness_plan import text_lines
-from neuron_migrate.model import Kind
-from neuron_migrate.rule import Example
+from neuron_migrate.ruleapi import Example, Kind
+from neuron_migrate.ruleapi.analysis import ast_dotted
+from neuron_migrate.ruleapi.readiness import Facts, Limit, ReadinessRule, Where, text_lines
 from neuron_migrate.rules.unsupported import D_HOME
 
 CONVENTIONAL = {

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from neuron_migrate.deps.signals import DLC, XLA_VENV, xla_image_message, xla_venv_message
-from neuron_migrate.rule import Example, Rule
+from neuron_migrate.ruleapi import Example, Rule
+from neuron_migrate.ruleapi.deps import DLC, XLA_VENV, xla_image_message, xla_venv_message
 from neuron_migrate.rules.dependencies import D_UPDDLC
 from neuron_migrate.rules.review_base import ReviewRule
 

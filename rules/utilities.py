@@ -12,12 +12,9 @@ from typing import ClassVar
 
 import libcst as cst
 
-from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Example, Outcome, Remove, Replace, Review, Role, Rule, Site
-from neuron_migrate.engine.cst_names import dotted
-from neuron_migrate.rules.helpers import HELPERS
-from neuron_migrate.rules.support import argument, has_star_args, string
+from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Role, Rule,
+                                    Site, argument, code, dotted, has_star_args, string)
+from neuron_migrate.rules.emitted_helpers import HELPERS
 
 D_HOME = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html"
 D_PROF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/tools/neuron-explorer/"
@@ -97,7 +94,7 @@ class HelperRename(Rule):
 
     kind = Kind.FIX
     helpers: ClassVar[dict[str, str]] = {}
-    """qualified name -> the helper (rules/helpers.py) that replaces it"""
+    """qualified name -> the helper (rules/emitted_helpers.py) that replaces it"""
 
     def __init_subclass__(cls, **kwargs: object) -> None:
         super().__init_subclass__(**kwargs)

@@ -9,12 +9,12 @@ data-parallel rank, which alone keeps its optimizer state and updates it; the ow
 send the updated values to the other replicas. The optimizer's `param_groups` stay whole (a
 scheduler, clipping and logging see every parameter), and its `state_dict()` holds this rank's
 share under the whole model's numbering, which is the form DCP's `get_optimizer_state_dict`
-saves per rank and loads back at any layout. Merged into `rules.helpers.HELPERS`.
+saves per rank and loads back at any layout. Merged into `rules.emitted_helpers.HELPERS`.
 """
 
 from __future__ import annotations
 
-from neuron_migrate.rules.helpers_base import Helper, helper
+from neuron_migrate.ruleapi import Helper, helper
 
 ZERO_ONE_HELPERS: dict[str, Helper] = {
     "_neuron_zero_one_owners": helper('''

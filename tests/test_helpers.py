@@ -18,7 +18,7 @@ torch = pytest.importorskip("torch", reason="runs emitted code: needs the `test`
 pytestmark = pytest.mark.torch
 import torch.distributed as dist
 
-from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.emitted_helpers import HELPERS
 
 
 def _namespace() -> dict:

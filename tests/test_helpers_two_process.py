@@ -15,7 +15,7 @@ pytestmark = pytest.mark.torch
 
 import torch.multiprocessing as mp  # noqa: E402
 
-from neuron_migrate.rules.helpers import HELPERS  # noqa: E402
+from neuron_migrate.rules.emitted_helpers import HELPERS  # noqa: E402
 from tests.helper_scenarios import SCENARIOS, worker  # noqa: E402
 
 

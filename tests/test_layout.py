@@ -131,6 +131,6 @@ def test_the_sdist_carries_what_the_tests_need(tmp_path: Path) -> None:
         names = {name.split("/", 1)[1] for name in tar.getnames() if "/" in name}
     tracked = {"LICENSE", "tests/conftest.py", "tests/data/sarif-schema-2.1.0.json",
                "examples/xla_mnist/train.py", "fixtures/python", "benchmarks/realworld.py",
-               "codemod/engine/migrate.py", "rules/helpers.py", "emulator/bootstrap/sitecustomize.py"}
+               "codemod/engine/migrate.py", "rules/emitted_helpers.py", "emulator/bootstrap/sitecustomize.py"}
     assert tracked <= names, sorted(tracked - names)
     assert not any("__pycache__" in name for name in names)

@@ -21,7 +21,7 @@ import pytest
 
 from neuron_migrate.model import Kind
 from neuron_migrate.rules.checkpoint_helpers import CONVERT
-from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.emitted_helpers import HELPERS
 from tests.conftest import FIXTURES, ROOT, cli, migrated
 
 TRAIN = FIXTURES / "smoke" / "nxd_checkpoint_train.py"

@@ -63,7 +63,7 @@ def _trainer_helpers(**stubs: Any) -> dict[str, Any]:
     the helpers they call (no process group in this process)."""
     import torch
 
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     namespace: dict[str, Any] = {"torch": torch}
     for name in ("_neuron_mesh", "_neuron_init_mesh", "_neuron_parallel_config",

@@ -8,8 +8,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from neuron_migrate.engine import quote
-from neuron_migrate.engine.walk import walk
+from neuron_migrate.syntax import quote
+from neuron_migrate.syntax.walk import walk
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 _LIBCST = cst.Module(body=[])

@@ -1,4 +1,4 @@
-"""`rules.reaching`: which assignments can be live at a statement. A proof built on it must
+"""`analysis.reaching`: which assignments can be live at a statement. A proof built on it must
 never hold where some path breaks it, so every jump is followed."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from neuron_migrate.rules.reaching import UNKNOWN, definitions_of, reaching
+from neuron_migrate.analysis.reaching import UNKNOWN, definitions_of, reaching
 
 
 def _live(source: str, target: str = "model") -> set[str]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from neuron_migrate.rules.helpers import HELPERS
+from neuron_migrate.rules.emitted_helpers import HELPERS
 from tests.conftest import FIXTURES, cli
 
 pytestmark = pytest.mark.torch

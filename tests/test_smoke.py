@@ -423,7 +423,7 @@ def test_runs_started_together_never_share_a_port() -> None:
 
 # ------------------------------------------------------- diagnosis without a subprocess
 def test_every_helper_is_claimed_by_the_rules_that_write_it() -> None:
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     claimed = helper_rules()
     assert set(claimed) == set(HELPERS), "a helper no rule asks for: teach smoke_diagnosis"

@@ -8,7 +8,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from neuron_migrate.engine.walk import REMOVE, transform, walk
+from neuron_migrate.syntax.walk import REMOVE, transform, walk
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CODE = (cst.Name, cst.Attribute, cst.Call, cst.SimpleString, cst.FormattedString,

@@ -26,7 +26,7 @@ _NAMES = ("_neuron_distributed", "_neuron_average_tensors", "_neuron_average_gra
 
 def _helpers(mesh: Any) -> dict[str, Any]:
     """The helpers as a migrated file defines them, reading `mesh` as the layout's mesh."""
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     namespace: dict[str, Any] = {"torch": torch, "os": os,
                                  "_neuron_mesh": lambda required=True: mesh}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
+from neuron_migrate.syntax.quote import code
 from neuron_migrate.rule import Insert, Review, Role, Rule
 from neuron_migrate.engine.site import UnitSite
 from neuron_migrate.engine.suppress import span

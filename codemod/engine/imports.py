@@ -12,7 +12,7 @@ import libcst as cst
 
 from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from neuron_migrate.analysis.scopes import Binding, Scope
-from neuron_migrate.engine.cst_names import attribute_chain
+from neuron_migrate.syntax.names import attribute_chain
 from neuron_migrate.engine.lazy_imports import import_inside
 from neuron_migrate.engine.placement import (helper_index, import_index, imported_modules,
                                              same_section)
@@ -160,7 +160,7 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
     `inside` are imported in the body of each helper that reads them (`lazy_imports`).
 
     A helper the file already defines (from an earlier run) is not added again."""
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     statements = list(body)
     defined = set(module_scope.bindings) if module_scope is not None else set()

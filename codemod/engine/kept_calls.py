@@ -16,7 +16,7 @@ from dataclasses import replace
 import libcst as cst
 
 from neuron_migrate.engine.context import Pending
-from neuron_migrate.engine.quote import code
+from neuron_migrate.syntax.quote import code
 from neuron_migrate.model import Kind
 
 _ONE_LINE = re.compile(r"(?:^|(?<=\S))\s*\n\s*")  # from a run's start: linear in its length

@@ -21,7 +21,7 @@ LAZY = "torch"
 def lazy_modules(tree: ast.Module, needs: set[str], named: set[str],
                  helpers: Iterable[str]) -> frozenset[str]:
     """The modules of `needs` to import inside the helpers rather than at the top."""
-    from neuron_migrate.rules.helpers import HELPERS  # the helpers are knowledge
+    from neuron_migrate.rules.emitted_helpers import HELPERS  # the helpers are knowledge
 
     if LAZY not in needs or LAZY in named or not _imported_in_functions(tree):
         return frozenset()

@@ -9,7 +9,7 @@ import libcst as cst
 
 from neuron_migrate.registry import AMBIGUOUS, UNMAPPED, Registry
 from neuron_migrate.analysis.scopes import Resolution, Scope
-from neuron_migrate.engine.cst_names import dotted
+from neuron_migrate.syntax.names import dotted
 from neuron_migrate.engine.transform import _ScopedVisitor, scanned_string
 
 

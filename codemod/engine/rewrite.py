@@ -34,7 +34,7 @@ from neuron_migrate.engine.same_branches import bare_pass, same_branches
 from neuron_migrate.analysis.script_entry import main_block
 from neuron_migrate.engine.context import FileContext, Pending
 from neuron_migrate.engine.transform import UnitRewriter
-from neuron_migrate.engine.walk import transform, walk
+from neuron_migrate.syntax.walk import transform, walk
 
 @dataclass(frozen=True)
 class UnitResult:

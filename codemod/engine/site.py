@@ -13,7 +13,7 @@ from neuron_migrate.analysis.analyse import catches
 from neuron_migrate.analysis.flow import Flow, string_flows
 from neuron_migrate.model import Options
 from neuron_migrate.rule import Role
-from neuron_migrate.engine.cst_names import attribute_chain, dotted
+from neuron_migrate.syntax.names import attribute_chain, dotted
 from neuron_migrate.engine.suppress import span
 
 if TYPE_CHECKING:
@@ -89,7 +89,7 @@ class UnitSite:
         return attribute_chain(root, parts[1:])
 
     def helper(self, name: str) -> cst.Name:
-        from neuron_migrate.rules.helpers import HELPERS  # the helpers are knowledge, like the rules
+        from neuron_migrate.rules.emitted_helpers import HELPERS  # the helpers are knowledge, like the rules
 
         context = self._rewriter.context
         for needed in (*HELPERS[name].requires, name):

@@ -16,10 +16,10 @@ import ast
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.model import Kind
-from neuron_migrate.engine.quote import code
+from neuron_migrate.syntax.quote import code
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.context import FileContext, Pending
-from neuron_migrate.engine.cst_names import REFERENCES, SIGNED, signature, string_literal
+from neuron_migrate.syntax.names import REFERENCES, SIGNED, signature, string_literal
 from neuron_migrate.engine.kept_calls import anchors, held_back, one_line, quoted_as_written
 from neuron_migrate.engine.site import UnitSite
 from neuron_migrate.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule

@@ -1,7 +1,7 @@
 """What the smoke runner adds to a worker's error: which neuron-migrate rule wrote the code it
 failed in, and whether data parallelism survived across the workers.
 
-A migration defines small helpers in the user's file (`rules/helpers.py`: functions named
+A migration defines small helpers in the user's file (`rules/emitted_helpers.py`: functions named
 `_neuron_*`, classes `_Neuron*`). When an error is raised inside one, the user should learn
 that the code is the tool's, which rule wrote it and where the script calls it. The map from
 helper to rule is read from the rule catalogue's own source (each rule module names the
@@ -50,7 +50,7 @@ def helper_rules() -> dict[str, tuple[RuleRef, ...]]:
     """Every helper, with the rules that write it into a file: directly (the rule asks for it)
     or as a helper another one needs (`_neuron_to_device` comes with `_NeuronDeviceLoader`)."""
     from neuron_migrate.rules import FAMILIES, all_rules
-    from neuron_migrate.rules.helpers import HELPERS
+    from neuron_migrate.rules.emitted_helpers import HELPERS
 
     names = {rule.id: rule.name for rule in all_rules()}
     direct: dict[str, set[str]] = defaultdict(set)

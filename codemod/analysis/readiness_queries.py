@@ -11,17 +11,6 @@ from neuron_migrate.analysis.readiness import Where
 from neuron_migrate.analysis.readiness_facts import Facts
 from neuron_migrate.analysis.readiness_scan import CHILDREN
 
-D_RN = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/release-notes/components/torchneuron.html"
-D_APIREF = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/api/index.html"
-D_MEMGL = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
-           "guidelines-memory-management.html")
-D_CREF = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"
-          "reference-torch-compile.html")
-D_COPT = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/compile/"
-          "how-to-optimize-with-torch-compile.html")
-D_BP = ("https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/reference/"
-        "best-practices-pytorch-neuron.html")
-
 _ACCELERATORS = frozenset({"cuda", "neuron", "xla", "mps", "xpu", "hpu", "privateuseone"})
 _DEVICE_NAMES = frozenset({"dev", "gpu", "cuda", "local_rank", "rank", "device_id", "gpu_id"})
 _HOST = frozenset({"cpu", "numpy", "item", "tolist"})

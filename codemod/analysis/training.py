@@ -9,13 +9,16 @@ methods of this file it calls, a few levels deep.
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.engine.quote import code
-from neuron_migrate.rule import Site
-from neuron_migrate.rules.reaching import definitions_of
+from neuron_migrate.syntax.quote import code
+from neuron_migrate.analysis.reaching import definitions_of
+
+if TYPE_CHECKING:  # rules hand their Site in; the analysis needs nothing else of it
+    from neuron_migrate.rule import Site
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda
 

@@ -1,7 +1,9 @@
-"""What a helper is: the text a rewrite defines once in the user's file, and what it needs.
+"""What a helper is: plain-PyTorch code a rewrite defines once in the user's file, and what
+that code needs.
 
-Kept apart from the helper tables (`rules/helpers.py` and the families' own tables merged
-into it) so that a table module can be imported on its own without a cycle."""
+The rule catalogue owns the helper tables (`rules/emitted_helpers.py` and the families' own
+tables merged into it) and hands them to the engine through the registry; this module is the
+shape both sides agree on, so neither imports the other."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Reading LibCST nodes the way the `ast` analysis reads the same code: dotted names, string
 values, and a signature that finds a node's `ast` twin. Shared by the engine, the site and
-the rules; it imports nothing of the engine."""
+the rules."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Small LibCST helpers the rules share: reading arguments and rewriting string literals."""
+"""Reading a call's arguments and building new calls, arguments and string literals: the
+node-level work most rewrites share, kept here so that each rule says only what it changes."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.engine.cst_names import string_literal
-from neuron_migrate.engine.walk import transform, walk
+from neuron_migrate.syntax.names import string_literal
+from neuron_migrate.syntax.walk import transform, walk
 
 
 def positional(args: Sequence[cst.Arg], index: int) -> cst.Arg | None:

@@ -5,7 +5,7 @@ in step only if every parameter `opt` holds belongs to a model that is wrapped i
 every path to that call: then the wrapper has averaged the gradients during backward. A file
 that merely mentions DDP proves nothing (`if use_ddp: model = DDP(model)`), so the proof
 follows the optimizer back to the parameters it was built from, and the model to its
-bindings, with `rules.reaching`.
+bindings, with `analysis.reaching`.
 """
 
 from __future__ import annotations
@@ -13,12 +13,15 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.rule import Site
-from neuron_migrate.rules.reaching import Definition, reaching
+from neuron_migrate.analysis.reaching import Definition, reaching
+
+if TYPE_CHECKING:  # rules hand their Site in; the analysis needs nothing else of it
+    from neuron_migrate.rule import Site
 
 WRAPPERS = frozenset({
     "torch.nn.parallel.DistributedDataParallel",
@@ -44,7 +47,7 @@ class Proof:
 def averaged_by_wrapper(optimizer: cst.BaseExpression, site: Site) -> Proof | None:
     """A proof that every parameter `optimizer` holds is averaged by DDP/FSDP at this call,
     or None when that cannot be shown."""
-    from neuron_migrate.engine.quote import code
+    from neuron_migrate.syntax.quote import code
 
     name = code(optimizer)
     if not _DOTTED.fullmatch(name):

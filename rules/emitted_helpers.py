@@ -10,8 +10,7 @@ process train alone. The test suite executes every one of them.
 
 from __future__ import annotations
 
-from neuron_migrate.rules.helpers_base import Helper
-from neuron_migrate.rules.helpers_base import helper as _helper
+from neuron_migrate.ruleapi import Helper, helper as _helper
 from neuron_migrate.rules.checkpoint_helpers import CHECKPOINT_HELPERS
 from neuron_migrate.rules.parallel_helpers import PARALLEL_HELPERS
 from neuron_migrate.rules.sharding_helpers import SHARDING_HELPERS
