@@ -65,6 +65,9 @@ RespectGitignore = Annotated[Optional[bool], typer.Option(
     "--respect-gitignore/--no-respect-gitignore",
     help="Skip what .gitignore files and .git/info/exclude ignore (on by default).",
     show_default=False)]
+NoCache = Annotated[bool, typer.Option(
+    "--no-cache", help="Neither read results kept by earlier runs nor keep this run's (they "
+    "live in .neuron-migrate-cache/, or cache-dir / $NEURON_MIGRATE_CACHE_DIR).")]
 NoDefaultExcludes = Annotated[bool, typer.Option(
     "--no-default-excludes",
     help="Walk build/, dist/, _build/ and buck-out/ at the project root too.")]
@@ -180,12 +183,12 @@ _FILE_SELECTION: ContextVar[dict[str, object]] = ContextVar("file_selection", de
 
 def _select_files(config: Path | None, extend_exclude: list[str] | None,
                   force_exclude: bool | None, respect_gitignore: bool | None,
-                  no_default_excludes: bool) -> None:
+                  no_default_excludes: bool, no_cache: bool = False) -> None:
     """The file-selection options every command that walks paths takes alike, for the
     request `_execute` runs next."""
     _FILE_SELECTION.set({"config": config, "extend_exclude": extend_exclude,
                          "force_exclude": force_exclude, "respect_gitignore": respect_gitignore,
-                         "default_excludes": not no_default_excludes})
+                         "default_excludes": not no_default_excludes, "no_cache": no_cache})
 
 
 def _with_file_selection(request: Request) -> Request:
@@ -204,6 +207,7 @@ def apply(
     force_exclude: ForceExclude = None,
     respect_gitignore: RespectGitignore = None,
     no_default_excludes: NoDefaultExcludes = False,
+    no_cache: NoCache = False,
     config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -229,7 +233,7 @@ def apply(
     found changes or review items; 2 on usage errors or files that could not be read or parsed.
     """
     _select_files(config, extend_exclude, force_exclude, respect_gitignore,
-                  no_default_excludes)
+                  no_default_excludes, no_cache)
     _execute(Request(_paths(paths), "dry-run" if dry_run else "apply", fmt, output, exclude,
                       select, ignore, unsafe_fixes, compile_models, annotate, jobs, quiet, verbose,
                       show_diff=dry_run, force=force, changed_since=changed_since,
@@ -247,6 +251,7 @@ def check(
     force_exclude: ForceExclude = None,
     respect_gitignore: RespectGitignore = None,
     no_default_excludes: NoDefaultExcludes = False,
+    no_cache: NoCache = False,
     config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -274,7 +279,7 @@ def check(
     """
     # unsafe fixes as the configuration has them: check reports what apply would write
     _select_files(config, extend_exclude, force_exclude, respect_gitignore,
-                  no_default_excludes)
+                  no_default_excludes, no_cache)
     _execute(Request(_paths(paths), "check", fmt, output, exclude, select, ignore, None,
                       compile_models, False, jobs, quiet, verbose, show_diff=diff,
                       changed_since=changed_since, stdin=STDIN in paths,
@@ -296,6 +301,7 @@ def scan(
     force_exclude: ForceExclude = None,
     respect_gitignore: RespectGitignore = None,
     no_default_excludes: NoDefaultExcludes = False,
+    no_cache: NoCache = False,
     config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -322,7 +328,7 @@ def scan(
     found (with --fix: something that could not be fixed), 2 on errors.
     """
     _select_files(config, extend_exclude, force_exclude, respect_gitignore,
-                  no_default_excludes)
+                  no_default_excludes, no_cache)
     _execute(Request(_paths(paths), "scan --fix" if fix else "scan", fmt, output, exclude,
                       select, ignore, unsafe_fixes, None, False, jobs, quiet, verbose,
                       show_diff=fix, force=force, stdin=STDIN in paths,
@@ -341,6 +347,7 @@ def audit(
     force_exclude: ForceExclude = None,
     respect_gitignore: RespectGitignore = None,
     no_default_excludes: NoDefaultExcludes = False,
+    no_cache: NoCache = False,
     config: ConfigFile = None,
     select: Select = None,
     ignore: Ignore = None,
@@ -356,7 +363,7 @@ def audit(
     Exit status: 0 when nothing blocks, 1 when something blocks, 2 on errors.
     """
     _select_files(config, extend_exclude, force_exclude, respect_gitignore,
-                  no_default_excludes)
+                  no_default_excludes, no_cache)
     _execute(Request(_paths(paths), "audit", fmt, output, exclude, select, ignore, False, None,
                       False, jobs, quiet, verbose, show_diff=False,
                       changed_since=changed_since))

@@ -41,6 +41,7 @@ from neuron_migrate.gate.outcome import usage_problem as gate_problem
 from neuron_migrate.stdin import config_paths, execute_stdin, usage_problem
 
 if TYPE_CHECKING:
+    from neuron_migrate.cache.results import ResultCache
     from neuron_migrate.rule import Rule
     from neuron_migrate.settings import FileSettings
 
@@ -86,6 +87,7 @@ class Request:
     respect_gitignore: bool | None = None  # --respect-gitignore / --no-respect-gitignore
     default_excludes: bool = True  # False with --no-default-excludes
     gate: Gate = Gate()  # --baseline, --write-baseline, --add-noqa, --exit-zero
+    no_cache: bool = False  # --no-cache: no result is read from or kept in the cache
 
 
 def names_as_bytes() -> None:
@@ -246,7 +248,8 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
                      keep_sources=keep, progress=advance,
                      python=not scan_only,
                      strict=scan_only, protected=protected, only=only,
-                     audit=request.mode == "audit", found=found, settings=files)
+                     audit=request.mode == "audit", found=found, settings=files,
+                     cache=_cache(request, keep, writes))
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
         return finished
@@ -264,6 +267,26 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
 
         return audit_exit(result, registry)
     return exit_status(result.exit_code(), request.gate)
+
+
+def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
+    """The run's result cache, in the folder of the configuration that applies where the run
+    starts (`neuron_migrate.cache.location`); none for `--no-cache` or `audit` (which reads
+    the environment around each file), nor when no folder can hold one."""
+    from neuron_migrate.cache.location import cache_folder, turned_off
+
+    if request.no_cache or request.mode == "audit" or turned_off():
+        return None
+    from neuron_migrate.cache.results import ResultCache
+    from neuron_migrate.cache.store import Store
+
+    here = _finder(request).nearest(Path.cwd().resolve()) or Config()
+    store = Store.opened(cache_folder(here.anchor, here.cache_dir))
+    if store is None:
+        return None
+    scan_only = request.mode.startswith("scan")
+    return ResultCache(store, f"mode={request.mode};keep={keep};code={not scan_only}",
+                       write=writes)
 
 
 @contextmanager

@@ -59,6 +59,9 @@ class Config:
     helpers_module: str | None = None
     """`helpers-module`: the path (relative to the project root) of one module of the user's
     repository that holds the helpers, which migrated files import instead of a copy each."""
+    cache_dir: str | None = None
+    """`cache-dir`: where results are kept between runs, relative to this file's folder
+    (`neuron_migrate.cache.location`)."""
     anchor: Path | None = None
     """The project root: where its relative paths and the default excludes start from. Its
     own folder, or the working directory for a `--config` file."""
@@ -237,13 +240,17 @@ def parse_config(path: Path, table: object, rule_ids: frozenset[str], anchor: Pa
                                   "whose folders and name are identifiers, such as "
                                   "\"myproj/neuron_helpers.py\"")
             values["helpers_module"] = value
+        elif key == "cache-dir":
+            if not isinstance(value, str) or not value.strip():
+                raise ConfigError(f"{where} cache-dir must be the path of a folder")
+            values["cache_dir"] = value
         elif key in _BOOLS:
             if not isinstance(value, bool):
                 raise ConfigError(f"{where} {key} must be true or false")
             values[key.replace("-", "_")] = value
         else:
             known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target",
-                                                        "helpers-module"}))
+                                                        "helpers-module", "cache-dir"}))
             inside = f" in [tool.{TABLE}]" if path.name == "pyproject.toml" else ""
             raise ConfigError(f"{path}: unknown key {key!r}{inside} (known: {known})")
     return Config(path=path, anchor=anchor, rule_ids=rule_ids, **values)  # type: ignore[arg-type]

@@ -29,7 +29,8 @@ _SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose"
              "--no-force-exclude": ("force_exclude", False),
              "--respect-gitignore": ("respect_gitignore", True),
              "--no-respect-gitignore": ("respect_gitignore", False),
-             "--no-default-excludes": ("default_excludes", False)}
+             "--no-default-excludes": ("default_excludes", False),
+             "--no-cache": ("no_cache", True)}
 _COMPILE = {"--compile": ("compile", True), "--no-compile": ("compile", False)}
 _UNSAFE = {"--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False)}
 _COMMAND_SWITCHES = {
@@ -45,7 +46,7 @@ _VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude":
            "--target": "target", "--config": "config", "--extend-exclude": "extend_exclude"}
 _REPEATABLE = frozenset({"exclude", "select", "ignore", "extend_exclude"})
 _FILE_SELECTION = ("config", "extend_exclude", "force_exclude", "respect_gitignore",
-                   "default_excludes")
+                   "default_excludes", "no_cache")
 """Request fields every lean command takes alike (`neuron_migrate.cli._with_file_selection`)."""
 """The options the lean `check` and `apply` take; anything else is typer's to parse."""
 

@@ -31,6 +31,8 @@ from neuron_migrate.wording import as_written
 if TYPE_CHECKING:
     from concurrent.futures import ProcessPoolExecutor
 
+    from neuron_migrate.cache.results import ResultCache
+
     from neuron_migrate.settings import FileSettings
 
 Progress = Callable[[int, int], None]
@@ -89,6 +91,7 @@ class Job:
     code: bool = True  # Python code migrated too; `scan` reads dependencies only
     audit: bool = False  # `audit`: the readiness rules only, on every file that uses torch
     settings: FileSettings | None = None  # each file's configuration, when they differ
+    cache: ResultCache | None = None  # results kept from earlier runs (`neuron_migrate.cache`)
 
     @property
     def generate(self) -> bool:
@@ -102,6 +105,14 @@ class Job:
             return self.registry, self.per_file_ignores
         settings = self.settings.of(path)
         return settings.registry, settings.per_file_ignores
+
+    def options_for(self, path: Path) -> Options:
+        """The options `registry_for` migrates the file with, without loading any rule."""
+        registry, per_file_ignores = self.rules_of(path)
+        codes = per_file_ignores.codes(path) if per_file_ignores is not None else frozenset()
+        if not codes:
+            return registry.options
+        return dataclasses.replace(registry.options, ignore=registry.options.ignore | codes)
 
     def registry_for(self, path: Path) -> Registry:
         registry, per_file_ignores = self.rules_of(path)
@@ -212,10 +223,20 @@ def process(path: Path, job: Job | None = None) -> FileResult:
 
 
 def _process(path: Path, job: Job) -> FileResult:
+    data = _read(path, "not read" if job.audit else "not migrated")
+    if isinstance(data, FileResult):
+        return data
+    if job.cache is None:
+        return _computed(path, data, job)
+    return job.cache.computed(path, data, job.options_for(path),
+                              lambda: _computed(path, data, job))
+
+
+def _computed(path: Path, data: bytes, job: Job) -> FileResult:
     with _collected_after():
         if job.audit:
-            return _audit(path, job)
-        result = migrate_path(path, job.registry_for(path), job.generate, job.code)
+            return _audit(path, data, job)
+        result = migrate_bytes(str(path), data, job.registry_for(path), job.generate, job.code)
     if not job.keep_sources and (not result.changed or not job.write) and \
             result.original is not None:  # less to send
         result = dataclasses.replace(result, original=None, new_source=None,
@@ -223,14 +244,11 @@ def _process(path: Path, job: Job) -> FileResult:
     return result
 
 
-def _audit(path: Path, job: Job) -> FileResult:
+def _audit(path: Path, data: bytes, job: Job) -> FileResult:
     """`audit` of one file: the readiness rules, the environment findings, and what the
     migration still holds for it (`neuron_migrate.analysis.readiness_audit`)."""
     from neuron_migrate.analysis.readiness_audit import audit_file
 
-    data = _read(path, "not read")
-    if isinstance(data, FileResult):
-        return data
     result = audit_file(str(path), data, job.registry_for(path), migrate_bytes)
     return result if job.keep_sources else dataclasses.replace(result, original=None)
 
@@ -426,12 +444,14 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         per_file_ignores: PerFileIgnores | None = None,
         protected: frozenset[Path] = frozenset(),
         only: frozenset[Path] | None = None, audit: bool = False,
-        found: Discovery | None = None, settings: FileSettings | None = None) -> RunResult:
+        found: Discovery | None = None, settings: FileSettings | None = None,
+        cache: ResultCache | None = None) -> RunResult:
     """Migrate every file under `paths`. The result does not depend on `jobs`.
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     `found`: the files, when the caller has discovered them (with each file's configuration,
-    whose rules `settings` hold).
+    whose rules `settings` hold). `cache`: results kept by earlier runs, and where to keep
+    this one's.
     """
     if found is None:
         found = discover(paths, excludes, accept_for(python, audit))
@@ -442,7 +462,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
     job = Job(registry, write, keep_sources, per_file_ignores, protected, python, audit,
-              settings)
+              settings, cache)
     results: list[FileResult] = []
     interrupts = _Interrupts()
     with _fewer_collections(), interrupts.installed(), contextlib.closing(
@@ -528,6 +548,14 @@ def _phases(files: list[Path], write: bool) -> list[list[Path]]:
 def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
     """Each file migrated, in order. The caller writes a result before it asks for the next,
     and a phase is finished before the next is handed out."""
+    if job.cache is not None:
+        yield from job.cache.merged(phases, job.options_for,
+                                    lambda missing: _migrated(missing, job, jobs))
+    else:
+        yield from _migrated(phases, job, jobs)
+
+
+def _migrated(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
     total = sum(len(phase) for phase in phases)
     if jobs <= 1 or total < 2 or not any(_needs_engine(path, job)
                                          for phase in phases for path in phase):

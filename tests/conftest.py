@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,10 @@ from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.model import Finding
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
+
+# the suite's runs share one working directory, and some replace the rule catalogue: no run
+# reads another's results (tests/test_cache*.py turn the cache on where they test it)
+os.environ["NEURON_MIGRATE_NO_CACHE"] = "1"
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -18,6 +18,8 @@ import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path, PurePosixPath
 
+from neuron_migrate.files import outside
+
 HERE = ("$(dirname", "`dirname", "${BASH_SOURCE%/*}", "${0%/*}")
 """How scripts say "my own folder" in `cd`."""
 
@@ -86,6 +88,7 @@ class HostPaths:
             return self._tail_matches(target, directory=True) or None
         if self.cwds is None:
             return None
+        outside.consulted()
         moved = tuple(dict.fromkeys(p for p in ((c / target).resolve() for c in self.cwds)
                                     if p.is_dir()))
         return moved or None
@@ -99,6 +102,7 @@ class HostPaths:
 
     def _existing(self, paths: Iterable[Path]) -> list[Path]:
         found: dict[Path, None] = {}
+        outside.consulted()
         for path in paths:
             real = Path(os.path.normpath(path))
             if real in self.written or real.is_file():
@@ -108,6 +112,7 @@ class HostPaths:
     def _tail_matches(self, absolute: str, directory: bool) -> list[Path]:
         """`/opt/ml/code/train.py` or `~/samples/x/train.py`: the longest tail of it found
         under a root; the path itself when it is inside one (`$SCRIPT_DIR/train.py`)."""
+        outside.consulted()
         itself = Path(os.path.normpath(absolute))
         if absolute.startswith("/") and any(itself.is_relative_to(r) for r in self.roots):
             found = [itself.resolve()] if directory and itself.is_dir() else \
@@ -154,6 +159,7 @@ class ContainerPaths(HostPaths):
         base = PurePosixPath(destination) if destination.startswith("/") \
             else (self.workdir or PurePosixPath("/")) / destination
         into = destination.endswith("/") or destination in (".", "./") or len(sources) > 1
+        outside.consulted()
         for source in sources:
             folder = source.rstrip("/") in ("", ".") or source.endswith("/") or \
                 any((root / source).is_dir() for root in self.roots)

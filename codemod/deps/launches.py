@@ -25,6 +25,7 @@ from neuron_migrate.deps.commands import PYTHON, Variable, Word, assignment, exp
 from neuron_migrate.deps.emit import Emitter, rule_enabled
 from neuron_migrate.deps.entries import Edit
 from neuron_migrate.deps.launch_paths import HERE, HostPaths, roots_of
+from neuron_migrate.files import outside
 from neuron_migrate.deps.lines import LogicalLine
 from neuron_migrate.deps.spawners import Spawner, spawner_at, spawner_of
 from neuron_migrate.model import Kind
@@ -217,6 +218,7 @@ def names_a_spawner(path: str, data: bytes) -> bool:
         scripts.update((f"{stem}.py", f"{stem}/__main__.py"))
     if not scripts:
         return False
+    outside.consulted()
     folders = {""}
     for word in FOLDER_WORD.findall(data):  # `cd ~/src/project/x`: every tail, as HostPaths
         parts = [p for p in word.decode("utf-8", "replace").split("/") if p not in ("", "~")]

@@ -20,6 +20,7 @@ from packaging.version import Version
 from neuron_migrate.deps import ids
 from neuron_migrate.deps.emit import Emitter
 from neuron_migrate.deps.entries import Unparsable
+from neuron_migrate.files import outside
 from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 
 SUPPORTED = ((3, 12), (3, 13), (3, 14))
@@ -165,6 +166,7 @@ def _for_torch(text: str, path: str) -> bool:
     folder = Path(path).parent
     for found in REQUIREMENTS_FILE.finditer(text):
         name = found[1].strip("\"'")
+        outside.consulted()
         readable = next((c for c in (folder / name, folder / Path(name).name) if c.is_file()),
                         None)
         try:

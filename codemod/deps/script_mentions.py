@@ -26,6 +26,7 @@ from pathlib import Path
 
 from neuron_migrate.deps.launch_paths import roots_of
 from neuron_migrate.deps.launches import HOST_LAUNCHERS, TORCHRUN_MODULES, XLA_DIST
+from neuron_migrate.files import outside
 
 LAUNCHER_WORDS: tuple[bytes, ...] = tuple(w.encode() for w in (
     "torchrun", *TORCHRUN_MODULES, *HOST_LAUNCHERS, XLA_DIST, "xla_dist", "nproc",
@@ -36,7 +37,9 @@ LAUNCHER_WORDS: tuple[bytes, ...] = tuple(w.encode() for w in (
 holds one of them and names the script counts as starting it so."""
 
 SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__",
-                             "site-packages", ".venv", "venv", ".tox", ".mypy_cache"})
+                             "site-packages", ".venv", "venv", ".tox", ".mypy_cache",
+                             ".neuron-migrate-cache"})
+CACHE_TAG = "CACHEDIR.TAG"
 MAX_FILES = 20_000
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
@@ -59,6 +62,7 @@ class _Tree:
 def maybe_several_processes(path: str) -> bool:
     """Whether the script at `path` may be started as one of several processes, or imported
     by code that may be: True unless its repository proves otherwise."""
+    outside.consulted()
     script = Path(path)
     if not script.is_file():
         return True  # text without a file on disk (stdin): nothing to look at
@@ -153,6 +157,9 @@ def _tree(root: str) -> _Tree | None:
     python: list[tuple[str, bytes]] = []
     files = total = 0
     for folder, subfolders, names in os.walk(root):
+        if CACHE_TAG in names:  # a result cache, wherever `cache-dir` put it: its entries
+            subfolders[:] = []  # quote file names and launcher words
+            continue
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS)
         for file_name in names:
             files += 1

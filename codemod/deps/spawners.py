@@ -17,6 +17,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from neuron_migrate.files import outside
 from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 
 SPAWN = "torch_xla.distributed.xla_multiprocessing.spawn"
@@ -78,6 +79,7 @@ def _spawner_at(path: str, _stamp: tuple[int, int]) -> Spawner | None:
 
 def spawner_at(path: Path) -> Spawner | None:
     """`spawner_of` a file on disk, cached by path and modification stamp."""
+    outside.consulted()
     try:
         stat = os.stat(path)
     except OSError:

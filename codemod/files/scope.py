@@ -32,6 +32,7 @@ ALWAYS_SKIPPED = {
     **dict.fromkeys(("site-packages", "dist-packages", "node_modules", "__pypackages__",
                      ".eggs"), "installed packages"),
     **dict.fromkeys(("__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".pytype",
+                     ".neuron-migrate-cache",
                      ".ipynb_checkpoints", ".pants.d"), "caches and tool state"),
 }
 """Folder names skipped at any depth, with the reason `-v` gives. A folder holding
