@@ -41,7 +41,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook, register_op
 
 from . import layout, losses
 from .counters import COUNTERS
-from .diagnosis import diagnose, pick_frame
+from .failure_causes import diagnose, pick_frame
 from .distributed import ReplicaCheck
 from .parallelism import ParallelismCheck, nested_step
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
+from neuron_migrate.emulator.failure_causes import diagnose, diagnose_text, pick_frame
 
 # (exception type, message as PyTorch 2.13 or the emulator words it, expected cause)
 CASES = [

@@ -224,7 +224,7 @@ def test_lost_markers_fail_the_notebook(monkeypatch: pytest.MonkeyPatch) -> None
         text = re.sub(rb"# neuron-migrate-cell 1 \w+\n", b"", data)
         return FileResult(path, original=data, new_source=text.replace(b"xm.mark_step()", b""))
 
-    monkeypatch.setattr(notebook_module, "migrate_source", lossy)
+    monkeypatch.setattr(notebook_module, "migrate_python", lossy)
     result = run(notebook("import torch_xla.core.xla_model as xm", "xm.mark_step()"))
     assert result.new_source is None and "cell markers" in (result.error or "")
 
@@ -234,7 +234,7 @@ def test_lost_placeholder_fails_the_notebook(monkeypatch: pytest.MonkeyPatch) ->
         text = re.sub(rb"import _neuron_migrate_ipython_\d+\n", b"", data)
         return FileResult(path, original=data, new_source=text)
 
-    monkeypatch.setattr(notebook_module, "migrate_source", lossy)
+    monkeypatch.setattr(notebook_module, "migrate_python", lossy)
     result = run(notebook("import torch_xla\n!ls"))
     assert result.new_source is None and "IPython line" in (result.error or "")
 

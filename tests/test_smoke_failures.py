@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.emulator.diagnosis import diagnose
+from neuron_migrate.emulator.failure_causes import diagnose
 from neuron_migrate.smoke.report import render_text
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.smoke.summary import SmokeResult, Worker, summarise

@@ -17,7 +17,7 @@ import typer
 from typer.testing import CliRunner
 
 import neuron_migrate.smoke.run
-from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text
+from neuron_migrate.emulator.failure_causes import diagnose, diagnose_text
 from neuron_migrate.smoke.diagnosis import relative
 from neuron_migrate.smoke.report import render_json, render_text
 from neuron_migrate.smoke.run import SmokeOptions, SmokeResult, run_smoke, smoke, summarise, Worker

@@ -13,7 +13,7 @@ pytest.importorskip("torch")
 
 import torch  # noqa: E402
 
-from neuron_migrate.emulator.diagnosis import diagnose  # noqa: E402
+from neuron_migrate.emulator.failure_causes import diagnose  # noqa: E402
 from neuron_migrate.emulator.distributed import (  # noqa: E402
     ReplicaCheck, ReplicasDiverged, ReplicasStartApart, _apart)
 from neuron_migrate.smoke.report import render_text  # noqa: E402

@@ -220,13 +220,13 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
 
 def _table(tree: ast.Module, bindings_only: bool = False) -> dict[ScopeKey, _Scope]:
     """`bindings_only`: the tree has no `:=` (a `NamedExpr`); its loads are left out."""
-    walker = _Walker(bindings_only)
+    walker = _NameRecorder(bindings_only)
     walker.body(tree.body)
     walker.table[_MODULE].exports = list(exports(tree))
     return walker.table
 
 
-class _Walker:
+class _NameRecorder:
     """Records, per scope, the names bound and loaded. Lambdas and comprehensions are folded
     into the scope around them (they are not named, so they could not be paired between the
     two files); the names they bind for themselves are left out of their loads."""

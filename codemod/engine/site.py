@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from neuron_migrate.registry import Registry
 
 
-class UnitRewriter(Protocol):
+class RewriterView(Protocol):
     """What a site reads of the engine's rewriter (`transform.UnitRewriter`): declared here so
     that the site does not import the module that creates it."""
 
@@ -47,7 +47,7 @@ _MODULES_THE_ENGINE_IMPORTS = frozenset({"os", "torch"})
 class UnitSite:
     """The engine's implementation of `neuron_migrate.rule.Site` for one unit."""
 
-    def __init__(self, rewriter: UnitRewriter, role: Role, qualname: str | None,
+    def __init__(self, rewriter: RewriterView, role: Role, qualname: str | None,
                  original: cst.CSTNode) -> None:
         self._rewriter = rewriter
         self.role = role

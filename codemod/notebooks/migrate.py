@@ -2,7 +2,7 @@
 
 A notebook's cells share one namespace: an import in cell 1 governs its use in cell 5. So the
 Python cells are joined in order into one module, with a marker comment before each, and
-`migrate_source` runs once over it with one alias table. The result is split back at the
+the Python engine runs once over it with one alias table. The result is split back at the
 markers. The engine keeps comments in order (a deleted statement hands its comments to the next
 one), so the markers come back in order; when they do not, the notebook fails with an error
 rather than a guess. `import torch` and helper functions land after the leading imports, hence
@@ -77,7 +77,7 @@ def migrate_notebook(path: str, data: bytes, registry: Registry, written_file: W
                        (NotebookError,))
 
 
-def migrate_source(path: str, data: bytes, registry: Registry) -> FileResult:
+def migrate_python(path: str, data: bytes, registry: Registry) -> FileResult:
     """The Python engine, imported when a notebook has cells for it: it loads LibCST."""
     from neuron_migrate.engine import migrate
 
@@ -156,7 +156,7 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
     parts = _layout(python, header)
     module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
-    result = migrate_source(path, module.encode("utf-8"), registry)
+    result = migrate_python(path, module.encode("utf-8"), registry)
     if result.error is not None:
         return _cell_error(path, result.error, parts)
     result = _settled(path, module.encode("utf-8"), result, registry, parts)
@@ -184,7 +184,7 @@ def _settled(path: str, module: bytes, result: FileResult, registry: Registry,
     from neuron_migrate.gate.notes import settle
 
     settled = settle(path, module, result, registry,
-                     lambda new: migrate_source(path, new, registry), leave)
+                     lambda new: migrate_python(path, new, registry), leave)
     # the notes' lines are the joined module's: a note found is told by its line in the
     # cell (as findings are), one about to be added by its cell
     def in_cell(found: re.Match[str]) -> str:

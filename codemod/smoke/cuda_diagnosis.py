@@ -14,7 +14,7 @@ from typing import Any
 from neuron_migrate.model import Finding, Options
 from neuron_migrate.smoke.paths import relative
 
-CUDA_LEFTOVER = "cuda-leftover"  # the emulator's cause key (emulator/diagnosis.py)
+CUDA_LEFTOVER = "cuda-leftover"  # the emulator's cause key (emulator/failure_causes.py)
 _SHOWN = 3
 
 

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuron_migrate.emulator.diagnosis import diagnose, diagnose_text, pick_frame
+from neuron_migrate.emulator.failure_causes import diagnose, diagnose_text, pick_frame
 from neuron_migrate.smoke.diagnosis import origin, parallelism_problems, problem_lines
 from neuron_migrate.smoke.processes import cores
 from neuron_migrate.smoke.report import float64_warning

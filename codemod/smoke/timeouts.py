@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from neuron_migrate.emulator.diagnosis import pick_frame
+from neuron_migrate.emulator.failure_causes import pick_frame
 from neuron_migrate.smoke.paths import relative
 from neuron_migrate.smoke.processes import COMPUTING_CORES, PROGRESS_WINDOW, CpuWatch, cores
 
