@@ -1,5 +1,6 @@
-"""What one file's rewrite shares between its units: the file the rules may learn about or
-add to, and the findings whose position is known only once the new module exists."""
+"""What one file's rewrite shares between its units and stages: the file the rules may learn
+about or add to, what the rewrite of each statement produced for the rebuild, and the findings
+whose position is known only once the new module exists."""
 
 from __future__ import annotations
 
@@ -42,3 +43,25 @@ class Pending:
     rank: int
     applied: bool = False
     suggestion: str | None = None
+
+
+@dataclass(frozen=True)
+class UnitResult:
+    """What the rewrite of one statement produced, for the rebuild to put in its place."""
+
+    node: cst.CSTNode | None  # None: the statement was removed
+    unwrap: bool = False
+    statements: tuple[cst.BaseStatement, ...] | None = None  # replaces the whole line
+    after: tuple[cst.BaseStatement, ...] = ()  # inserted after the line
+    comments: tuple[cst.Comment, ...] = ()  # from replaced code, to go above the line
+
+
+@dataclass(frozen=True)
+class Residual:
+    """An XLA-era name the rewritten code still references (a finding placed with its
+    statement)."""
+
+    rule_id: str
+    message: str
+    signature: tuple[str, str | None] | None
+    rank: int

@@ -1,0 +1,71 @@
+"""Statements the migration leaves doing nothing, which the rebuild drops: a guard around
+imports that are all gone, and an `if` whose body was emptied.
+
+Dropping them is safe only when nothing else happens there, so each check is strict: only a
+handler that sets the removed names to constants, only a test that merely reads.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from neuron_migrate.analysis.analyse import catches_import_error, imported_names
+
+
+def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:
+    """`try: import torch_xla... except ImportError: xm = None` once every import in it
+    has gone: the whole statement is dead and goes too."""
+    if unit.orelse or unit.finalbody or not unit.handlers:
+        return False
+    removed: set[str] = set()
+    for statement in unit.body:
+        if not isinstance(statement, (ast.Import, ast.ImportFrom)) or \
+                len(removals.get(id(statement), ())) != len(statement.names):
+            return False
+        removed |= imported_names([statement])
+    for handler in unit.handlers:
+        if not catches_import_error(handler):
+            return False
+        for statement in handler.body:
+            if isinstance(statement, ast.Pass):
+                continue
+            if not (isinstance(statement, ast.Assign)
+                    and isinstance(statement.value, ast.Constant)
+                    and all(isinstance(t, ast.Name) and t.id in removed
+                            for t in statement.targets)):
+                return False
+    return True
+
+
+def emptied_if(rebuilt: cst.BaseCompoundStatement, unit: ast.stmt) -> bool:
+    """An `if` without `else` whose body the migration emptied to `pass`, over a test that
+    only reads names, attributes and constants: removing it changes nothing."""
+    if not isinstance(unit, ast.If) or unit.orelse or not isinstance(rebuilt, cst.If) or \
+            all(isinstance(s, ast.Pass) for s in unit.body) or not pure(unit.test):
+        return False
+    block = rebuilt.body
+    smalls = block.body if isinstance(block, cst.SimpleStatementSuite) else [
+        small for line in block.body if isinstance(line, cst.SimpleStatementLine)
+        for small in line.body] if len(block.body) == 1 else []
+    return len(smalls) == 1 and isinstance(smalls[0], cst.Pass) and not any(
+        line.comment for line in getattr(block.body[0], "leading_lines", ()))
+
+
+def pure(test: ast.expr) -> bool:
+    """A condition whose evaluation does nothing but read: names, attributes, constants,
+    comparisons and boolean operators of those."""
+    if isinstance(test, (ast.Name, ast.Constant)):
+        return True
+    if isinstance(test, ast.Attribute):
+        return pure(test.value)
+    if isinstance(test, ast.Compare):
+        return pure(test.left) and all(pure(c) for c in test.comparators)
+    if isinstance(test, ast.BoolOp):
+        return all(pure(v) for v in test.values)
+    if isinstance(test, ast.UnaryOp):
+        return pure(test.operand)
+    if isinstance(test, (ast.Tuple, ast.List, ast.Set)):
+        return all(pure(e) for e in test.elts)
+    return False
