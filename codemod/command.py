@@ -13,7 +13,6 @@ import signal
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -27,13 +26,14 @@ from neuron_migrate.files.destination import (Destination, DestinationError, ope
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Discovery, discover, nothing_found
 from neuron_migrate.files.scope import Overrides, Scopes
-from neuron_migrate.gate import Gate
 from neuron_migrate.model import Options
 from neuron_migrate.printable import printable
+from neuron_migrate.options import Mode
 from neuron_migrate.registry import Registry
 from neuron_migrate.report import (FORMATS, HUMAN_FORMATS, KEEPS_SOURCES, OTHER_FORMATS,
                                    render_github, render_json, render_markdown, render_sarif,
                                    render_text, summary_rows)
+from neuron_migrate.request import Request
 from neuron_migrate.runner import Job, RunResult, accept_for, default_jobs, run
 from neuron_migrate.settings import Configurations
 from neuron_migrate.gate.outcome import before_report, exit_status
@@ -55,39 +55,6 @@ class UsageProblem(Exception):
     def __init__(self, message: str, param_hint: str) -> None:
         super().__init__(message)
         self.param_hint = param_hint
-
-
-@dataclass(frozen=True)
-class Request:
-    """One invocation's flags, before the repository's configuration is merged in."""
-
-    paths: list[Path]
-    mode: str
-    fmt: str
-    output: Path | None
-    exclude: list[str] | None
-    select: list[str] | None
-    ignore: list[str] | None
-    unsafe: bool | None
-    compile_models: bool | None
-    annotate: bool | None
-    jobs: int | None
-    quiet: bool
-    verbose: bool
-    show_diff: bool
-    force: bool = False
-    changed_since: str | None = None
-    stdin: bool = False  # `-` was given among the paths (its `Path` is `./-`'s too)
-    stdin_filename: str | None = None
-    sources: list[str] | None = None  # `--from`: stacks to migrate from besides XLA
-    target: str | None = None  # --target
-    config: Path | None = None  # --config FILE: this configuration for every file
-    extend_exclude: list[str] | None = None  # --extend-exclude
-    force_exclude: bool | None = None  # --force-exclude / --no-force-exclude
-    respect_gitignore: bool | None = None  # --respect-gitignore / --no-respect-gitignore
-    default_excludes: bool = True  # False with --no-default-excludes
-    gate: Gate = Gate()  # --baseline, --write-baseline, --add-noqa, --exit-zero
-    no_cache: bool = False  # --no-cache: no result is read from or kept in the cache
 
 
 def names_as_bytes() -> None:
@@ -122,8 +89,8 @@ def options_of(request: Request, config: Config) -> Options:
         raise UsageProblem(str(error), param_hint="--from") from None
     return Options(
         sources=frozenset({"xla", *sources}),
-        unsafe_fixes=_first(request.unsafe, config.unsafe_fixes, False),
-        compile=_first(request.compile_models, config.compile, True),
+        unsafe_fixes=_first(request.unsafe_fixes, config.unsafe_fixes, False),
+        compile=_first(request.compile, config.compile, True),
         annotate=_first(request.annotate, config.annotate, False),
         select=frozenset(s.upper() for s in select),
         ignore=frozenset(i.upper() for i in ignore),
@@ -166,7 +133,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         raise UsageProblem(f"unknown format {request.fmt!r}; choose from "
                            f"{', '.join(FORMATS)}", param_hint="--format")
     if problem := usage_problem(request.stdin, len(request.paths), request.stdin_filename,
-                                request.changed_since, scan=request.mode.startswith("scan")):
+                                request.changed_since, scan=request.mode.scan_only):
         raise UsageProblem(*problem)
     if problem := gate_problem(request.gate, request.stdin):
         raise UsageProblem(*problem)
@@ -186,8 +153,8 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
     keep = request.show_diff or request.fmt in KEEPS_SOURCES
-    scan_only = request.mode.startswith("scan")
-    writes = request.mode in ("apply", "scan --fix")
+    scan_only = request.mode.scan_only
+    writes = request.mode.writes
     scopes = Scopes(finder, _overrides(request))
     if stdin:
         settings = configurations.of(default)
@@ -216,7 +183,8 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.changed_since and not roots:
         return _fail("error: --changed-since needs paths inside a git work tree")
     try:
-        found = discover(request.paths, accept=accept_for(not scan_only, request.mode == "audit"),
+        found = discover(request.paths,
+                         accept=accept_for(not scan_only, request.mode is Mode.AUDIT),
                          scopes=scopes, verbose=request.verbose, not_read=_NOT_READ[scan_only])
         files = configurations.files(found, default)
         registry, where = configurations.for_report(found, default)
@@ -236,8 +204,8 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
     """The run over the files found, its report and its exit status. A run that writes first
     removes the temporary files a killed run left beside them."""
     keep = request.show_diff or request.fmt in KEEPS_SOURCES
-    scan_only = request.mode.startswith("scan")
-    writes = request.mode in ("apply", "scan --fix")
+    scan_only = request.mode.scan_only
+    writes = request.mode.writes
     if writes:
         for line in temporary.remove_leftovers({path.parent for path in found.files}):
             print_warning(f"note: {line}")
@@ -248,7 +216,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
                      keep_sources=keep, progress=advance,
                      python=not scan_only,
                      strict=scan_only, protected=protected, only=only,
-                     audit=request.mode == "audit", found=found, settings=files,
+                     audit=request.mode is Mode.AUDIT, found=found, settings=files,
                      cache=_cache(request, keep, writes))
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
@@ -262,7 +230,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
             signal.Signals(result.interrupted).name
         print_error(f"interrupted ({name}): the files listed above are done, no other file "
                     "was touched")
-    if request.mode == "audit":
+    if request.mode is Mode.AUDIT:
         from neuron_migrate.report.readiness import audit_exit
 
         return audit_exit(result, registry)
@@ -275,7 +243,7 @@ def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
     the environment around each file), nor when no folder can hold one."""
     from neuron_migrate.cache.location import cache_folder, turned_off
 
-    if request.no_cache or request.mode == "audit" or turned_off():
+    if request.no_cache or request.mode is Mode.AUDIT or turned_off():
         return None
     from neuron_migrate.cache.results import ResultCache
     from neuron_migrate.cache.store import Store
@@ -284,8 +252,8 @@ def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
     store = Store.opened(cache_folder(here.anchor, here.cache_dir))
     if store is None:
         return None
-    scan_only = request.mode.startswith("scan")
-    return ResultCache(store, f"mode={request.mode};keep={keep};code={not scan_only}",
+    return ResultCache(store, f"mode={request.mode.value};keep={keep};"
+                       f"code={not request.mode.scan_only}",
                        write=writes)
 
 
@@ -442,7 +410,7 @@ def _report(result: RunResult, registry: Registry, request: Request,
                 _write_diff(text)
             elif style != "error":
                 screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
-    if request.mode == "audit":
+    if request.mode is Mode.AUDIT:
         for line in _readiness_lines(result, registry):
             screen.print(line, "bold" if not line.startswith(" ") else "")
         return True
@@ -517,12 +485,12 @@ def _document(result: RunResult, registry: Registry, request: Request,
 
 def _rendered(result: RunResult, registry: Registry, request: Request,
               notes: list[str]) -> str | None:
-    if request.mode == "audit" and request.fmt in ("json", "markdown"):
+    if request.mode is Mode.AUDIT and request.fmt in ("json", "markdown"):
         from neuron_migrate.report.readiness import audit_document
 
         return audit_document(result, registry, request.fmt)
     if request.fmt == "json":
-        return render_json(result, registry, request.mode)
+        return render_json(result, registry, request.mode.value)
     if request.fmt == "markdown":
         return render_markdown(result, registry, notes)
     if request.fmt == "sarif":
@@ -538,7 +506,7 @@ def _plain_text(result: RunResult, registry: Registry, request: Request,
                 notes: list[str]) -> str:
     lines = [text for text, _ in render_text(result, registry, request.show_diff,
                                              request.verbose)]
-    if request.mode == "audit":
+    if request.mode is Mode.AUDIT:
         return printable("\n".join([*lines, *_readiness_lines(result, registry)]) + "\n")
     rows, sentence = summary_rows(result)
     lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.files.bounded import CONFIG_LIMIT, Refused, read_bounded
+from neuron_migrate.options import KEYS
 from neuron_migrate.target import TARGETS
 
 if sys.version_info >= (3, 11):
@@ -68,9 +69,6 @@ class Config:
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
 
 
-_LISTS = {"select", "ignore", "exclude", "extend-exclude"}
-_PATTERNS = {"exclude", "extend-exclude"}
-_BOOLS = {"compile", "unsafe-fixes", "annotate", "respect-gitignore", "force-exclude"}
 SOURCES = ("xla", "cuda")
 """What `from` may name: the stacks neuron-migrate migrates code from."""
 
@@ -216,44 +214,56 @@ def parse_config(path: Path, table: object, rule_ids: frozenset[str], anchor: Pa
         raise ConfigError(f"{where} must be a table")
     values: dict[str, object] = {}
     for key, value in table.items():
-        if key in _LISTS:
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise ConfigError(f"{where} {key} must be a list of strings")
-            if key in _PATTERNS:
-                check_patterns(value, where=f"{where} {key}")
-            else:
-                for code in value:
-                    check_rule_code(code, rule_ids, where=f"{where} {key}")
-            values[key.replace("-", "_")] = tuple(value)
-        elif key == "from":
-            values["sources"] = check_sources(value, f"{where} from")
-        elif key == "per-file-ignores":
-            values["per_file_ignores"] = _per_file_ignores(f"{where} {key}", value, rule_ids)
-        elif key == "target":
-            if not isinstance(value, str) or value.lower() not in TARGETS:
-                raise ConfigError(f"{where} target must be one of {', '.join(TARGETS)}")
-            values["target"] = value.lower()
-        elif key == "helpers-module":
-            if not isinstance(value, str) or not value.endswith(".py") or \
-                    not all(p.isidentifier() for p in Path(value[:-3]).parts):
-                raise ConfigError(f"{where} helpers-module must be the path of a Python module "
-                                  "whose folders and name are identifiers, such as "
-                                  "\"myproj/neuron_helpers.py\"")
-            values["helpers_module"] = value
-        elif key == "cache-dir":
-            if not isinstance(value, str) or not value.strip():
-                raise ConfigError(f"{where} cache-dir must be the path of a folder")
-            values["cache_dir"] = value
-        elif key in _BOOLS:
-            if not isinstance(value, bool):
-                raise ConfigError(f"{where} {key} must be true or false")
-            values[key.replace("-", "_")] = value
-        else:
-            known = ", ".join(sorted(_LISTS | _BOOLS | {"per-file-ignores", "from", "target",
-                                                        "helpers-module", "cache-dir"}))
+        option = KEYS.get(key)
+        if option is None or option.key is None:
             inside = f" in [tool.{TABLE}]" if path.name == "pyproject.toml" else ""
-            raise ConfigError(f"{path}: unknown key {key!r}{inside} (known: {known})")
+            raise ConfigError(f"{path}: unknown key {key!r}{inside} (known: "
+                              f"{', '.join(sorted(KEYS))})")
+        values[option.field] = READERS[option.key.check](f"{where} {key}", value, rule_ids)
     return Config(path=path, anchor=anchor, rule_ids=rule_ids, **values)  # type: ignore[arg-type]
+
+
+def _strings(where: str, value: object) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where} must be a list of strings")
+    return value
+
+
+def _rule_codes(where: str, value: object, rule_ids: frozenset[str]) -> tuple[str, ...]:
+    for code in _strings(where, value):
+        check_rule_code(code, rule_ids, where=where)
+    return tuple(value)  # type: ignore[arg-type]
+
+
+def _patterns(where: str, value: object, rule_ids: frozenset[str]) -> tuple[str, ...]:
+    check_patterns(_strings(where, value), where=where)
+    return tuple(value)  # type: ignore[arg-type]
+
+
+def _bool(where: str, value: object, rule_ids: frozenset[str]) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{where} must be true or false")
+    return value
+
+
+def _target(where: str, value: object, rule_ids: frozenset[str]) -> str:
+    if not isinstance(value, str) or value.lower() not in TARGETS:
+        raise ConfigError(f"{where} must be one of {', '.join(TARGETS)}")
+    return value.lower()
+
+
+def _folder(where: str, value: object, rule_ids: frozenset[str]) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where} must be the path of a folder")
+    return value
+
+
+def _helpers_module(where: str, value: object, rule_ids: frozenset[str]) -> str:
+    if not isinstance(value, str) or not value.endswith(".py") or \
+            not all(p.isidentifier() for p in Path(value[:-3]).parts):
+        raise ConfigError(f"{where} must be the path of a Python module whose folders and "
+                          "name are identifiers, such as \"myproj/neuron_helpers.py\"")
+    return value
 
 
 def check_sources(value: object, where: str) -> tuple[str, ...]:
@@ -293,3 +303,13 @@ def check_rule_code(code: str, rule_ids: frozenset[str], where: str) -> None:
     if not code.strip() or not any(rule_id.startswith(code.upper()) for rule_id in rule_ids):
         raise ConfigError(f"{where}: unknown rule id or prefix {code!r}; see "
                           "`neuron-migrate rules`")
+
+
+READERS: dict[str, Callable[[str, object, frozenset[str]], object]] = {
+    "rules": _rule_codes, "patterns": _patterns, "bool": _bool, "target": _target,
+    "sources": lambda where, value, rule_ids: check_sources(value, where),
+    "per-file-ignores": _per_file_ignores,
+    "helpers-module": _helpers_module, "folder": _folder,
+}
+"""How the value of each kind of key (`neuron_migrate.options.Key.check`) is checked and
+read: each names the file and the key when it refuses a value."""

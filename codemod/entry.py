@@ -3,52 +3,23 @@
 pre-commit runs `neuron-migrate check FILE...` on every commit, mostly on files with nothing
 XLA-era in them. Through typer, every invocation imports pydantic (typer validates each
 argument with it), and going through the typer application loads more before any file is
-looked at. So `--version`, `rules`, and `check`, `apply` (the two hooks) and `scan`
-command lines made of paths (or `-`, standard input) and the common options are recognised
+looked at. So `--version`, `rules`, and `check`, `apply` (the two hooks), `scan` and `audit`
+command lines made of paths (or `-`, standard input) and options spelt in full are recognised
 here and run without typer; every other command line, including every mistake and every
-`--help`, goes to the typer application (`neuron_migrate.cli`), which stays the one definition of
-the interface. Both run the same `neuron_migrate.command.execute`.
+`--help`, goes to the typer application (`neuron_migrate.cli`). Both read their options from
+one table (`neuron_migrate.options`) and run the same `neuron_migrate.command.execute`.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from neuron_migrate import __version__
 
 if TYPE_CHECKING:
-    from neuron_migrate.command import Request
-
-_SWITCHES = {"-q": ("quiet", True), "--quiet": ("quiet", True), "-v": ("verbose", True),
-             "--verbose": ("verbose", True),
-             "--force-exclude": ("force_exclude", True),
-             "--no-force-exclude": ("force_exclude", False),
-             "--respect-gitignore": ("respect_gitignore", True),
-             "--no-respect-gitignore": ("respect_gitignore", False),
-             "--no-default-excludes": ("default_excludes", False),
-             "--no-cache": ("no_cache", True)}
-_COMPILE = {"--compile": ("compile", True), "--no-compile": ("compile", False)}
-_UNSAFE = {"--unsafe-fixes": ("unsafe", True), "--no-unsafe-fixes": ("unsafe", False)}
-_COMMAND_SWITCHES = {
-    "check": {"--diff": ("diff", True), **_COMPILE},
-    "apply": {"--dry-run": ("dry_run", True), "--force": ("force", True), **_UNSAFE,
-              "--annotate": ("annotate", True), "--no-annotate": ("annotate", False),
-              **_COMPILE},
-    "scan": {"--fix": ("fix", True), "--force": ("force", True), **_UNSAFE},
-}
-_VALUED = {"--format": "fmt", "-o": "output", "--output": "output", "--exclude": "exclude",
-           "--select": "select", "--ignore": "ignore", "-j": "jobs", "--jobs": "jobs",
-           "--changed-since": "changed_since", "--stdin-filename": "stdin_filename",
-           "--target": "target", "--config": "config", "--extend-exclude": "extend_exclude"}
-_REPEATABLE = frozenset({"exclude", "select", "ignore", "extend_exclude"})
-_FILE_SELECTION = ("config", "extend_exclude", "force_exclude", "respect_gitignore",
-                   "default_excludes", "no_cache")
-"""Request fields every lean command takes alike (`neuron_migrate.cli._with_file_selection`)."""
-"""The options the lean `check` and `apply` take; anything else is typer's to parse."""
+    from neuron_migrate.request import Request
 
 
 def main() -> None:
@@ -104,101 +75,53 @@ def _main() -> None:
 
 
 def lean_request(arguments: list[str]) -> Request | None:
-    """The request of a `check`, `apply` or `scan` command line made of paths and the options
-    above; None for anything else, or for a value the command would refuse (typer then parses
-    the line and reports the mistake). The request is the one the typer command makes
+    """The request of an `apply`, `check`, `scan` or `audit` command line made of paths and
+    the command's options (`neuron_migrate.options`), each spelt in full and separately; None
+    for anything else, or for a value the command would refuse (typer then parses the line
+    and reports the mistake). The request is the one the typer command makes
     (tests/test_startup.py checks that)."""
-    if not arguments or arguments[0] not in _COMMAND_SWITCHES:
+    from neuron_migrate.options import COMMANDS, Kind, options_of
+
+    if not arguments or arguments[0] not in COMMANDS:
         return None
+    from neuron_migrate.request import Request
     from neuron_migrate.stdin import STDIN, usage_problem
 
-    switches = {**_SWITCHES, **_COMMAND_SWITCHES[arguments[0]]}
-    valued = {k: v for k, v in _VALUED.items()
-              if arguments[0] != "scan" or v != "changed_since"}
+    command = arguments[0]
+    by_name = {name: option for option in options_of(command) for name in option.spellings}
     given: dict[str, object] = {}
-    paths: list[Path] = []
+    paths: list[str] = []
     rest = iter(arguments[1:])
     for argument in rest:
         name, equals, inline = argument.partition("=") if argument.startswith("--") else \
             (argument, "", "")
-        if name in switches and not equals:
-            field, value = switches[name]
-            given[field] = value
-        elif name in valued:
-            value = inline if equals else next(rest, "")
-            if not _acceptable(valued[name], value):
+        option = by_name.get(name)
+        if option is not None and option.kind in (Kind.SWITCH, Kind.TOGGLE):
+            if equals:
                 return None
-            _store(given, valued[name], value)
+            given[option.field] = name != option.negation
+        elif option is not None:
+            value = inline if equals else next(rest, "")
+            if not value or value.startswith("-") or not option.accepts(value):
+                return None
+            if option.kind is Kind.LIST:
+                given.setdefault(option.field, [])
+                given[option.field].append(value)  # type: ignore[attr-defined]
+            else:
+                given[option.field] = value
         elif (argument.startswith("-") and argument != STDIN) or not argument:
             return None
         else:
-            paths.append(Path(argument))
-            given["stdin"] = given.get("stdin", False) or argument == STDIN
-    if not paths or usage_problem(given.get("stdin", False), len(paths),  # type: ignore[arg-type]
-                                  given.get("stdin_filename"),  # type: ignore[arg-type]
-                                  given.get("changed_since"),  # type: ignore[arg-type]
-                                  scan=arguments[0] == "scan") is not None:
+            paths.append(argument)
+    if not paths:
         return None
-    import dataclasses
+    request = Request.of(command, paths, given)
+    if usage_problem(request.stdin, len(paths), request.stdin_filename, request.changed_since,
+                     scan=request.mode.scan_only) is not None:
+        return None
+    from neuron_migrate.gate.outcome import usage_problem as gate_problem
 
-    return dataclasses.replace(_request(arguments[0], paths, given),
-                               **{k: given[k] for k in _FILE_SELECTION if k in given})
-
-
-def _acceptable(field: str, value: str) -> bool:
-    from neuron_migrate.report import FORMATS
-
-    if not value or value.startswith("-"):
-        return False
-    if field == "jobs":
-        return re.fullmatch(r"[1-9][0-9]*", value) is not None
-    if field == "target":
-        from neuron_migrate.target import TARGETS
-
-        return value.lower() in TARGETS
-    return field != "fmt" or value in FORMATS
-
-
-def _store(given: dict[str, object], field: str, value: str) -> None:
-    if field in _REPEATABLE:
-        given.setdefault(field, [])
-        given[field].append(value)  # type: ignore[attr-defined]
-    else:
-        given[field] = int(value) if field == "jobs" else \
-            Path(value) if field in ("output", "config") \
-            else value.lower() if field == "target" else value
-
-
-def _request(command: str, paths: list[Path], given: dict[str, object]) -> Request:
-    """As `neuron_migrate.cli.check`, `apply` and `scan` build it."""
-    from neuron_migrate.command import Request
-
-    def value(field: str, default: object = None) -> Any:
-        return given.get(field, default)
-
-    if command == "check":
-        return Request(paths, "check", value("fmt", "text"), value("output"), value("exclude"),
-                       value("select"), value("ignore"), None, value("compile"), False,
-                       value("jobs"), value("quiet", False), value("verbose", False),
-                       show_diff=value("diff", False), changed_since=value("changed_since"),
-                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
-                       target=value("target"))
-    if command == "scan":
-        return Request(paths, "scan --fix" if value("fix", False) else "scan",
-                       value("fmt", "text"), value("output"), value("exclude"), value("select"),
-                       value("ignore"), value("unsafe"), None, False, value("jobs"),
-                       value("quiet", False), value("verbose", False),
-                       show_diff=value("fix", False), force=value("force", False),
-                       stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
-                       target=value("target"))
-    dry_run = value("dry_run", False)
-    return Request(paths, "dry-run" if dry_run else "apply", value("fmt", "text"),
-                   value("output"), value("exclude"), value("select"), value("ignore"),
-                   value("unsafe"), value("compile"), value("annotate"), value("jobs"),
-                   value("quiet", False), value("verbose", False), show_diff=dry_run,
-                   force=value("force", False), changed_since=value("changed_since"),
-                   stdin=value("stdin", False), stdin_filename=value("stdin_filename"),
-                   target=value("target"))
+    return None if gate_problem(request.gate, request.stdin) is not None else request
 
 
 def _run(request: Request) -> int:
