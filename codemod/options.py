@@ -1,9 +1,9 @@
 """Every option of `apply`, `check`, `scan` and `audit`, and every configuration key, defined
 once in `OPTIONS`.
 
-Four readers used to keep their own copy of each option (the typer commands, the lean parser
-a pre-commit hook goes through, the configuration's keys, the request a run executes) and an
-option added to one of them was silently missing from another. Now each reads this table:
+Four readers need each option (the typer commands, the lean parser a pre-commit hook goes
+through, the configuration's keys, the request a run executes), and copies kept by hand drift:
+an option added to one is silently missing from another. So each reads this table:
 `neuron_migrate.cli` builds the typer commands' parameters from it, `neuron_migrate.entry`
 its lean parser, `neuron_migrate.config` the keys it accepts, and `Request.of` the request, so
 an option is added by adding one `Option` here (and using its value).
