@@ -69,7 +69,9 @@ def _execute(request: Request) -> None:
 
 def _takes_options(run: Callable[..., None]) -> Callable[..., None]:
     """`run` (a command of `neuron_migrate.options.COMMANDS`, named so) as typer sees it: its
-    paths, then a parameter for each of its options in the table."""
+    paths, then a parameter for each of its options in the table, in the table's order (the
+    order of its help). Every such command does the same (make the request, run it), so `run`
+    brings only its name and its docstring, the command's help."""
     parameters = [inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                     annotation=Paths)]
     for option in options_of(run.__name__):
