@@ -51,7 +51,7 @@ NOTEBOOK = {"cells": [{"cell_type": "code", "execution_count": None, "id": "c1",
 
 
 FILES = 7
-"""The files of `_tree`; all but run.sh are kept (its launch line reads train.py)."""
+"""The files of `_tree`, each kept (run.sh with what its launch line saw of train.py)."""
 
 
 def _tree(root: Path) -> Path:
@@ -114,8 +114,7 @@ def test_a_warm_run_reports_what_a_cold_one_does(cached: Path, fmt: str, extra: 
     cold = cli(*args)
     assert len(computed.taken()) == FILES
     warm = cli(*args)
-    # the launch line reads train.py, so run.sh is computed again; every other file is a hit
-    assert computed.taken() == ["run.sh"]
+    assert computed.taken() == []
     assert uncached.exit_code == 1
     _same(cold, uncached)
     _same(warm, uncached)
@@ -130,7 +129,7 @@ def test_a_dry_run_reports_from_the_cache_what_it_computes(cached: Path,
     cli("apply", "--dry-run", "repo", "-j", "1")
     computed.taken()
     warm = cli("apply", "--dry-run", "repo", "-j", "1")
-    assert computed.taken() == ["run.sh"]
+    assert computed.taken() == []
     _same(warm, uncached)
 
 
@@ -139,7 +138,7 @@ def test_workers_keep_what_they_compute(cached: Path, monkeypatch: pytest.Monkey
     cold = cli("check", "repo", "-j", "2", "--format", "json")
     computed = Computed(monkeypatch)
     warm = cli("check", "repo", "-j", "2", "--format", "json")
-    assert computed.taken() == ["run.sh"]  # nothing else reached a worker either
+    assert computed.taken() == []  # nothing reached a worker either
     _same(cold, uncached)
     _same(warm, uncached)
 
@@ -172,7 +171,7 @@ def test_editing_a_file_is_a_miss(cached: Path, monkeypatch: pytest.MonkeyPatch)
     computed = Computed(monkeypatch)
     (cached / "pkg" / "model.py").write_text(MODEL.replace("xm.mark_step()\n", ""))
     run = cli("check", "repo", "-j", "1", "--format", "json")
-    assert computed.taken() == ["model.py", "run.sh"]
+    assert computed.taken() == ["model.py"]
     assert "NM110" not in {rule for _, rule in _findings(run, "model.py")}
 
 
@@ -235,6 +234,30 @@ def test_a_launched_script_edited_changes_its_launch_line(cached: Path) -> None:
     assert "NM816" not in {rule for _, rule in _findings(after, "run.sh")}
 
 
+def test_a_launched_script_appearing_changes_its_launch_line(cached: Path) -> None:
+    (cached / "later.sh").write_text("#!/bin/sh\npython later.py\n")
+    before = cli("check", "repo", "-j", "1", "--format", "json")
+    assert "NM816" not in {rule for _, rule in _findings(before, "later.sh")}
+    (cached / "later.py").write_text(SPAWNING)
+    after = cli("check", "repo", "-j", "1", "--format", "json")
+    assert "NM816" in {rule for _, rule in _findings(after, "later.sh")}
+    _same(after, cli("check", "repo", "-j", "1", "--format", "json", "--no-cache"))
+
+
+def test_a_moved_symlink_changes_what_a_launch_line_starts(cached: Path) -> None:
+    (cached / "tools").mkdir()
+    (cached / "tools" / "train.py").write_text("print('one process')\n")
+    (cached / "current").symlink_to(cached / "tools")
+    (cached / "go.sh").write_text("#!/bin/sh\ncd current\npython train.py\n")
+    before = cli("check", "repo", "-j", "1", "--format", "json")
+    assert "NM816" not in {rule for _, rule in _findings(before, "go.sh")}
+    (cached / "current").unlink()
+    (cached / "current").symlink_to(cached)  # now the spawning train.py
+    after = cli("check", "repo", "-j", "1", "--format", "json")
+    _same(after, cli("check", "repo", "-j", "1", "--format", "json", "--no-cache"))
+    assert "NM816" in {rule for _, rule in _findings(after, "go.sh")}
+
+
 SOLO = """\
 import torch
 import torch_xla.core.xla_model as xm
@@ -277,7 +300,7 @@ def test_damaged_entries_are_misses(cached: Path, monkeypatch: pytest.MonkeyPatc
     uncached = cli("check", "repo", "-j", "1", "--format", "json", "--no-cache")
     cli("check", "repo", "-j", "1", "--format", "json")
     entries = _entries(cached.parent / DEFAULT_NAME)
-    assert len(entries) == FILES - 1
+    assert len(entries) == FILES
     damage = [b"", b"{", b"\0" * 10, b'{"key": "x"}', b"[]", b'{"key": 1, "result": 2}', None]
     for entry, content in zip(entries, damage):
         if content is None:  # the right key, a result that is not one
@@ -289,7 +312,7 @@ def test_damaged_entries_are_misses(cached: Path, monkeypatch: pytest.MonkeyPatc
     _same(cli("check", "repo", "-j", "1", "--format", "json"), uncached)
     assert len(computed.taken()) == FILES
     _same(cli("check", "repo", "-j", "1", "--format", "json"), uncached)  # rewritten
-    assert computed.taken() == ["run.sh"]
+    assert computed.taken() == []
 
 
 def test_no_cache_neither_reads_nor_writes(cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -315,13 +338,13 @@ def test_the_environment_and_the_configuration_move_it(cached: Path,
                                                        tmp_path: Path) -> None:
     (cached.parent / ".neuron-migrate.toml").write_text('cache-dir = "build/nm-cache"\n')
     cli("check", "repo", "-j", "1")
-    assert len(_entries(cached.parent / "build" / "nm-cache")) == FILES - 1
+    assert len(_entries(cached.parent / "build" / "nm-cache")) == FILES
     assert not (cached.parent / DEFAULT_NAME).exists()
     monkeypatch.setenv(ENVIRONMENT, str(tmp_path / "ci-cache"))
     computed = Computed(monkeypatch)
     cli("check", "repo", "-j", "1")
     assert len(computed.taken()) == FILES
-    assert len(_entries(tmp_path / "ci-cache")) == FILES - 1
+    assert len(_entries(tmp_path / "ci-cache")) == FILES
 
 
 def test_an_unknown_cache_dir_value_is_a_configuration_error(cached: Path) -> None:

@@ -51,6 +51,8 @@ class ResultCache:
             result = codec.decode(document["result"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return self._missed()
+        if not outside.unchanged(document.get("seen", [])):
+            return self._missed()
         if result.path != str(path) or (self.write and result.changed):
             return self._missed()
         self.hits += 1
@@ -62,15 +64,18 @@ class ResultCache:
 
     def computed(self, path: Path, data: bytes, options: Options,
                  compute: Callable[[], FileResult]) -> FileResult:
-        """`compute()`, kept for the next run unless it read something besides `data`, failed,
-        or (when writing) changes the file."""
-        outside.reset()
-        result = compute()
-        if outside.was_consulted() or result.error or result.skipped or \
+        """`compute()`, kept for the next run with what it saw of other files, unless that
+        cannot be replayed, it failed, or (when writing) it changes the file."""
+        with outside.recording() as seen:
+            result = compute()
+        if outside.was_unrepeatable() or result.error or result.skipped or \
                 (self.write and result.changed):
             return result
         name = entry_name(str(path), data, options, self.request)
-        self.store.put(name, {"key": name, "result": codec.encode(result)})
+        document = {"key": name, "result": codec.encode(result)}
+        if seen:
+            document["seen"] = seen
+        self.store.put(name, document)
         return result
 
     def merged(self, phases: list[list[Path]], options_of: Callable[[Path], Options],

@@ -35,7 +35,10 @@ def _git_root(folder: Path) -> Path | None:
 def roots_of(launcher: Path) -> tuple[Path, ...]:
     """The folders a repository's commands are usually run from: the launcher's own, the git
     work tree holding it, the folder the tool runs in."""
-    return _roots(os.path.abspath(launcher.parent), os.getcwd())
+    folder = os.path.abspath(launcher.parent)
+    roots = _roots(folder, os.getcwd())
+    outside.note_roots(folder, [str(root) for root in roots])
+    return roots
 
 
 @functools.lru_cache(maxsize=256)
@@ -88,9 +91,8 @@ class HostPaths:
             return self._tail_matches(target, directory=True) or None
         if self.cwds is None:
             return None
-        outside.consulted()
-        moved = tuple(dict.fromkeys(p for p in ((c / target).resolve() for c in self.cwds)
-                                    if p.is_dir()))
+        moved = tuple(dict.fromkeys(p for p in (outside.resolved(c / target) for c in self.cwds)
+                                    if outside.is_dir(p)))
         return moved or None
 
     def locate(self, relative: str) -> list[Path]:
@@ -102,20 +104,18 @@ class HostPaths:
 
     def _existing(self, paths: Iterable[Path]) -> list[Path]:
         found: dict[Path, None] = {}
-        outside.consulted()
         for path in paths:
             real = Path(os.path.normpath(path))
-            if real in self.written or real.is_file():
+            if real in self.written or outside.is_file(real):
                 found[real] = None
         return list(found)
 
     def _tail_matches(self, absolute: str, directory: bool) -> list[Path]:
         """`/opt/ml/code/train.py` or `~/samples/x/train.py`: the longest tail of it found
         under a root; the path itself when it is inside one (`$SCRIPT_DIR/train.py`)."""
-        outside.consulted()
         itself = Path(os.path.normpath(absolute))
         if absolute.startswith("/") and any(itself.is_relative_to(r) for r in self.roots):
-            found = [itself.resolve()] if directory and itself.is_dir() else \
+            found = [outside.resolved(itself)] if directory and outside.is_dir(itself) else \
                 [] if directory else self._existing([itself])
             if found:
                 return found
@@ -123,7 +123,7 @@ class HostPaths:
         for start in range(len(parts)):
             tail = Path(*parts[start:])
             hits = [root / tail for root in self.roots]
-            found = [h.resolve() for h in hits if h.is_dir()] if directory \
+            found = [outside.resolved(h) for h in hits if outside.is_dir(h)] if directory \
                 else self._existing(hits)
             if found:
                 return list(dict.fromkeys(found))
@@ -159,10 +159,9 @@ class ContainerPaths(HostPaths):
         base = PurePosixPath(destination) if destination.startswith("/") \
             else (self.workdir or PurePosixPath("/")) / destination
         into = destination.endswith("/") or destination in (".", "./") or len(sources) > 1
-        outside.consulted()
         for source in sources:
             folder = source.rstrip("/") in ("", ".") or source.endswith("/") or \
-                any((root / source).is_dir() for root in self.roots)
+                any(outside.is_dir(root / source) for root in self.roots)
             if folder:
                 self.copies.append((base, source, True))
             else:

@@ -218,7 +218,6 @@ def names_a_spawner(path: str, data: bytes) -> bool:
         scripts.update((f"{stem}.py", f"{stem}/__main__.py"))
     if not scripts:
         return False
-    outside.consulted()
     folders = {""}
     for word in FOLDER_WORD.findall(data):  # `cd ~/src/project/x`: every tail, as HostPaths
         parts = [p for p in word.decode("utf-8", "replace").split("/") if p not in ("", "~")]
@@ -230,7 +229,8 @@ def names_a_spawner(path: str, data: bytes) -> bool:
             for root in roots:
                 for folder in folders:
                     candidate = os.path.join(root, folder, tail)
-                    if os.path.isfile(candidate) and spawner_at(Path(candidate)) is not None:
+                    if outside.is_file(candidate) and \
+                            spawner_at(Path(candidate)) is not None:
                         return True
     return False
 

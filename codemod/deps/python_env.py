@@ -166,11 +166,10 @@ def _for_torch(text: str, path: str) -> bool:
     folder = Path(path).parent
     for found in REQUIREMENTS_FILE.finditer(text):
         name = found[1].strip("\"'")
-        outside.consulted()
-        readable = next((c for c in (folder / name, folder / Path(name).name) if c.is_file()),
-                        None)
+        readable = next((c for c in (folder / name, folder / Path(name).name)
+                         if outside.is_file(c)), None)
         try:
-            if readable is None or TORCH_OR_NEURON.search(
+            if readable is None or outside.stamp(readable) is None or TORCH_OR_NEURON.search(
                     read_bounded(readable, SOURCE_LIMIT).decode("utf-8", "replace")):
                 return True
         except OSError:  # unreadable, not a regular file, too large: it may

@@ -62,7 +62,7 @@ class _Tree:
 def maybe_several_processes(path: str) -> bool:
     """Whether the script at `path` may be started as one of several processes, or imported
     by code that may be: True unless its repository proves otherwise."""
-    outside.consulted()
+    outside.unrepeatable()  # the whole repository is read
     script = Path(path)
     if not script.is_file():
         return True  # text without a file on disk (stdin): nothing to look at

@@ -79,9 +79,8 @@ def _spawner_at(path: str, _stamp: tuple[int, int]) -> Spawner | None:
 
 def spawner_at(path: Path) -> Spawner | None:
     """`spawner_of` a file on disk, cached by path and modification stamp."""
-    outside.consulted()
     try:
-        stat = os.stat(path)
+        stat = outside.stamp(path)
     except OSError:
         return None
     if stat.st_size > SOURCE_LIMIT:

@@ -25,7 +25,7 @@ _LINE = 99
 def import_name(file: str, module: str) -> str | None:
     """The dotted name `file` imports the module at `module` (an absolute path) by, or None
     when the module is not importable from the file's location."""
-    outside.consulted()
+    outside.unrepeatable()  # the package folders above the file
     root = Path(file).resolve().parent
     while (root / "__init__.py").is_file():
         root = root.parent
@@ -44,7 +44,7 @@ def import_name(file: str, module: str) -> str | None:
 
 def refusal(file: str, module: str) -> str:
     """Why `file` cannot import its helpers from `module`."""
-    outside.consulted()
+    outside.unrepeatable()  # the package folders above the file
     root = Path(file).resolve().parent
     while (root / "__init__.py").is_file():
         root = root.parent

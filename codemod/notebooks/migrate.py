@@ -33,6 +33,7 @@ from pathlib import Path
 from neuron_migrate.analysis.statements import statements
 from neuron_migrate.deps import LineEdit, fix_text_lines, is_dependency_file
 from neuron_migrate.deps.launch_paths import HostPaths
+from neuron_migrate.files import outside
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.notebooks.ipython_syntax import (MaskedCell, dedented, indented, leading_indent,
                                                      mask_cell, reference_names, restore_cell)
@@ -387,7 +388,7 @@ def _edited(text: str, edits: Sequence[LineEdit]) -> str:
 def _written_files(path: str, code: Sequence[tuple[Cell, MaskedCell]]) -> dict[Path, bytes]:
     """What the `%%writefile` cells write, by path: the script a `!python` line launches is
     often one of them, and the notebook's own text of it is the one that will run."""
-    folder = Path(path).resolve().parent
+    folder = outside.resolved(Path(path)).parent
     written: dict[Path, bytes] = {}
     for cell, masked in code:
         if masked.written is not None:
