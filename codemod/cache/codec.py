@@ -22,7 +22,7 @@ def encode(result: FileResult) -> dict[str, Any]:
         if value == field.default:
             continue
         if field.name == "findings":
-            value = [_finding(f) for f in value]
+            value = [_finding(f, result.path) for f in value]
         elif field.name in _BYTES:
             value = base64.b64encode(value).decode("ascii")
         elif field.name in _PAIRS:
@@ -38,7 +38,9 @@ def decode(document: dict[str, Any]) -> FileResult:
     fields = {}
     for name, value in document.items():
         if name == "findings":
-            value = tuple(Finding(**{**f, "kind": Kind(f["kind"])}) for f in value)
+            path = document["path"]
+            value = tuple(Finding(path if f[0] is None else f[0], f[1], f[2], f[3], Kind(f[4]),
+                                  *f[5:]) for f in value)
         elif name in _BYTES:
             value = base64.b64decode(value.encode("ascii"), validate=True)
         elif name in _PAIRS:
@@ -52,11 +54,17 @@ def decode(document: dict[str, Any]) -> FileResult:
     return result
 
 
-def _finding(finding: Finding) -> dict[str, Any]:
-    document = {}
-    for field in dataclasses.fields(Finding):
-        value = getattr(finding, field.name)
-        if field.name in ("path", "line", "column", "rule_id", "kind", "message") or \
-                value != field.default:
-            document[field.name] = value.value if isinstance(value, Kind) else value
-    return document
+def _finding(finding: Finding, path: str) -> list[Any]:
+    """Its fields in order (a row, not a mapping: a large repository's entries hold thousands
+    of findings, read on every run), the file's own path as null, trailing defaults left out."""
+    row = [getattr(finding, field.name) for field in _FINDING_FIELDS]
+    row[0] = None if finding.path == path else finding.path
+    row[4] = finding.kind.value
+    while len(row) > _REQUIRED and row[-1] == _FINDING_FIELDS[len(row) - 1].default:
+        row.pop()
+    return row
+
+
+_FINDING_FIELDS = dataclasses.fields(Finding)
+_REQUIRED = 6
+"""path, line, column, rule_id, kind, message: the fields without a default."""

@@ -10,6 +10,7 @@ look-up and the migration is kept under its new content.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,11 +38,8 @@ class ResultCache:
 
     def lookup(self, path: Path, options: Options) -> FileResult | None:
         """The result kept for the file as it is now, or None."""
-        try:
-            if os.stat(path).st_size > SOURCE_LIMIT:
-                return self._missed()
-            data = path.read_bytes()
-        except OSError:
+        data = _small_file(path)
+        if data is None:
             return self._missed()  # reading it again reports the problem
         name = entry_name(str(path), data, options, self.request)
         document = self.store.get(name)
@@ -94,3 +92,15 @@ class ResultCache:
             pass
         if self.misses:
             self.store.trim()
+
+
+def _small_file(path: Path) -> bytes | None:
+    """The file's bytes, unless it is over the size the runner reads or cannot be read."""
+    try:
+        status = os.stat(path)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > SOURCE_LIMIT:
+            return None  # never opened: a FIFO would block
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return None
