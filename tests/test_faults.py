@@ -183,9 +183,9 @@ def test_workers_die_with_a_killed_run(tmp_path: Path) -> None:
     script.write_text(
         "import os, sys, time\n"
         "from concurrent.futures import ProcessPoolExecutor\n"
-        "from neuron_migrate.runner import _start_worker\n"
+        "from neuron_migrate.workers import start_worker\n"
         "def pid(_):\n    time.sleep(0.2)\n    return os.getpid()\n"
-        "with ProcessPoolExecutor(2, initializer=_start_worker, initargs=(None,)) as pool:\n"
+        "with ProcessPoolExecutor(2, initializer=start_worker, initargs=(None,)) as pool:\n"
         "    print(*set(pool.map(pid, range(4))), flush=True)\n"
         "    time.sleep(60)\n")
     parent = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True,
@@ -370,11 +370,11 @@ def test_a_failed_write_leaves_the_file_whole_and_no_temporary_file(
 
 
 def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch) -> None:
-    from neuron_migrate import runner
+    from neuron_migrate import migrate_file, per_file
 
     for name in ("gone.py", "dir.py", "kept.py"):
         (in_tmp / name).write_text(OLD)
-    real_read, real_write = runner.read_bytes, runner.write_atomic
+    real_read, real_write = migrate_file.read_bytes, per_file.write_atomic
 
     def read_bytes(path: Path) -> bytes:
         if path.name == "gone.py":
@@ -387,8 +387,8 @@ def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch)
             path.mkdir()
         real_write(path, data, original)
 
-    monkeypatch.setattr(runner, "read_bytes", read_bytes)
-    monkeypatch.setattr(runner, "write_atomic", write_atomic)
+    monkeypatch.setattr(migrate_file, "read_bytes", read_bytes)
+    monkeypatch.setattr(per_file, "write_atomic", write_atomic)
     run = cli("apply", ".")
     assert run.exit_code == 2 and "Traceback" not in run.stderr
     assert "gone.py: cannot read (No such file or directory)" in run.stderr
@@ -458,9 +458,9 @@ def test_stopped_workers_end_by_themselves_not_killed(tmp_path: Path, monkeypatc
     machine a worker inside one long parse takes the request late, which is not a failure.)"""
     import multiprocessing
 
-    import neuron_migrate.runner
+    import neuron_migrate.workers
 
-    monkeypatch.setattr(neuron_migrate.runner, "STOP_GRACE", 120.0)
+    monkeypatch.setattr(neuron_migrate.workers, "STOP_GRACE", 120.0)
 
     from neuron_migrate.model import Options
     from neuron_migrate.registry import Registry

@@ -270,21 +270,21 @@ import hashlib
 import sys
 from pathlib import Path
 
-from neuron_migrate import runner
+from neuron_migrate import per_file
 from neuron_migrate.cli import app
 
-real = runner.migrate_path
+real = per_file.migrate_bytes
 
 
-def migrate_path(path, *args, **kwargs):
-    if path.name == "stuck.py":
+def migrate_bytes(name, *args, **kwargs):
+    if Path(name).name == "stuck.py":
         Path("stuck.started").write_text("")
         # minutes inside C (as in a native parser): no signal handler runs until it returns
         hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 10**9)
-    return real(path, *args, **kwargs)
+    return real(name, *args, **kwargs)
 
 
-runner.migrate_path = migrate_path  # the workers are forked: they inherit it
+per_file.migrate_bytes = migrate_bytes  # the workers are forked: they inherit it
 app(["apply", "-j", "2", *sys.argv[1:]])
 '''
 

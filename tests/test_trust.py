@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from neuron_migrate import runner
+from neuron_migrate import migrate_file
 from tests.conftest import cli
 
 OLD = "import torch_xla\ntorch_xla.sync()\nx = 1\n"
@@ -75,7 +75,7 @@ def test_changed_since_limits_the_run(in_tmp: Path) -> None:
 
 
 def test_files_over_the_size_limit_are_skipped(in_tmp: Path, monkeypatch) -> None:
-    monkeypatch.setattr(runner, "MAX_BYTES", 64)
+    monkeypatch.setattr(migrate_file, "MAX_BYTES", 64)
     (in_tmp / "big.py").write_text(OLD + "#" * 100 + "\n")
     run = cli("apply", "big.py")
     assert run.exit_code == 0 and "larger than" in run.stdout
