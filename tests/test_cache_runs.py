@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Run, cli
-from neuron_migrate import runner
+from neuron_migrate import per_file, runner
 from neuron_migrate.cache import key
 from neuron_migrate.deps import script_mentions
 from neuron_migrate.cache.location import DEFAULT_NAME, ENVIRONMENT, OFF
@@ -80,13 +80,13 @@ class Computed:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.paths: list[str] = []
-        original = runner._computed
+        original = per_file._computed
 
         def counting(path: Path, data: bytes, job: runner.Job):
             self.paths.append(Path(path).name)
             return original(path, data, job)
 
-        monkeypatch.setattr(runner, "_computed", counting)
+        monkeypatch.setattr(per_file, "_computed", counting)
 
     def taken(self) -> list[str]:
         taken, self.paths = sorted(self.paths), []
