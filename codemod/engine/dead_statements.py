@@ -11,7 +11,7 @@ import ast
 
 import libcst as cst
 
-from neuron_migrate.analysis.analyse import catches_import_error, imported_names
+from neuron_migrate.analysis.import_guards import catches_import_error, imported_names
 
 
 def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:

@@ -13,7 +13,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from neuron_migrate.analysis.analyse import Analysis, catches_import_error, is_import_error
+from neuron_migrate.analysis.analyse import Analysis
+from neuron_migrate.analysis.import_guards import catches_import_error, is_import_error
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.registry import XLA_BY_NAME, Registry

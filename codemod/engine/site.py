@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Protocol
 
 import libcst as cst
 
-from neuron_migrate.analysis.analyse import catches
+from neuron_migrate.analysis.import_guards import catches
 from neuron_migrate.analysis.flow import Flow, string_flows
 from neuron_migrate.model import Options
 from neuron_migrate.rule import Role
