@@ -65,7 +65,10 @@ class Request:
                 mode = option.mode if value else mode
             else:
                 values[option.field] = option.value(command, value)
-        return cls([Path(path) for path in paths], mode, stdin=STDIN in paths,
+        # `audit` sums up files it discovers and has no way to read standard input: its `-`
+        # is a path like any other
+        stdin = STDIN in paths and mode is not Mode.AUDIT
+        return cls([Path(path) for path in paths], mode, stdin=stdin,
                    **values)  # type: ignore[arg-type]
 
     @property

@@ -157,3 +157,15 @@ def test_an_option_added_to_the_table_reaches_typer_and_the_lean_parser(
     from typer.testing import CliRunner
 
     assert "--chatty" in CliRunner().invoke(fresh, ["check", "--help"]).output
+
+
+@pytest.mark.parametrize(("args", "stdin"), [
+    (["check", "-"], True), (["apply", "--stdin-filename", "a.py", "-"], True),
+    (["audit", "-"], False), (["check", "./-"], False)])
+def test_standard_input_is_read_by_the_commands_that_can(
+        args: list[str], stdin: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`audit` sums up the files it discovers and cannot read standard input: its `-` is a
+    path."""
+    request = entry.lean_request(args)
+    assert request == _typer_request(args, monkeypatch)
+    assert request is not None and request.stdin == stdin
