@@ -4,16 +4,35 @@ strings remain (each reported, so nothing XLA-specific is left behind silently).
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 
 import libcst as cst
 
 from neuron_migrate.registry import AMBIGUOUS, UNMAPPED, Registry
 from neuron_migrate.analysis.scopes import Resolution, Scope
-from neuron_migrate.syntax.names import dotted
-from neuron_migrate.engine.transform import _ScopedVisitor, scanned_string
+from neuron_migrate.engine.scoped_visitor import ScopedVisitor
+from neuron_migrate.rule import Rule
+from neuron_migrate.syntax.names import dotted, string_literal
 
 
-class ResidualScanner(_ScopedVisitor):
+def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | None:
+    """The rule that reports this string (or the first text of an f-string that one reports,
+    as the `ast` analysis flags a statement for any of them) if it is left behind, and the
+    text it reports."""
+    if type(node) is cst.SimpleString:
+        value = string_literal(node)  # type: ignore[arg-type]
+        texts: Iterable[str] = () if value is None else (value,)
+    else:
+        texts = (part.value for part in node.parts  # type: ignore[attr-defined]
+                 if type(part) is cst.FormattedStringText)
+    for text in texts:
+        rule = registry.string_rule(text)
+        if rule is not None:
+            return rule, text
+    return None
+
+
+class ResidualScanner(ScopedVisitor):
     """Reads a rewritten unit: which imports it still uses, and which XLA references remain."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,

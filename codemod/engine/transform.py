@@ -8,7 +8,7 @@ reports every XLA reference still there, which also tells the import bookkeeping
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -19,142 +19,14 @@ from neuron_migrate.model import Kind
 from neuron_migrate.syntax.quote import code
 from neuron_migrate.registry import Registry
 from neuron_migrate.engine.context import FileContext, Pending
-from neuron_migrate.syntax.names import REFERENCES, SIGNED, signature, string_literal
-from neuron_migrate.engine.kept_calls import anchors, held_back, one_line, quoted_as_written
+from neuron_migrate.syntax.names import REFERENCES
+from neuron_migrate.engine.kept_calls import anchors, held_back, quoted_as_written
+from neuron_migrate.engine.residual import scanned_string
+from neuron_migrate.engine.scoped_visitor import BINDS_LOCALS, ScopedVisitor
 from neuron_migrate.engine.site import UnitSite
 from neuron_migrate.rule import Outcome, Remove, Replace, ReplaceStatement, Review, Role, Rule
-from neuron_migrate.analysis.scopes import Resolution, Scope
+from neuron_migrate.analysis.scopes import Scope
 from neuron_migrate.engine.suppress import span
-
-_COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)
-# Hot paths compare exact types: LibCST's node classes are final, and an `isinstance` against
-# them goes through ABCMeta, several times slower.
-_BINDS_LOCALS = frozenset({cst.Lambda, *_COMPREHENSIONS})
-_NOT_UNIT = frozenset({cst.IndentedBlock, cst.SimpleStatementSuite, cst.If})
-
-
-def scanned_string(node: cst.CSTNode, registry: Registry) -> tuple[Rule, str] | None:
-    """The rule that reports this string (or the first text of an f-string that one reports,
-    as the `ast` analysis flags a statement for any of them) if it is left behind, and the
-    text it reports."""
-    if type(node) is cst.SimpleString:
-        value = string_literal(node)  # type: ignore[arg-type]
-        texts: Iterable[str] = () if value is None else (value,)
-    else:
-        texts = (part.value for part in node.parts  # type: ignore[attr-defined]
-                 if type(part) is cst.FormattedStringText)
-    for text in texts:
-        rule = registry.string_rule(text)
-        if rule is not None:
-            return rule, text
-    return None
-
-
-def _target_names(node: cst.BaseExpression | cst.BaseAssignTargetExpression) -> set[str]:
-    if isinstance(node, cst.Name):
-        return {node.value}
-    if isinstance(node, (cst.Tuple, cst.List)):
-        names: set[str] = set()
-        for element in node.elements:
-            names |= _target_names(element.value)
-        return names
-    if isinstance(node, cst.StarredElement):
-        return _target_names(node.value)
-    return set()
-
-
-def _local_names(node: cst.CSTNode) -> set[str] | None:
-    """Names a lambda or comprehension binds for its own body."""
-    if isinstance(node, cst.Lambda):
-        params = node.params
-        every = [*params.posonly_params, *params.params, *params.kwonly_params]
-        for star in (params.star_arg, params.star_kwarg):
-            if isinstance(star, cst.Param):
-                every.append(star)
-        return {p.name.value for p in every}
-    if isinstance(node, _COMPREHENSIONS):
-        names: set[str] = set()
-        comp: cst.CompFor | None = node.for_in
-        while comp is not None:
-            names |= _target_names(comp.target)
-            comp = comp.inner_for_in
-        return names
-    return None
-
-
-_NAMES_NOT_EXPRESSIONS: dict[type, str] = {
-    cst.Attribute: "attr", cst.Arg: "keyword", cst.Param: "name", cst.FunctionDef: "name",
-    cst.ClassDef: "name", cst.MatchAs: "name", cst.MatchStar: "name", cst.ExceptHandler: "name",
-}
-
-
-class _ScopedVisitor:
-    """Shared by the rewriter and the scanner: resolves names, honouring lambda and
-    comprehension variables inside the unit, and numbers nodes in source order."""
-
-    def __init__(self, root: cst.CSTNode, scope: Scope) -> None:
-        self.root = root
-        self.scope = scope
-        # new statements (a rule's replacement) are read whole, their blocks included
-        self.blocks = False
-        self.locals: list[set[str]] = []
-        self.signed: list[cst.CSTNode] = []  # nodes with a signature, in source order
-        self.inner: set[int] = set()
-
-    def enter(self, node: cst.CSTNode) -> bool:
-        kind = type(node)
-        if kind in _NOT_UNIT and node is not self.root and not self.blocks:
-            return False  # bodies and `elif`s are units of their own
-        if kind in _BINDS_LOCALS:
-            self.locals.append(_local_names(node) or set())
-        elif kind is cst.Attribute and type(node.value) in REFERENCES:  # type: ignore[attr-defined]
-            self.inner.add(id(node.value))  # type: ignore[attr-defined]  # the whole dotted chain counts
-        not_expression = _NAMES_NOT_EXPRESSIONS.get(kind)
-        if not_expression is not None:
-            child = getattr(node, not_expression)
-            if isinstance(child, cst.AsName):
-                child = child.name
-            if child is not None:
-                self.inner.add(id(child))  # `ast` has no Name node here
-        if kind in SIGNED and id(node) not in self.inner:
-            self.signed.append(node)
-        return True
-
-    def occurrence(self, anchor: cst.CSTNode | None) -> tuple[tuple[str, str | None] | None, int]:
-        """The anchor's signature and how many nodes before it in the unit share it: where
-        `Locator` finds it in the `ast`. Worked out only for the few nodes that get a finding."""
-        sig = None
-        for index, node in enumerate(self.signed):
-            if node is anchor:
-                sig = signature(anchor)
-                break
-        if sig is None:
-            return None, 0
-        return sig, sum(1 for node in self.signed[:index] if signature(node) == sig)
-
-    def exit(self, node: cst.CSTNode) -> None:
-        if type(node) in _BINDS_LOCALS:
-            self.locals.pop()
-
-    def resolve(self, expr: cst.BaseExpression) -> Resolution | None:
-        attrs: list[str] = []
-        while type(expr) is cst.Attribute:
-            attrs.append(expr.attr.value)  # type: ignore[attr-defined]
-            expr = expr.value  # type: ignore[attr-defined]
-        if type(expr) is not cst.Name:
-            return None
-        name = expr.value  # type: ignore[attr-defined]
-        if self.locals and any(name in names for names in self.locals):
-            return None
-        attrs.reverse()
-        return self.scope.resolve_cached(name, attrs)
-
-    def pending(self, rule: Rule, kind: Kind, message: str, anchor: cst.CSTNode | None,
-                applied: bool, suggestion: str | None = None) -> Pending:
-        sig, k = self.occurrence(anchor)
-        if "\n" in message:  # code quoted from a multi-line call
-            message = one_line(message)
-        return Pending(rule.id, kind, message, anchor, sig, k, applied, suggestion)
 
 
 def _comments(node: cst.CSTNode) -> list[cst.Comment]:
@@ -184,7 +56,7 @@ class _Requote(cst.CSTTransformer):
         return updated.with_changes(value=f"{updated.prefix}{self.other}{body}{self.other}")
 
 
-class UnitRewriter(_ScopedVisitor):
+class UnitRewriter(ScopedVisitor):
     """Applies the rules' hooks to one unit; collects findings and statement-level actions."""
 
     def __init__(self, root: cst.CSTNode, scope: Scope, registry: Registry,
@@ -245,7 +117,7 @@ class UnitRewriter(_ScopedVisitor):
         elif kind is cst.SimpleString or kind is cst.FormattedString:
             if scanned_string(node, self.registry) is not None:
                 self.notable += 1
-        elif kind in _BINDS_LOCALS:
+        elif kind in BINDS_LOCALS:
             self.notable += 1
         return True
 
