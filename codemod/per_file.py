@@ -18,9 +18,20 @@ from neuron_migrate.wording import as_written
 def process(path: Path, job: Job) -> FileResult:
     """Migrate one file, keeping its sources only where the run will use them (less to send
     back from a worker), from the cache when an earlier run kept it."""
-    data = read_source(path, "not read" if job.audit else "not migrated")
+    data = read(path, job)
     if isinstance(data, FileResult):
         return data
+    return process_data(path, data, job)
+
+
+def read(path: Path, job: Job) -> bytes | FileResult:
+    """The file's bytes, or the result that says why there are none."""
+    return read_source(path, "not read" if job.audit else "not migrated")
+
+
+def process_data(path: Path, data: bytes, job: Job) -> FileResult:
+    """`process` of a file already read: the run reads each file once, to decide where it
+    is migrated, and hands its bytes on."""
     if job.cache is None:
         return _computed(path, data, job)
     return job.cache.computed(path, data, job.options_for(path),

@@ -137,35 +137,6 @@ def _map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
 
 
 def _migrated(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
-    total = sum(len(phase) for phase in phases)
-    if jobs <= 1 or total < 2 or not any(_needs_engine(path, job)
-                                         for phase in phases for path in phase):
-        for phase in phases:
-            for path in phase:
-                yield process(path, job)
-        return
-    from neuron_migrate.workers import pool_map
+    from neuron_migrate.schedule import migrated
 
-    yield from pool_map(phases, job, jobs)
-
-
-def _needs_engine(path: Path, job: Job) -> bool:
-    """Whether a file may need more than a token search. A hook's run over a few files with
-    nothing XLA-era in them is over before worker processes would have started, so the
-    workers start only once a file needs them (the results are the same either way)."""
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            return False
-        data = path.read_bytes()
-    except OSError:
-        return False  # reading it again reports the problem
-    # a launch line (NM816) is read; a notebook names python in its metadata, not so
-    launches = b"python " in data if path.suffix == ".ipynb" else \
-        path.suffix != ".py" and b"python" in data
-    if job.audit:
-        from neuron_migrate.analysis.readiness import mentions_torch
-
-        return mentions_torch(data)
-    registry = job.rules_of(path)[0]
-    cuda = "cuda" in registry.options.sources
-    return registry.prefilter(data) or deps.mentions_neuron(data, cuda) or launches
+    return migrated(phases, job, jobs)

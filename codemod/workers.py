@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.job import Job
 from neuron_migrate.model import FileResult
-from neuron_migrate.per_file import process
+from neuron_migrate.per_file import process_data
 from neuron_migrate.registry import DeferredRegistry
 
 if TYPE_CHECKING:
-    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures import Future, ProcessPoolExecutor
 
 _JOB: Job | None = None
 
@@ -82,31 +82,50 @@ def _die_with_parent() -> None:
         os._exit(1)
 
 
-def work(path: Path) -> FileResult:
+def work(path: Path, data: bytes) -> FileResult:
     """One file, in a worker: with the job the worker was started with, abandoned at once
     if the run stops."""
     assert _JOB is not None
     with WorkerStop.computing_one():
-        return process(path, _JOB)
+        return process_data(path, data, _JOB)
 
 
-def pool_map(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResult]:
-    """Each file of each phase migrated by a pool of workers, in order; a phase is finished
-    before the next is handed out."""
-    from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
+class LazyPool:
+    """The run's workers, started only once the run has enough files for them
+    (`neuron_migrate.schedule`): a run whose files are all settled by a token search never
+    forks one."""
 
-    total = sum(len(phase) for phase in phases)
-    preload(job)
-    workers = min(jobs, total)
-    pool = ProcessPoolExecutor(max_workers=workers, initializer=start_worker, initargs=(job,))
-    try:
-        for phase in phases:
-            chunk = max(1, min(16, len(phase) // (workers * 8)))
-            yield from pool.map(work, phase, chunksize=chunk)
-    except BaseException:  # Ctrl-C, or the caller stopped: workers only compute, stop them
-        _stop(pool)
-        raise
-    pool.shutdown()
+    def __init__(self, job: Job, jobs: int) -> None:
+        self.job = job
+        self.jobs = jobs
+        self.pool: ProcessPoolExecutor | None = None
+
+    @property
+    def started(self) -> bool:
+        return self.pool is not None
+
+    def start(self, most: int) -> None:
+        """Start the workers, no more than `most` (the files left for them), if not yet."""
+        if self.pool is not None:
+            return
+        from concurrent.futures import ProcessPoolExecutor  # only a run over files loads it
+
+        preload(self.job)
+        self.pool = ProcessPoolExecutor(max_workers=max(1, min(self.jobs, most)),
+                                        initializer=start_worker, initargs=(self.job,))
+
+    def submit(self, path: Path, data: bytes) -> Future[FileResult]:
+        """The file handed to a worker with the bytes this process read: never read twice."""
+        assert self.pool is not None
+        return self.pool.submit(work, path, data)
+
+    def stop(self) -> None:
+        if self.pool is not None:
+            _stop(self.pool)
+
+    def shutdown(self) -> None:
+        if self.pool is not None:
+            self.pool.shutdown()
 
 
 def preload(job: Job) -> None:

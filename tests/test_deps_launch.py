@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate import runner
+from neuron_migrate import runner, schedule
 from neuron_migrate.deps import scan_source
 from neuron_migrate.deps.spawners import spawner_at, spawner_of
 from neuron_migrate.model import Kind, Options
@@ -186,8 +186,8 @@ def test_apply_reads_launchers_before_it_writes_python(in_tmp: Path,
     for name in ("b.py", "run.sh", "a.py", "job.yaml"):
         (in_tmp / name).write_text("x = 1\n" if name.endswith(".py") else "echo\n")
     seen: list[str] = []
-    monkeypatch.setattr(runner, "process", lambda path, job=None: seen.append(path.name) or
-                        runner.FileResult(str(path)))
+    monkeypatch.setattr(schedule, "process_data", lambda path, data, job: seen.append(path.name)
+                        or runner.FileResult(str(path)))
     runner.run([Path(".")], _registry(), write=True)
     assert seen == ["job.yaml", "run.sh", "a.py", "b.py"]
     seen.clear()
