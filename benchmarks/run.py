@@ -4,7 +4,8 @@ timing). Generates the synthetic repository, then times whole processes:
   neuron-migrate check -j1 and -jN | neuron-migrate check --diff -j1, which also generates,
   verifies and diffs every new file | a naive LibCST+QualifiedNameProvider transformer doing
   the device and step rewrites over the XLA files, and check -j1 over those same files |
-  ruff check --select F over the same tree
+  ruff check --select F over the same tree | re-checks with the result cache, cold, warm and
+  after one file is edited, next to ruff's with its cache (warm.py)
 
 and prints wall times, peak memory (largest process) and the ratios docs/performance.md records.
 
@@ -32,6 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import realistic_repo  # noqa: E402
 import synthetic_repo  # noqa: E402
+import warm  # noqa: E402
 
 PROFILES = {"synthetic": synthetic_repo.generate, "realistic": realistic_repo.generate}
 
@@ -46,14 +48,17 @@ NAIVE = "naive LibCST + QualifiedNameProvider (XLA files only)"
 SAME_FILES = "neuron-migrate check -j1 (XLA files only)"
 
 
-def measure(command: list[str], repeat: int = 1) -> tuple[float, float]:
+def measure(command: list[str], repeat: int = 1,
+            env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak resident MiB of the command's largest process: the fastest of
     `repeat` runs (as timeit does: on a shared machine, slower runs measure the neighbours),
-    and the largest peak of them."""
+    and the largest peak of them. Without `env`, neuron-migrate runs without its result
+    cache: every run is a cold one (warm.py measures the cache)."""
     walls, peaks = [], []
+    environment = env if env is not None else {**os.environ, "NEURON_MIGRATE_NO_CACHE": "1"}
     for _ in range(repeat):
         done = subprocess.run([sys.executable, "-c", _MEASURE, *command], capture_output=True,
-                              text=True, check=True)
+                              text=True, check=True, env=environment)
         wall, peak_kib = done.stdout.split()
         walls.append(float(wall))
         peaks.append(int(peak_kib) / 1024)
@@ -147,6 +152,8 @@ def main() -> None:
         print(f"neuron-migrate -j{cores} / ruff: "
               f"{results[parallel][0] / results[f'ruff check --select F{best}'][0]:.1f}x "
               "(goal: <= 10x)")
+    edited = Path(xla_files[0]) if xla_files else python_files[0]
+    warm.report(tool, ruff, trees, edited, args.repeat, measure)
     if not args.tree:
         small_peak = results["neuron-migrate check -j1 (1/5 of the files)"][1]
         print(f"peak memory, full tree / one fifth: "

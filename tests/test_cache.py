@@ -164,3 +164,42 @@ def test_the_tool_is_taken_by_its_own_files_and_libraries() -> None:
     folders = key._own_folders()
     assert any(Path(f, "runner.py").is_file() for f in folders)  # the engine
     assert any(Path(f, "device.py").is_file() for f in folders)  # the catalogue
+
+
+def test_what_a_result_saw_elsewhere_is_replayed(tmp_path: Path) -> None:
+    from neuron_migrate.deps.launch_paths import roots_of
+    from neuron_migrate.files import outside
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "link").symlink_to(tmp_path)
+    with outside.recording() as seen:
+        assert outside.is_file(tmp_path / "a.py") and not outside.is_file(tmp_path / "b.py")
+        assert not outside.is_dir(tmp_path / "sub")
+        outside.stamp(tmp_path / "a.py")
+        outside.resolved(tmp_path / "link")
+        roots_of(tmp_path / "nested" / "run.sh")
+    assert {question for question, _, _ in seen} == {"file", "dir", "stamp", "resolve", "roots"}
+    assert outside.unchanged(seen) and not outside.was_unrepeatable()
+    changes = [lambda: (tmp_path / "b.py").write_text(""),
+               lambda: (tmp_path / "sub").mkdir(),
+               lambda: (tmp_path / "a.py").write_text("x = 22\n"),
+               lambda: ((tmp_path / "link").unlink(), (tmp_path / "link").symlink_to("/")),
+               lambda: (tmp_path / ".git").mkdir()]
+    for change in changes:
+        change()
+        assert not outside.unchanged(seen)
+        seen = [s for s in seen if outside.unchanged([s])]  # the next change alone
+    assert seen == [["file", str(tmp_path / "a.py"), True]]  # the one answer still the same
+    assert not outside.unchanged([["no such question", "x", 1]])
+    assert not outside.unchanged([["file"]])  # type: ignore[list-item]
+
+
+def test_a_reader_too_wide_to_replay_is_never_kept() -> None:
+    from neuron_migrate.files import outside
+
+    with outside.recording():
+        outside.unrepeatable()
+    assert outside.was_unrepeatable()
+    with outside.recording():
+        pass
+    assert not outside.was_unrepeatable()

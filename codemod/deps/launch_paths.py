@@ -41,6 +41,14 @@ def roots_of(launcher: Path) -> tuple[Path, ...]:
     return roots
 
 
+def roots_now(folder: str) -> list[str]:
+    """`roots_of` a launcher in `folder` as the file system is now, not as this process
+    first saw it: a cached result asks whether its roots moved (`files.outside`)."""
+    _git_root.cache_clear()
+    _roots.cache_clear()
+    return [str(root) for root in _roots(os.path.abspath(folder), os.getcwd())]
+
+
 @functools.lru_cache(maxsize=256)
 def _roots(folder_name: str, cwd: str) -> tuple[Path, ...]:
     folder = Path(folder_name).resolve()

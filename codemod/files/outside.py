@@ -86,9 +86,9 @@ def _stamp(path: str) -> list[int] | None:
 
 
 def _roots(folder: str) -> list[str]:
-    from neuron_migrate.deps.launch_paths import roots_of
+    from neuron_migrate.deps.launch_paths import roots_now
 
-    return [str(root) for root in roots_of(Path(folder, "launcher"))]
+    return roots_now(folder)
 
 
 _QUESTIONS = {"file": _is_file, "dir": _is_dir, "resolve": _resolved, "stamp": _stamp,
