@@ -15,13 +15,17 @@ from __future__ import annotations
 import ast
 import dataclasses
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from neuron_migrate.files.fileio import WriteError, write_atomic
+from neuron_migrate.helper_code import Helper
 from neuron_migrate.model import FileResult, Finding, Kind
 from neuron_migrate.registry import HELPERS_MODULE
 from neuron_migrate.wording import as_written
+
+Table = Mapping[str, Helper]
+"""The helpers' code by name, in the catalogue's order (`Registry.helper_table`)."""
 
 _HEADER = '''"""Plain-PyTorch helpers shared by the files migrated from torch_xla.
 
@@ -30,36 +34,30 @@ helpers a migration needs; each migrated file imports the ones it calls."""
 '''
 
 
-def ordered(names: Iterable[str]) -> list[str]:
+def ordered(names: Iterable[str], table: Table) -> list[str]:
     """`names` and the helpers they call, each after those it calls, in catalogue order."""
-    from neuron_migrate.rules.emitted_helpers import HELPERS
-
     wanted = set(names)
     for name in list(wanted):
-        wanted.update(HELPERS[name].requires)
+        wanted.update(table[name].requires)
     done: list[str] = []
-    for name in HELPERS:
+    for name in table:
         if name in wanted:
-            for needed in (*HELPERS[name].requires, name):
+            for needed in (*table[name].requires, name):
                 if needed not in done:
                     done.append(needed)
     return done
 
 
-def module_text(names: Iterable[str]) -> str:
+def module_text(names: Iterable[str], table: Table) -> str:
     """The whole module for these helpers."""
-    from neuron_migrate.rules.emitted_helpers import HELPERS
-
-    helpers = ordered(names)
-    return _HEADER + _imports(helpers) + "".join(
-        "\n\n" + HELPERS[name].source for name in helpers)
+    helpers = ordered(names, table)
+    return _HEADER + _imports(helpers, table) + "".join(
+        "\n\n" + table[name].source for name in helpers)
 
 
-def _imports(helpers: Sequence[str]) -> str:
+def _imports(helpers: Sequence[str], table: Table) -> str:
     from neuron_migrate.engine.placement import _STDLIB
-    from neuron_migrate.rules.emitted_helpers import HELPERS
-
-    modules = sorted({m for name in helpers for m in HELPERS[name].imports})
+    modules = sorted({m for name in helpers for m in table[name].imports})
     sections = [[m for m in modules if m.split(".")[0] in _STDLIB],
                 [m for m in modules if m.split(".")[0] not in _STDLIB]]
     blocks = ["".join(f"import {m}\n" for m in section) for section in sections if section]
@@ -76,38 +74,37 @@ def defined(text: str) -> list[str] | None:
             if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
 
 
-def updated(existing: str | None, wanted: Iterable[str]) -> str | None:
+def updated(existing: str | None, wanted: Iterable[str], table: Table) -> str | None:
     """The module's new text with the helpers `wanted`, or None when it has them all."""
-    from neuron_migrate.rules.emitted_helpers import HELPERS
-
     if existing is None:
-        return module_text(wanted)
+        return module_text(wanted, table)
     present = defined(existing)
     if present is None:
         return None  # the run reports the module itself; nothing is appended to a broken file
-    missing = [n for n in ordered(wanted) if n not in present]
+    missing = [n for n in ordered(wanted, table) if n not in present]
     if not missing:
         return None
-    ours = [n for n in present if n in HELPERS]
-    if existing == module_text(ours) and len(ours) == len(present):
-        return module_text([*ours, *missing])
+    ours = [n for n in present if n in table]
+    if existing == module_text(ours, table) and len(ours) == len(present):
+        return module_text([*ours, *missing], table)
     imports = "".join(f"import {m}\n" for m in sorted(
-        {m for n in missing for m in HELPERS[n].imports}))
-    added = "".join("\n\n" + HELPERS[n].source for n in missing)
+        {m for n in missing for m in table[n].imports}))
+    added = "".join("\n\n" + table[n].source for n in missing)
     return existing.rstrip("\n") + "\n\n" + imports + added
 
 
-def missing(module: Path, names: Iterable[str]) -> list[str]:
+def missing(module: Path, names: Iterable[str], table: Table) -> list[str]:
     """Of `names` (with the helpers they call), those the module at `module` does not define."""
     try:
         present = defined(module.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError):
         present = None
-    return [n for n in ordered(names) if n not in (present or ())]
+    return [n for n in ordered(names, table) if n not in (present or ())]
 
 
-def module_results(results: Sequence[FileResult], write: bool, keep_sources: bool,
-                   protected: frozenset[Path] = frozenset()) -> list[FileResult]:
+def module_results(results: Sequence[FileResult], table: Table, write: bool,
+                   keep_sources: bool, protected: frozenset[Path] = frozenset()
+                   ) -> list[FileResult]:
     """The helpers modules the run's files import from, as results: written in apply mode
     (atomically; a new module is created without replacing a file made meanwhile)."""
     wanted: dict[str, set[str]] = {}
@@ -116,12 +113,13 @@ def module_results(results: Sequence[FileResult], write: bool, keep_sources: boo
             wanted.setdefault(result.helpers_module, set()).update(result.helpers)
     found = []
     for module, names in sorted(wanted.items()):
-        found.append(_module_result(Path(module), names, write, keep_sources, protected))
+        found.append(_module_result(Path(module), names, table, write, keep_sources,
+                                    protected))
     return [r for r in found if r is not None]
 
 
-def _module_result(path: Path, names: set[str], write: bool, keep_sources: bool,
-                   protected: frozenset[Path]) -> FileResult | None:
+def _module_result(path: Path, names: set[str], table: Table, write: bool,
+                   keep_sources: bool, protected: frozenset[Path]) -> FileResult | None:
     shown = _shown(path)
     try:
         original = path.read_bytes() if path.exists() else None
@@ -131,14 +129,14 @@ def _module_result(path: Path, names: set[str], write: bool, keep_sources: bool,
         text = original.decode("utf-8") if original is not None else None
     except UnicodeDecodeError:
         return FileResult(shown, error=f"{shown}: the helpers module is not UTF-8; not written")
-    new = updated(text, names)
+    new = updated(text, names, table)
     if new is None:
         if text is not None and defined(text) is None:
             return FileResult(shown, error=f"{shown}: the helpers module does not parse; the "
                                            "migrated files that import it will fail")
         return None
     what = "add the helpers" if original is not None else "write the helpers"
-    count = len(ordered(names))
+    count = len(ordered(names, table))
     finding = Finding(shown, 1, 1, HELPERS_MODULE, Kind.FIX,
                       f"{what} the migrated files import ({count}: "
                       f"{', '.join(sorted(names))}) to this module (helpers-module)", True)

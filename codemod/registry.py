@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from neuron_migrate.model import Options
 
 if TYPE_CHECKING:  # the rules import LibCST: a run that parses nothing never loads them
+    from neuron_migrate.helper_code import Helper
     from neuron_migrate.rule import Rule
 
 BASE_TOKENS = (b"xla", b"pjrt")
@@ -30,6 +31,10 @@ class Registry:
         self.all_rules = tuple(r for r in rules if r.source in self.options.sources)
         self.rules = tuple(r for r in self.all_rules if self.options.enabled(r.id))
         self.by_id = {r.id: r for r in self.all_rules}
+        self.helper_table: dict[str, Helper] = {}
+        """The helpers the rules may write into a file, in the catalogue's order."""
+        for table in {id(r.helper_table): r.helper_table for r in self.all_rules}.values():
+            self.helper_table.update(table)  # the rules of the catalogue share one table
         self.by_call: dict[str, Rule] = {}
         self.by_name: dict[str, Rule] = {}
         self._prefixes: dict[str, Rule] = {}  # a prefix two rules claim: the first rule's

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import ast
 import enum
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
 import libcst as cst
 
+from neuron_migrate.helper_code import Helper
 from neuron_migrate.model import Kind, Options
 
 if TYPE_CHECKING:  # the analysis builds on rules (readiness rules); a Site only hands a Flow out
@@ -98,7 +100,7 @@ class Site(Protocol):
         meets in the file (`neuron_migrate.analysis.flow`), or None."""
 
     def helper(self, name: str) -> cst.Name:
-        """A call target for one of the catalogue's plain-PyTorch helpers (`Rule.helpers`),
+        """A call target for one of the catalogue's plain-PyTorch helpers (`Rule.helper_table`),
         which the engine then defines once in the file."""
 
     def insert_after(self, statements: tuple[cst.BaseStatement, ...]) -> bool:
@@ -212,6 +214,10 @@ class Rule:
     attributes: ClassVar[frozenset[str]] = frozenset()
     """Attribute names (`x.cuda`, `t.is_cuda`) whose use on any object makes a statement worth
     a look; `on_attribute` receives those that resolve to no import."""
+    helper_table: Mapping[str, Helper] = MappingProxyType({})
+    """The plain-PyTorch helpers, by name, that `Site.helper` may write for this rule. The
+    catalogue hands every rule its whole table (`rules.all_rules`); the registry gathers the
+    tables for the engine, which so never imports the catalogue."""
 
     def on_call(self, node: cst.Call, site: Site) -> Outcome | None:
         return None

@@ -98,19 +98,22 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         except KeyboardInterrupt:
             interrupts.received = interrupts.received or signal.SIGINT
     if not audit and not interrupts.received:
-        results = _with_helper_modules(results, write, keep_sources, protected)
+        results = _with_helper_modules(results, registry, write, keep_sources, protected)
     results.sort(key=lambda r: r.path)
     return RunResult(tuple(results), tuple(found.errors), tuple(found.skipped), written=write,
                      strict=strict, interrupted=interrupts.received)
 
 
-def _with_helper_modules(results: list[FileResult], write: bool, keep_sources: bool,
-                         protected: frozenset[Path]) -> list[FileResult]:
+def _with_helper_modules(results: list[FileResult], registry: Registry, write: bool,
+                         keep_sources: bool, protected: frozenset[Path]) -> list[FileResult]:
     """The results, with the helpers modules (`helpers-module`) the migrated files import
-    written or shown, in place of the module's own result if the run read it too."""
+    written or shown, in place of the module's own result if the run read it too. The
+    registry's helpers are asked only then: asking loads the rules."""
+    if not any(r.helpers_module is not None for r in results):
+        return results
     from neuron_migrate.helpers_module import module_results
 
-    modules = module_results(results, write, keep_sources, protected)
+    modules = module_results(results, registry.helper_table, write, keep_sources, protected)
     if not modules:
         return results
     paths = {Path(m.path).resolve() for m in modules}

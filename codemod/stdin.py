@@ -23,6 +23,7 @@ from pathlib import Path
 
 from neuron_migrate.files.scope import Excludes
 from neuron_migrate.model import FileResult
+from neuron_migrate.registry import Registry
 from neuron_migrate.runner import MAX_BYTES, Job, RunResult, accepts, migrate_bytes
 
 STDIN = "-"
@@ -79,11 +80,11 @@ def migrate_stdin(name: str | None, data: bytes, job: Job, excludes: Excludes,
     else:
         registry = job.registry_for(path) if name is not None else job.registry
         result = migrate_bytes(shown, data, registry, job.generate, job.code)
-        result = _helpers_at_hand(result)
+        result = _helpers_at_hand(result, registry)
     return RunResult((result,), written=job.write, strict=strict)
 
 
-def _helpers_at_hand(result: FileResult) -> FileResult:
+def _helpers_at_hand(result: FileResult, registry: Registry) -> FileResult:
     """Standard input's code imports its helpers from the helpers module (`helpers-module`)
     but is one file, so the run writes no module: code whose helpers the module lacks is
     an error rather than an import that fails."""
@@ -91,7 +92,7 @@ def _helpers_at_hand(result: FileResult) -> FileResult:
         return result
     from neuron_migrate.helpers_module import missing
 
-    lacking = missing(Path(result.helpers_module), result.helpers)
+    lacking = missing(Path(result.helpers_module), result.helpers, registry.helper_table)
     if not lacking:
         return result
     return dataclasses.replace(

@@ -1,33 +1,42 @@
-"""The rule catalogue: one module per family of XLA-era APIs."""
+"""The rule catalogue: one module per family of XLA-era APIs.
+
+A family is any module of this package that defines `RULES`; the others hold what a family
+shares with its neighbours (helper tables, questions about the code around a site). So adding
+a rule is adding its class to a family's `RULES`, or a new module with its own, and then
+regenerating the start-up index (`python -m neuron_migrate.catalogue --write`): nothing else
+lists the families or spells the ids.
+"""
 
 from __future__ import annotations
 
-from neuron_migrate.ruleapi import Rule
-from neuron_migrate.rules import (collectives, compile, cuda_compile, cuda_dependencies,
-                                  cuda_distributed, cuda_libraries, cuda_placement,
-                                  cuda_precision, cuda_runtime, data, dependencies, device,
-                                  device_queries, entry_group, environment, frameworks,
-                                  generated_code, installs,
-                                  launch, memory, nxd_checkpoints, nxd_layers, nxd_layout,
-                                  nxd_loss, nxd_regions, nxd_trainer, optimizer, precision,
-                                  process_group, ranks, readiness_compile, readiness_dtypes,
-                                  readiness_environment, readiness_features,
-                                  readiness_migration, readiness_shapes, review, runtime,
-                                  saving, sharding, step, unbound_names,
-                                  unsupported, utilities)
+import importlib
+import pkgutil
+from types import ModuleType
 
-FAMILIES = (review, device, device_queries, step, memory, process_group, ranks, collectives,
-            optimizer, nxd_layout, nxd_layers, nxd_loss, nxd_regions, nxd_trainer,
-            nxd_checkpoints, launch, entry_group, saving, data, utilities, precision, runtime,
-            compile, environment, unsupported, sharding, frameworks, generated_code, installs,
-            dependencies, unbound_names,
-            readiness_dtypes, readiness_features, readiness_compile, readiness_shapes,
-            readiness_environment, readiness_migration, cuda_placement, cuda_runtime,
-            cuda_precision,
-            cuda_distributed, cuda_compile, cuda_libraries, cuda_dependencies)
+from neuron_migrate.ruleapi import Rule
+from neuron_migrate.rules.emitted_helpers import HELPERS
+
+
+def _families() -> tuple[ModuleType, ...]:
+    """Every module of the package that defines `RULES`, by name (so the same on every
+    machine: the rules are sorted by id in any case)."""
+    found = []
+    for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        imported = importlib.import_module(f"{__name__}.{module.name}")
+        if hasattr(imported, "RULES"):
+            found.append(imported)
+    return tuple(found)
+
+
+FAMILIES = _families()
 
 
 def all_rules() -> tuple[Rule, ...]:
-    """One instance of every rule, ordered by id."""
-    rules = [cls() for family in FAMILIES for cls in family.RULES]
+    """One instance of every rule, ordered by id, each holding the catalogue's helpers."""
+    rules = []
+    for family in FAMILIES:
+        for cls in family.RULES:
+            rule = cls()
+            rule.helper_table = HELPERS
+            rules.append(rule)
     return tuple(sorted(rules, key=lambda r: r.id))

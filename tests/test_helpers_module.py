@@ -14,6 +14,7 @@ import pytest
 from neuron_migrate.config import ConfigError, parse_config
 from neuron_migrate.engine.shared_helpers import import_name
 from neuron_migrate.helpers_module import defined, module_text, updated
+from neuron_migrate.rules.emitted_helpers import HELPERS
 from tests.conftest import FIXTURES, cli
 
 REPO = FIXTURES / "helpers_module"
@@ -46,7 +47,7 @@ def test_apply_writes_one_module_the_files_import(repo: Path) -> None:
     assert defined(module) == ["_neuron_to_device", "_neuron_distributed",
                                "_neuron_average_tensors", "_neuron_reduce_gradients",
                                "_neuron_optimizer_step", "_neuron_save"]
-    assert module == module_text(["_neuron_save", "_neuron_optimizer_step"])
+    assert module == module_text(["_neuron_save", "_neuron_optimizer_step"], HELPERS)
     assert "neuron_migrate" not in module + train + checkpoint
 
 
@@ -82,11 +83,11 @@ def test_a_later_file_adds_its_helpers_and_keeps_the_others(repo: Path) -> None:
 
 
 def test_a_module_edited_by_hand_gets_the_missing_helpers_appended() -> None:
-    edited = module_text(["_neuron_save"]) + "\n\nVERSION = 2\n"
-    new = updated(edited, ["_neuron_save", "_neuron_all_reduce"])
+    edited = module_text(["_neuron_save"], HELPERS) + "\n\nVERSION = 2\n"
+    new = updated(edited, ["_neuron_save", "_neuron_all_reduce"], HELPERS)
     assert new is not None and new.startswith(edited.rstrip("\n"))
     assert defined(new)[-1] == "_neuron_all_reduce"  # type: ignore[index]
-    assert updated(new, ["_neuron_all_reduce"]) is None
+    assert updated(new, ["_neuron_all_reduce"], HELPERS) is None
 
 
 def test_the_import_follows_the_package_layout(tmp_path: Path) -> None:

@@ -99,6 +99,27 @@ def test_the_index_matches_the_catalogue() -> None:
     assert catalogue.rule_ids() == {rule.id for rule in all_rules()}
 
 
+def test_every_module_with_rules_is_a_family_and_no_other() -> None:
+    """Adding a rule is adding its file: the catalogue finds the modules of `rules/` that
+    define `RULES` (read here from their source), whatever their name."""
+    import ast
+
+    from neuron_migrate.rules import FAMILIES
+
+    def names(node: ast.stmt) -> list[str]:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AnnAssign) else []
+        return [t.id for t in targets if isinstance(t, ast.Name)]
+
+    defining = {path.stem for path in (ROOT / "rules").glob("*.py")
+                if any("RULES" in names(node)
+                       for node in ast.parse(path.read_text(encoding="utf-8")).body)}
+    assert {family.__name__.rsplit(".", 1)[1] for family in FAMILIES} == defining
+    assert len(defining) > 40
+    classes = {cls for family in FAMILIES for cls in family.RULES}
+    assert {type(rule) for rule in all_rules()} == classes
+
+
 def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
     lines = cli("rules").stdout.splitlines()
     assert [line.split()[0] for line in lines] == [rule.id for rule in all_rules()]

@@ -5,11 +5,12 @@ from __future__ import annotations
 import ast
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import libcst as cst
 
+from neuron_migrate.helper_code import Helper
 from neuron_migrate.registry import STAR_IMPORT, UNMAPPED, UNUSED_IMPORT, Registry
 from neuron_migrate.analysis.scopes import Binding, Scope
 from neuron_migrate.syntax.names import attribute_chain
@@ -154,14 +155,14 @@ def _outermost(modules: set[str]) -> list[str]:
 
 
 def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
-                module_scope: Scope | None, newline: str = "\n",
-                inside: frozenset[str] = frozenset()) -> list[cst.BaseStatement]:
+                table: Mapping[str, Helper], module_scope: Scope | None,
+                newline: str = "\n", inside: frozenset[str] = frozenset()
+                ) -> list[cst.BaseStatement]:
     """Define the requested helper functions once, after the imports; the modules of
     `inside` are imported in the body of each helper that reads them (`lazy_imports`).
 
-    A helper the file already defines (from an earlier run) is not added again."""
-    from neuron_migrate.rules.emitted_helpers import HELPERS
-
+    A helper the file already defines (from an earlier run) is not added again; `table`
+    holds the helpers' code by name."""
     statements = list(body)
     defined = set(module_scope.bindings) if module_scope is not None else set()
     new: list[cst.BaseStatement] = []
@@ -169,8 +170,8 @@ def add_helpers(body: Sequence[cst.BaseStatement], names: list[str],
         if name in defined:
             continue
         # the file's line ending, also inside the helper's multi-line docstrings
-        parsed = _parsed_helper(HELPERS[name].source, newline)
-        for module in sorted(inside & set(HELPERS[name].imports)):
+        parsed = _parsed_helper(table[name].source, newline)
+        for module in sorted(inside & set(table[name].imports)):
             parsed = [import_inside(parsed[0], module, newline), *parsed[1:]]
         two_blank = [cst.EmptyLine(), cst.EmptyLine()]
         new.append(parsed[0].with_changes(leading_lines=two_blank))

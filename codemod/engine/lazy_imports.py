@@ -11,22 +11,23 @@ the module's own code names torch where the file has not imported it.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
+
+from neuron_migrate.helper_code import Helper
 
 LAZY = "torch"
 
 
 def lazy_modules(tree: ast.Module, needs: set[str], named: set[str],
-                 helpers: Iterable[str]) -> frozenset[str]:
-    """The modules of `needs` to import inside the helpers rather than at the top."""
-    from neuron_migrate.rules.emitted_helpers import HELPERS  # the helpers are knowledge
-
+                 helpers: Iterable[str], table: Mapping[str, Helper]) -> frozenset[str]:
+    """The modules of `needs` to import inside the helpers (named in `table`) rather than at
+    the top."""
     if LAZY not in needs or LAZY in named or not _imported_in_functions(tree):
         return frozenset()
     for name in helpers:
-        helper = HELPERS[name]
+        helper = table[name]
         if LAZY in helper.imports and not _can_import_inside(helper.source):
             return frozenset()
     return frozenset({LAZY})

@@ -63,9 +63,10 @@ class ModuleBuilder:
             body = add_helpers_import(body, self.shared, names, module.default_newline)
             body = add_imports(body, self.context.named)
         else:
+            helpers = self.registry.helper_table
             inside = lazy_modules(self.analysis.tree, self.context.needs, self.context.named,
-                                  self.context.helpers)
-            body = add_helpers(body, self.context.helpers, self.analysis.module_scope,
+                                  self.context.helpers, helpers)
+            body = add_helpers(body, self.context.helpers, helpers, self.analysis.module_scope,
                                module.default_newline, inside)
             body = add_imports(body, self.context.needs - inside)
         if body and module.body and body[0] is not module.body[0]:

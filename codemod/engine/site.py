@@ -89,13 +89,12 @@ class UnitSite:
         return attribute_chain(root, parts[1:])
 
     def helper(self, name: str) -> cst.Name:
-        from neuron_migrate.rules.emitted_helpers import HELPERS  # the helpers are knowledge, like the rules
-
+        helpers = self._rewriter.registry.helper_table
         context = self._rewriter.context
-        for needed in (*HELPERS[name].requires, name):
+        for needed in (*helpers[name].requires, name):
             if needed not in context.helpers:
                 context.helpers.append(needed)
-                for module in HELPERS[needed].imports:
+                for module in helpers[needed].imports:
                     bound = self._rewriter.scope.module.resolve(module, [])
                     if bound is None or bound.qualname != module:
                         context.needs.add(module)
