@@ -126,7 +126,10 @@ def main() -> None:
         folder = Path(temporary)
         environment = _environment(source_tree.pythonpath(args.pythonpath, folder / "tool"))
         commands = _commands(folder, _write_inputs(folder, args.pythonpath))
-        subprocess.run([sys.executable, "-m", "compileall", "-q", str(args.pythonpath)],
+        # the package's folders only: bytecode beside the fixtures would become fixtures
+        code = [str(args.pythonpath / folder) for folder in ("codemod", "rules", "emulator")
+                if (args.pythonpath / folder).is_dir()]
+        subprocess.run([sys.executable, "-m", "compileall", "-q", *code],
                        env=environment, stdout=subprocess.DEVNULL, check=False)
         for command in commands.values():  # warm the file cache and the bytecode
             _time(command, environment, folder)
