@@ -112,7 +112,9 @@ def test_rules_are_kept_from_every_module_but_the_surface() -> None:
     top = _top_level()
     contract = next(c for c in CONTRACTS if c["name"] == ONLY_THE_SURFACE)
     forbidden = {name.removeprefix("neuron_migrate.") for name in contract["forbidden_modules"]}
-    assert forbidden == top - {"ruleapi", "rules"}
+    assert forbidden == top - {"ruleapi", "rules"}, \
+        "list the new module in the contract's forbidden_modules (pyproject.toml), or " \
+        "re-export from `ruleapi` what rules may use of it"
 
 
 def test_every_module_sits_in_a_layer() -> None:
@@ -121,4 +123,5 @@ def test_every_module_sits_in_a_layer() -> None:
     layers = next(c for c in CONTRACTS if c["type"] == "layers")["layers"]
     placed = {name.strip().removeprefix("neuron_migrate.") for layer in layers
               for name in layer.split(":")}
-    assert placed == top
+    assert placed == top, "place the new module in a layer of pyproject.toml's " \
+        "[tool.importlinter] layers: above what it imports, below what imports it"
