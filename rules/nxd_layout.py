@@ -22,9 +22,6 @@ D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/t
 D_RANDOM = "https://docs.pytorch.org/docs/stable/distributed.tensor.html#random-operations"
 
 PS = "neuronx_distributed.parallel_layers.parallel_state"
-NXD_SPELLINGS = ("neuronx_distributed.parallel_layers", "neuronx_distributed")
-"""Packages that re-export NxD's public names (`from neuronx_distributed.parallel_layers
-import ColumnParallelLinear`) next to the module that defines them."""
 
 
 def qualnames(module: str, *names: str) -> frozenset[str]:

@@ -147,7 +147,6 @@ def _mixed_precision(options: dict[str, cst.BaseExpression], site: Site) -> Opti
 
 
 # ------------------------------------------------------------------ ZeroRedundancyOptimizer
-_ZERO_KEPT = ("grad_clipping", "max_norm")
 _ZERO_TUNING = frozenset({"pin_layout", "coalesce_cc", "bucket_cap_mb_all_gather",
                           "bucket_cap_mb_reduce_scatter"})
 _GROUPS = ("ZeRO-1 over a subset of the processes: pass process_group=dist.new_group(ranks) "

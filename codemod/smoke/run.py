@@ -208,12 +208,6 @@ def _wait(processes: list[subprocess.Popen[bytes]], workers: list[Worker], deadl
         time.sleep(0.05)
 
 
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the worker's process group (its DataLoader workers and any other children),
-    then SIGKILL; for a worker that already ended, what it left behind."""
-    kill_groups([process], grace=TEARDOWN_GRACE)
-
-
 @contextlib.contextmanager
 def _terminations_raise() -> Iterator[None]:
     """SIGTERM and SIGHUP raise SystemExit (status 128 + the signal) while the run lasts, so
