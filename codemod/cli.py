@@ -12,7 +12,7 @@ import typer
 from neuron_migrate import __version__, catalogue
 from neuron_migrate.cli_help import Command
 from neuron_migrate.command import UsageProblem, execute, load_rules, names_as_bytes
-from neuron_migrate.options import Kind, Option, choices, options_of
+from neuron_migrate.options import Kind, Option, choices, taken_by
 from neuron_migrate.request import Request
 from neuron_migrate.smoke.run import smoke
 from neuron_migrate.verify.command import verify
@@ -74,7 +74,7 @@ def _takes_options(run: Callable[..., None]) -> Callable[..., None]:
     brings only its name and its docstring, the command's help."""
     parameters = [inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                     annotation=Paths)]
-    for option in options_of(run.__name__):
+    for option in taken_by(run.__name__):
         parameters.append(inspect.Parameter(
             option.field, inspect.Parameter.KEYWORD_ONLY, default=_default(option),
             annotation=Annotated[_typer_type(option), _typer_option(option)]))

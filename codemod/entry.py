@@ -80,7 +80,7 @@ def lean_request(arguments: list[str]) -> Request | None:
     for anything else, or for a value the command would refuse (typer then parses the line
     and reports the mistake). The request is the one the typer command makes
     (tests/test_startup.py checks that)."""
-    from neuron_migrate.options import COMMANDS, Kind, options_of
+    from neuron_migrate.options import COMMANDS, Kind, taken_by
 
     if not arguments or arguments[0] not in COMMANDS:
         return None
@@ -88,7 +88,7 @@ def lean_request(arguments: list[str]) -> Request | None:
     from neuron_migrate.stdin import STDIN, usage_problem
 
     command = arguments[0]
-    by_name = {name: option for option in options_of(command) for name in option.spellings}
+    by_name = {name: option for option in taken_by(command) for name in option.spellings}
     given: dict[str, object] = {}
     paths: list[str] = []
     rest = iter(arguments[1:])

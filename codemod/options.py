@@ -101,6 +101,9 @@ class Option:
     choices: str | None = None
     """The values accepted, by name (see `choices`): checked before the run starts."""
     minimum: int | None = None
+    """The least number an int option accepts."""
+    lower: bool = False
+    """Case does not matter: the value is taken in lower case (`--target TRN2`)."""
     key: Key | None = None
     split: bool = False
     """A LIST whose values may each hold several, comma-separated (`--from cuda,xla`)."""
@@ -131,7 +134,7 @@ class Option:
             if self.split:
                 return [part.strip() for v in values for part in v.split(",") if part.strip()]
             return values
-        if self.choices == "targets":
+        if self.lower:
             return str(given).lower()
         return self.type(given) if self.kind is Kind.VALUE else given
 
@@ -146,7 +149,7 @@ class Option:
         allowed = choices(self.choices)
         if self.split:
             return all(part.strip() in allowed for part in value.split(",") if part.strip())
-        return (value.lower() if self.choices == "targets" else value) in allowed
+        return (value.lower() if self.lower else value) in allowed
 
 
 def choices(name: str) -> Collection[str]:
@@ -170,7 +173,6 @@ _MIGRATING = frozenset({"apply", "check", "scan"})
 _CODE = frozenset({"apply", "check"})
 _GATED = frozenset({"check", "scan"})
 _WRITING = frozenset({"apply", "scan"})
-_BY_CONFIGURATION = {"audit": False}
 
 OPTIONS: tuple[Option, ...] = (
     Option("dry_run", ("--dry-run",), "Write nothing; show the diff and explain every change.",
@@ -211,12 +213,14 @@ OPTIONS: tuple[Option, ...] = (
            "repeated).", Kind.LIST, metavar="RULE", key=Key("ignore", "rules")),
     Option("diff", ("--diff",), "Show the diff of each file too.",
            commands=frozenset({"check"})),
+    # `check` takes unsafe fixes as the configuration has them: it reports what `apply` writes
     Option("unsafe_fixes", ("--unsafe-fixes",), "Also apply fixes that may change behaviour "
            "(see `rules`).", Kind.TOGGLE, commands=_WRITING, negation="--no-unsafe-fixes",
-           fixed=_BY_CONFIGURATION, key=Key("unsafe-fixes", "bool")),
+           fixed={"audit": False}, key=Key("unsafe-fixes", "bool")),
     Option("compile", ("--compile",), "Add model.compile(backend=\"neuron\", dynamic=False) "
            "after the training model is placed on the device (NM503; on by default).",
            Kind.TOGGLE, commands=_CODE, negation="--no-compile", key=Key("compile", "bool")),
+    # the other commands run without review comments, whatever the configuration says
     Option("annotate", ("--annotate",), "Put a `# neuron-migrate: NMxxx ...` comment above "
            "each line that needs review.", Kind.TOGGLE, commands=frozenset({"apply"}),
            negation="--no-annotate", fixed={"check": False, "scan": False, "audit": False},
@@ -227,7 +231,7 @@ OPTIONS: tuple[Option, ...] = (
            "inf2. TorchNeuron supports Trn2/Trn3 only; for trn1 and inf2 nothing is rewritten "
            "and the run says why (default: `target` in the configuration; else Trn2/Trn3 is "
            "assumed, and the summary names the instance types the files mention).",
-           Kind.VALUE, commands=_MIGRATING, metavar="HARDWARE", choices="targets",
+           Kind.VALUE, commands=_MIGRATING, metavar="HARDWARE", choices="targets", lower=True,
            key=Key("target", "target")),
     Option("force", ("--force",), "Write files that have uncommitted changes in git too.",
            commands=_WRITING),
@@ -269,7 +273,7 @@ OPTIONS: tuple[Option, ...] = (
 """In the order each command's help lists them."""
 
 
-def options_of(command: str) -> tuple[Option, ...]:
+def taken_by(command: str) -> tuple[Option, ...]:
     """The options `command` takes, in the order its help lists them."""
     return tuple(option for option in OPTIONS if option.takes(command))
 

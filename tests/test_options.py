@@ -13,7 +13,7 @@ import typer.main
 from neuron_migrate import entry, options
 from neuron_migrate.cli import app
 from neuron_migrate.config import READERS, Config, ConfigError, parse_config
-from neuron_migrate.options import COMMANDS, KEYS, OPTIONS, Kind, Mode, Option, options_of
+from neuron_migrate.options import COMMANDS, KEYS, OPTIONS, Kind, Mode, Option, taken_by
 from neuron_migrate.request import Request
 
 ON_THE_COMMAND_LINE = [option for option in OPTIONS if option.names]
@@ -47,7 +47,7 @@ def _typer_request(args: list[str], monkeypatch: pytest.MonkeyPatch) -> Request:
     return made[0]
 
 
-TAKEN = [(command, option) for command in COMMANDS for option in options_of(command)
+TAKEN = [(command, option) for command in COMMANDS for option in taken_by(command)
          if option.names]
 
 
@@ -56,7 +56,7 @@ def test_each_command_takes_the_options_of_the_table_and_no_other(command: str) 
     click_command = typer.main.get_command(app).commands[command]  # type: ignore[attr-defined]
     spelt = {name for param in click_command.params if param.name != "paths"
              for name in (*param.opts, *param.secondary_opts)} - {"-h", "--help"}
-    expected = {name for option in options_of(command) for name in option.spellings}
+    expected = {name for option in taken_by(command) for name in option.spellings}
     assert spelt == expected
 
 
