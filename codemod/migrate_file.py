@@ -11,9 +11,10 @@ import dataclasses
 from pathlib import Path
 
 from neuron_migrate import deps
+from neuron_migrate.engine import migrate_python
 from neuron_migrate.files.bounded import SOURCE_LIMIT
 from neuron_migrate.files.fileio import WriteError, read_bytes
-from neuron_migrate.model import BY_POSITION, FileResult, Kind, Options
+from neuron_migrate.model import BY_POSITION, FileResult, Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.target import named_instances
 
@@ -100,18 +101,10 @@ NOTE_MARK = b"neuron-migrate: NM"
 
 def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) -> FileResult:
     """A file without any XLA-era token is decided before the engine (and LibCST) is loaded:
-    `migrate_source` would return this same result."""
+    the engine would return this same result."""
     if not registry.prefilter(data):
         return FileResult(name, original=data)
-    return migrate_source(name, data, registry, generate=generate)
-
-
-def migrate_source(path: str, data: bytes, registry: Registry, options: Options | None = None,
-                   generate: bool = True) -> FileResult:
-    """`neuron_migrate.engine.migrate.migrate_source`, imported on first use: it loads LibCST."""
-    from neuron_migrate.engine import migrate
-
-    return migrate.migrate_source(path, data, registry, options, generate)
+    return migrate_python(name, data, registry, generate=generate)
 
 
 def _notebook(name: str, data: bytes, registry: Registry, code: bool) -> FileResult:

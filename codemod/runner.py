@@ -16,8 +16,8 @@ from neuron_migrate.collector import fewer_collections
 from neuron_migrate.files.discover import Discovery, discover
 from neuron_migrate.interrupts import Interrupts
 from neuron_migrate.job import Job, PerFileIgnores
-from neuron_migrate.migrate_file import (MAX_BYTES, migrate_bytes, migrate_data, migrate_path,
-                                         migrate_source)
+from neuron_migrate.engine import migrate_python
+from neuron_migrate.migrate_file import MAX_BYTES, migrate_bytes, migrate_data, migrate_path
 from neuron_migrate.model import FileResult
 from neuron_migrate.per_file import finish, process
 from neuron_migrate.registry import Registry
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_BYTES", "Job", "PerFileIgnores", "Progress", "RunResult", "accept_for",
            "accepts", "default_jobs", "finish", "migrate_bytes", "migrate_data",
-           "migrate_path", "migrate_source", "process", "run"]
+           "migrate_path", "migrate_python", "process", "run"]
 """What callers import from here: the run, and the per-file functions they also use."""
 
 Progress = Callable[[int, int], None]

@@ -108,14 +108,14 @@ def test_file_changed_between_read_and_write_is_not_overwritten(in_tmp: Path,
                                                                  monkeypatch) -> None:
     target = in_tmp / "busy.py"
     target.write_text("import torch_xla\ntorch_xla.sync()\n")
-    original = neuron_migrate.migrate_file.migrate_source
+    original = neuron_migrate.migrate_file.migrate_python
 
     def edit_meanwhile(path, data, registry, **kwargs):
         result = original(path, data, registry, **kwargs)
         target.write_text("# the user saved this meanwhile\n")
         return result
 
-    monkeypatch.setattr(neuron_migrate.migrate_file, "migrate_source", edit_meanwhile)
+    monkeypatch.setattr(neuron_migrate.migrate_file, "migrate_python", edit_meanwhile)
     run = cli("apply", "busy.py")
     assert run.exit_code == 2
     assert "changed on disk" in run.stderr

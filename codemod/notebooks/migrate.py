@@ -37,6 +37,7 @@ from neuron_migrate.files import outside
 from neuron_migrate.files.diff import split_lines
 from neuron_migrate.notebooks.ipython_syntax import (MaskedCell, dedented, indented, leading_indent,
                                                      mask_cell, reference_names, restore_cell)
+from neuron_migrate.engine import migrate_python
 from neuron_migrate.engine.failsafe import never_raise
 from neuron_migrate.model import FileResult, Finding, Kind
 from neuron_migrate.notebooks.json_file import (Cell, Notebook, NotebookError, file_lines, read_notebook,
@@ -76,13 +77,6 @@ def migrate_notebook(path: str, data: bytes, registry: Registry, written_file: W
     return never_raise(path, data,
                        lambda: _migrate(path, data, registry, written_file, code),
                        (NotebookError,))
-
-
-def migrate_python(path: str, data: bytes, registry: Registry) -> FileResult:
-    """The Python engine, imported when a notebook has cells for it: it loads LibCST."""
-    from neuron_migrate.engine import migrate
-
-    return migrate.migrate_source(path, data, registry)
 
 
 def _migrate(path: str, data: bytes, registry: Registry, written_file: WrittenFile,
