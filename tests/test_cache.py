@@ -128,12 +128,12 @@ def test_temporary_files_of_killed_runs_are_removed_once_old(tmp_path: Path) -> 
 
 def test_every_part_of_the_key_changes_the_entry(monkeypatch: pytest.MonkeyPatch,
                                                  tmp_path: Path) -> None:
-    base = ("a.py", b"x = 1\n", Options(), "mode=check")
+    base = ("a.py", "digest of x = 1", Options(), "mode=check")
     name = key.entry_name(*base)
     assert key.entry_name(*base) == name
     changed = [
         key.entry_name("b.py", *base[1:]),
-        key.entry_name(base[0], b"x = 2\n", *base[2:]),
+        key.entry_name(base[0], "digest of x = 2", *base[2:]),
         key.entry_name(*base[:2], Options(select=frozenset({"NM1"})), base[3]),
         key.entry_name(*base[:2], Options(ignore=frozenset({"NM1"})), base[3]),
         key.entry_name(*base[:2], Options(target="trn1"), base[3]),
@@ -187,6 +187,7 @@ def test_what_a_result_saw_elsewhere_is_replayed(tmp_path: Path) -> None:
                lambda: (tmp_path / ".git").mkdir()]
     for change in changes:
         change()
+        outside.forget()  # as each run does before its look-ups
         assert not outside.unchanged(seen)
         seen = [s for s in seen if outside.unchanged([s])]  # the next change alone
     assert seen == [["file", str(tmp_path / "a.py"), True]]  # the one answer still the same
@@ -203,3 +204,34 @@ def test_a_reader_too_wide_to_replay_is_never_kept() -> None:
     with outside.recording():
         pass
     assert not outside.was_unrepeatable()
+
+
+def test_a_digest_is_remembered_by_a_stamp_no_tool_can_forge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuron_migrate.cache import stamps
+
+    monkeypatch.setattr(stamps, "SETTLED", -1.0)  # remember even a stamp of this instant
+    source = tmp_path / "a.py"
+    source.write_bytes(b"x = 1\n")
+    memo = stamps.Stamps(tmp_path)
+    first = memo.digest_of(source)
+    assert first == stamps.digest(b"x = 1\n")
+    memo.save()
+    status = source.stat()
+    source.write_bytes(b"x = 2\n")  # the same size, and the old modification time put back
+    os.utime(source, ns=(status.st_atime_ns, status.st_mtime_ns))
+    again = stamps.Stamps(tmp_path)
+    assert again.known  # the memo was saved and read
+    assert again.digest_of(source) == stamps.digest(b"x = 2\n")
+    (tmp_path / stamps.FILE).write_bytes(b"{damaged")
+    assert stamps.Stamps(tmp_path).digest_of(source) == stamps.digest(b"x = 2\n")
+
+
+def test_a_fresh_stamp_is_not_remembered(tmp_path: Path) -> None:
+    from neuron_migrate.cache import stamps
+
+    source = tmp_path / "a.py"
+    source.write_bytes(b"x = 1\n")
+    memo = stamps.Stamps(tmp_path)
+    memo.digest_of(source)
+    assert not memo.learnt  # written just now: a coarse clock could hide the next write

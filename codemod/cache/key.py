@@ -109,11 +109,12 @@ def options_text(options: Options) -> str:
     return ";".join(parts)
 
 
-def entry_name(path: str, data: bytes, options: Options, request: str) -> str:
-    """The entry of the file at `path` (as the run names it) holding `data`, migrated with
-    `options` for `request` (what the run asks for, spelt by the caller)."""
+def entry_name(path: str, content: str, options: Options, request: str) -> str:
+    """The entry of the file at `path` (as the run names it) whose bytes have the digest
+    `content` (`stamps.digest`), migrated with `options` for `request` (what the run asks
+    for, spelt by the caller)."""
     digest = hashlib.blake2b(digest_size=20)
-    for part in (tool_fingerprint(), os.getcwd(), path, options_text(options), request):
+    for part in (tool_fingerprint(), os.getcwd(), path, options_text(options), request,
+                 content):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
-    digest.update(hashlib.blake2b(data, digest_size=20).digest())
     return digest.hexdigest()

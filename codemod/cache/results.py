@@ -9,17 +9,15 @@ look-up and the migration is kept under its new content.
 
 from __future__ import annotations
 
-import os
-import stat
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_migrate.cache import codec
 from neuron_migrate.cache.key import entry_name
+from neuron_migrate.cache.stamps import Stamps, digest
 from neuron_migrate.cache.store import Store
 from neuron_migrate.files import outside
-from neuron_migrate.files.bounded import SOURCE_LIMIT
 from neuron_migrate.model import FileResult, Options
 
 
@@ -35,13 +33,16 @@ class ResultCache:
     write: bool = False
     hits: int = 0
     misses: int = 0
+    stamps: Stamps | None = None  # the main process's alone (workers read what they migrate)
 
     def lookup(self, path: Path, options: Options) -> FileResult | None:
         """The result kept for the file as it is now, or None."""
-        data = _small_file(path)
-        if data is None:
+        if self.stamps is None:
+            self.stamps = Stamps(self.store.root)
+        content = self.stamps.digest_of(path)
+        if content is None:
             return self._missed()  # reading it again reports the problem
-        name = entry_name(str(path), data, options, self.request)
+        name = entry_name(str(path), content, options, self.request)
         document = self.store.get(name)
         if document is None or document.get("key") != name:
             return self._missed()
@@ -56,6 +57,10 @@ class ResultCache:
         self.hits += 1
         return result
 
+    def __getstate__(self) -> dict[str, object]:
+        """What a worker is sent: not the memo of stamps, which may be large."""
+        return {**self.__dict__, "stamps": None}
+
     def _missed(self) -> None:
         self.misses += 1
         return None
@@ -69,7 +74,7 @@ class ResultCache:
         if outside.was_unrepeatable() or result.error or result.skipped or \
                 (self.write and result.changed):
             return result
-        name = entry_name(str(path), data, options, self.request)
+        name = entry_name(str(path), digest(data), options, self.request)
         document = {"key": name, "result": codec.encode(result)}
         if seen:
             document["seen"] = seen
@@ -81,8 +86,11 @@ class ResultCache:
                ) -> Iterator[FileResult]:
         """Each file's result in order: kept ones from the store, the others from `compute`
         (handed only the files that missed, phase by phase)."""
+        outside.forget()
         found = [[(path, self.lookup(path, options_of(path))) for path in phase]
                  for phase in phases]
+        if self.stamps is not None and self.store.writable:
+            self.stamps.save()
         missing = [[path for path, hit in phase if hit is None] for phase in found]
         computed = compute([phase for phase in missing if phase])
         for phase in found:
@@ -93,14 +101,3 @@ class ResultCache:
         if self.misses:
             self.store.trim()
 
-
-def _small_file(path: Path) -> bytes | None:
-    """The file's bytes, unless it is over the size the runner reads or cannot be read."""
-    try:
-        status = os.stat(path)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > SOURCE_LIMIT:
-            return None  # never opened: a FIFO would block
-        with open(path, "rb") as handle:
-            return handle.read()
-    except OSError:
-        return None

@@ -38,6 +38,10 @@ KEEP_AFTER_TRIM = 0.8
 """A trim goes below the limit by this much, so that the next runs do not trim again."""
 
 
+KEPT = frozenset({"CACHEDIR.TAG", "stamps.json"})
+"""Files of the folder that are no entry, never trimmed."""
+
+
 class Store:
     """Entries by name (hexadecimal digits) in one directory."""
 
@@ -56,7 +60,7 @@ class Store:
             root.mkdir(parents=True, exist_ok=True)
             for name, text in ((".gitignore", GITIGNORE), ("CACHEDIR.TAG", CACHE_TAG)):
                 if not (root / name).exists():
-                    _write_whole(root / name, text.encode())
+                    write_whole(root / name, text.encode())
         except OSError:
             if not root.is_dir():
                 return None
@@ -91,7 +95,7 @@ class Store:
             return
         data = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
         try:
-            _write_whole(self.root / name, data)
+            write_whole(self.root / name, data)
         except OSError:
             return
         self.added += 1
@@ -115,7 +119,7 @@ class Store:
                     if entry.name.endswith(TEMPORARY):
                         if now - status.st_mtime > STALE_TEMPORARY:
                             _remove(entry.path)
-                    elif entry.name != "CACHEDIR.TAG":
+                    elif entry.name not in KEPT:
                         entries.append((status.st_mtime, status.st_size, entry.path))
         except OSError:
             return
@@ -129,7 +133,7 @@ class Store:
                 break
 
 
-def _write_whole(path: Path, data: bytes) -> None:
+def write_whole(path: Path, data: bytes) -> None:
     """Through a temporary file of this process and a rename: atomic, and never a file another
     run is writing at the same time."""
     temporary = path.with_name(f"{path.name}.{os.getpid()}.{os.urandom(4).hex()}{TEMPORARY}")

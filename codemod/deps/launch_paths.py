@@ -42,11 +42,15 @@ def roots_of(launcher: Path) -> tuple[Path, ...]:
 
 
 def roots_now(folder: str) -> list[str]:
-    """`roots_of` a launcher in `folder` as the file system is now, not as this process
-    first saw it: a cached result asks whether its roots moved (`files.outside`)."""
+    """`roots_of` a launcher in `folder`, as the file system was at the last
+    `forget_roots()` at the latest: a cached result asks whether its roots moved
+    (`files.outside`), and this process may have seen them before the file system changed."""
+    return [str(root) for root in _roots(os.path.abspath(folder), os.getcwd())]
+
+
+def forget_roots() -> None:
     _git_root.cache_clear()
     _roots.cache_clear()
-    return [str(root) for root in _roots(os.path.abspath(folder), os.getcwd())]
 
 
 @functools.lru_cache(maxsize=256)

@@ -85,10 +85,26 @@ def _stamp(path: str) -> list[int] | None:
     return [status.st_mtime_ns, status.st_size]
 
 
-def _roots(folder: str) -> list[str]:
-    from neuron_migrate.deps.launch_paths import roots_now
+_roots_now: dict[str, list[str]] | None = None
 
-    return roots_now(folder)
+
+def forget() -> None:
+    """Called before a run's look-ups: the roots are asked of the file system again once
+    per run (a process running several, such as a test's, has memos of the earlier ones)."""
+    global _roots_now
+    _roots_now = None
+
+
+def _roots(folder: str) -> list[str]:
+    global _roots_now
+    from neuron_migrate.deps.launch_paths import forget_roots, roots_now
+
+    if _roots_now is None:
+        _roots_now = {}
+        forget_roots()
+    if folder not in _roots_now:
+        _roots_now[folder] = roots_now(folder)
+    return _roots_now[folder]
 
 
 _QUESTIONS = {"file": _is_file, "dir": _is_dir, "resolve": _resolved, "stamp": _stamp,

@@ -1,0 +1,82 @@
+"""Each file's content digest, remembered by its stamp, so that a warm run need not read
+every file again to know it is unchanged (reading a large tree costs more than the rest of a
+warm run's look-ups).
+
+The stamp is what the file system changes on every write: size, inode, modification time
+and status-change time, in nanoseconds. The status-change time cannot be set back by any
+tool (`touch -d`, `cp -p` and `rsync -t` set the modification time only), so a file whose
+stamp is the same has not been written since. A stamp is only remembered once it is a few
+seconds old: on a file system whose clock ticks coarsely, a write in the same tick as the
+read would keep it, as git's "racily clean" index entries show. A missing, damaged or
+outdated memo costs reads, never a wrong digest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import stat
+import time
+from pathlib import Path
+
+from neuron_migrate.cache.store import write_whole
+from neuron_migrate.files.bounded import SOURCE_LIMIT
+
+FILE = "stamps.json"
+SETTLED = 3.0
+"""Seconds after its last change from which a file's stamp is remembered."""
+MAX_FILES = 200_000
+"""Paths remembered; past it, only the files of the last run are."""
+
+
+def digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+class Stamps:
+    """The memo of one run: read at its start, written at its end if it learnt anything."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / FILE
+        self.known: dict[str, list] = {}
+        self.seen: dict[str, list] = {}
+        self.learnt = False
+        with contextlib.suppress(OSError, ValueError, RecursionError):
+            loaded = json.loads(self.path.read_bytes())
+            if isinstance(loaded, dict):
+                self.known = loaded
+
+    def digest_of(self, path: Path) -> str | None:
+        """The digest of the file's bytes, or None when the runner would not read it (not
+        a regular file, too large, unreadable)."""
+        try:
+            status = os.stat(path)
+        except OSError:
+            return None
+        if not stat.S_ISREG(status.st_mode) or status.st_size > SOURCE_LIMIT:
+            return None  # never opened: a FIFO would block
+        name = os.path.abspath(path)
+        now = [status.st_size, status.st_ino, status.st_mtime_ns, status.st_ctime_ns]
+        remembered = self.known.get(name)
+        if isinstance(remembered, list) and remembered[:4] == now and len(remembered) == 5:
+            self.seen[name] = remembered
+            return str(remembered[4])
+        try:
+            with open(path, "rb") as handle:
+                found = digest(handle.read())
+        except OSError:
+            return None
+        if time.time() - status.st_ctime_ns / 1e9 > SETTLED:
+            self.seen[name] = [*now, found]
+            self.learnt = True
+        return found
+
+    def save(self) -> None:
+        """Best effort: a cache that cannot be written is no error."""
+        if not self.learnt:
+            return
+        kept = {**self.known, **self.seen} if len(self.known) < MAX_FILES else self.seen
+        with contextlib.suppress(OSError):
+            write_whole(self.path, json.dumps(kept, separators=(",", ":")).encode())
