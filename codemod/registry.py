@@ -22,6 +22,7 @@ UNMAPPED = "NM701"
 AMBIGUOUS = "NM702"
 STAR_IMPORT = "NM703"
 XLA_BY_NAME = "NM715"
+XLA_ERA = "NM960"
 """Findings the engine itself makes; their documentation lives in `rules/` like any other."""
 
 

@@ -1,8 +1,10 @@
 """What a rule is, and what it may ask of the engine.
 
-Rules never parse, walk or print. The engine calls a rule's hooks on LibCST nodes inside the
-statements the analysis flagged, hands it a `Site` that answers questions about names, and turns
-the `Outcome` it returns into an edit and a finding.
+Rules never read files, parse a whole file or print. The engine calls a rule's hooks on LibCST
+nodes inside the statements the analysis flagged, hands it a `Site` that answers questions about
+names and holds the file's stdlib `ast` (which a rule may question, mostly through
+`ruleapi.analysis`), and turns the `Outcome` it returns into an edit and a finding. Rules
+import all this through `neuron_migrate.ruleapi`.
 """
 
 from __future__ import annotations

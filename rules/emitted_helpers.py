@@ -11,10 +11,10 @@ process train alone. The test suite executes every one of them.
 from __future__ import annotations
 
 from neuron_migrate.ruleapi import Helper, helper as _helper
-from neuron_migrate.rules.checkpoint_helpers import CHECKPOINT_HELPERS
-from neuron_migrate.rules.parallel_helpers import PARALLEL_HELPERS
-from neuron_migrate.rules.sharding_helpers import SHARDING_HELPERS
-from neuron_migrate.rules.zero_one_helpers import ZERO_ONE_HELPERS
+from neuron_migrate.rules.emitted_checkpoint import CHECKPOINT_HELPERS
+from neuron_migrate.rules.emitted_parallel import PARALLEL_HELPERS
+from neuron_migrate.rules.emitted_sharding import SHARDING_HELPERS
+from neuron_migrate.rules.emitted_zero_one import ZERO_ONE_HELPERS
 
 
 def defined(name: str) -> str:

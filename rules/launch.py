@@ -16,6 +16,7 @@ from neuron_migrate.ruleapi import (Example, Kind, Outcome, ReplaceStatement, Re
                                     Site, argument, bool_value, code, has_star_args, string_value,
                                     template)
 from neuron_migrate.ruleapi.analysis import ast_dotted, statements
+from neuron_migrate.ruleapi.deps import ids
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
 
@@ -251,7 +252,7 @@ def create_group(site: Site) -> cst.If | None:
 
 
 class Spawn(Rule):
-    id = "NM220"
+    id = ids.SPAWN
     name = "xmp-spawn"
     kind = Kind.FIX
     summary = ("`xmp.spawn` / `torch_xla.launch` call the entry function once per torchrun "

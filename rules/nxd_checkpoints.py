@@ -3,7 +3,7 @@
 NxD saved one file per tensor-parallel rank (`tp_rank_XX_pp_rank_XX`), so a checkpoint loaded
 only at the layout that wrote it. After the migration the tensor-parallel weights are DTensors
 (NM241); DCP writes each rank's shards and reshards them on load, so a checkpoint saved at one
-layout loads at another. The helpers (rules/checkpoint_helpers.py) keep what each NxD call
+layout loads at another. The helpers (rules/emitted_checkpoint.py) keep what each NxD call
 did around the tensors: which keys it returned, the `done` marker of a complete tag, the
 scheduler and user content beside the state.
 """
@@ -16,7 +16,7 @@ import libcst as cst
 
 from neuron_migrate.ruleapi import (Example, Kind, Outcome, Remove, Replace, Review, Rule, Site,
                                     code, has_star_args, keyword_arg, relaid)
-from neuron_migrate.rules.checkpoint_helpers import CONVERT, ZERO1
+from neuron_migrate.rules.emitted_checkpoint import CONVERT, ZERO1
 from neuron_migrate.rules.emitted_helpers import defined
 from neuron_migrate.rules.nxd_layout import qualnames
 from neuron_migrate.rules.sharding import shards_optimizer_state

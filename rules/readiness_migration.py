@@ -10,9 +10,8 @@ themselves, so this rule is `audit`'s alone.
 from __future__ import annotations
 
 from neuron_migrate.ruleapi import Example, Kind, Rule
+from neuron_migrate.ruleapi.findings import XLA_ERA
 from neuron_migrate.ruleapi.readiness import Limit
-
-XLA_ERA = "NM960"
 
 
 class XlaEraNotMigrated(Rule):

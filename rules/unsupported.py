@@ -6,6 +6,7 @@ import re
 
 from neuron_migrate.ruleapi import Example, Rule
 from neuron_migrate.ruleapi.deps import DLC, XLA_VENV, xla_image_message, xla_venv_message
+from neuron_migrate.ruleapi.findings import XLA_BY_NAME
 from neuron_migrate.rules.dependencies import D_UPDDLC
 from neuron_migrate.rules.review_base import ReviewRule
 
@@ -318,7 +319,7 @@ _XLA_MODULE = re.compile(r"torch_xla(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
 class XlaModuleByName(Rule):
-    id = "NM715"
+    id = XLA_BY_NAME
     name = "xla-module-by-name"
     kind = ReviewRule.kind
     summary = ("a string naming a torch_xla module, or a `try` importing one, that looks for "

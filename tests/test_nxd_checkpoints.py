@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from neuron_migrate.model import Kind
-from neuron_migrate.rules.checkpoint_helpers import CONVERT
+from neuron_migrate.rules.emitted_checkpoint import CONVERT
 from neuron_migrate.rules.emitted_helpers import HELPERS
 from tests.conftest import FIXTURES, ROOT, cli, migrated
 

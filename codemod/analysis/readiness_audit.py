@@ -18,13 +18,12 @@ from pathlib import Path
 from neuron_migrate import deps
 from neuron_migrate.deps.ids import PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind
-from neuron_migrate.registry import Registry
+from neuron_migrate.registry import XLA_ERA, Registry
 
 Migrate = Callable[..., FileResult]
 """`neuron_migrate.runner.migrate_bytes`: a file's migration findings, by its kind (the
 runner hands it over, so this module does not import the runner that imports it)."""
 ENVIRONMENT = frozenset({PYTHON_IMAGE, REQUIRES_PYTHON, PYTHON_PIN})
-XLA_ERA = "NM960"
 CODE = (".py", ".ipynb")
 
 

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from neuron_migrate.model import Kind
 
+SPAWN = "NM220"
+"""Not a scanner rule: the Python rule (`rules/launch.py`) whose migration of `xmp.spawn`
+changes how a script must be launched; the scanner reports launch lines under it."""
 XLA_LINEAGE = "NM801"
 UNPINNED = "NM802"
 BETA = "NM803"

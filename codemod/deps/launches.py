@@ -39,7 +39,6 @@ TORCHRUN_MODULES = frozenset({"torch.distributed.run", "torch.distributed.launch
 XLA_DIST = "torch_xla.distributed.xla_dist"
 VALUE_OPTIONS = frozenset({"-W", "-X"})
 DROPPED_OPTIONS = frozenset({"-u"})  # torchrun starts every worker with `python -u` itself
-SPAWN_RULE = "NM220"
 
 
 @dataclass(frozen=True)
@@ -292,7 +291,7 @@ def _emit(launch: Launch, spawner: Spawner, shown: str, emitter: Emitter,
     words.append(f"--nproc-per-node={count}")
     command = " ".join(launch.interpreter.value if w is None else w for w in words)
     said = (f"{shown} starts its own workers (`{spawner.call}`, line {spawner.line}: "
-            f"{spawner.why}); migrated ({SPAWN_RULE}), it runs one worker per process, so "
+            f"{spawner.why}); migrated ({ids.SPAWN}), it runs one worker per process, so "
             f"this line would start one: launch it with `{command}`")
     blocker = _blocker(launch, spawner, emitter)
     if blocker is not None or spawner.count is None:
@@ -317,13 +316,13 @@ def _blocker(launch: Launch, spawner: Spawner, emitter: Emitter) -> str | None:
         return (f"the interpreter option {' '.join(kept)} cannot be passed on: torchrun starts "
                 "its workers with `python -u` only")
     if spawner.held is not None:
-        return (f"{SPAWN_RULE} leaves the spawn call for review ({spawner.held}): restructure "
+        return (f"{ids.SPAWN} leaves the spawn call for review ({spawner.held}): restructure "
                 "the script first")
-    if not rule_enabled(emitter.registry, SPAWN_RULE):
-        return f"{SPAWN_RULE} is not enabled, so the script keeps its spawn call: change both"
-    spawn_rule = emitter.registry.by_id.get(SPAWN_RULE)
+    if not rule_enabled(emitter.registry, ids.SPAWN):
+        return f"{ids.SPAWN} is not enabled, so the script keeps its spawn call: change both"
+    spawn_rule = emitter.registry.by_id.get(ids.SPAWN)
     if spawn_rule is not None and spawn_rule.kind is not Kind.FIX:
-        return (f"{SPAWN_RULE} only reports the spawn call: change the script and this line "
+        return (f"{ids.SPAWN} only reports the spawn call: change the script and this line "
                 "together")
     return None
 
