@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import sys
 from typing import Any
 
 from neuron_migrate.model import FileResult, Finding, Kind
@@ -38,9 +39,7 @@ def decode(document: dict[str, Any]) -> FileResult:
     fields = {}
     for name, value in document.items():
         if name == "findings":
-            path = document["path"]
-            value = tuple(Finding(path if f[0] is None else f[0], f[1], f[2], f[3], Kind(f[4]),
-                                  *f[5:]) for f in value)
+            value = tuple(_finding_of(row, document["path"]) for row in value)
         elif name in _BYTES:
             value = base64.b64decode(value.encode("ascii"), validate=True)
         elif name in _PAIRS:
@@ -65,6 +64,24 @@ def _finding(finding: Finding, path: str) -> list[Any]:
     return row
 
 
+def _finding_of(row: list[Any], path: str) -> Finding:
+    """The finding of a row `_finding` wrote. Built without `Finding.__init__`: its message
+    was clipped before it was kept, and a large repository's warm run reads thousands."""
+    if not isinstance(row, list) or len(row) < _REQUIRED or len(row) > len(_FINDING_FIELDS):
+        raise ValueError("not a finding")
+    values = dict(_DEFAULTS)
+    values.update(zip(_NAMES, row))
+    if values["path"] is None:
+        values["path"] = path
+    values["kind"] = Kind(values["kind"])
+    values["message"] = sys.intern(str(values["message"]))
+    finding = object.__new__(Finding)
+    finding.__dict__.update(values)
+    return finding
+
+
 _FINDING_FIELDS = dataclasses.fields(Finding)
+_NAMES = tuple(field.name for field in _FINDING_FIELDS)
+_DEFAULTS = {field.name: field.default for field in _FINDING_FIELDS}
 _REQUIRED = 6
 """path, line, column, rule_id, kind, message: the fields without a default."""
