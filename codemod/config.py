@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.files.bounded import CONFIG_LIMIT, Refused, read_bounded
+from neuron_migrate.model import SOURCES
 from neuron_migrate.options import KEYS
 from neuron_migrate.target import TARGETS
 
@@ -67,10 +68,6 @@ class Config:
     """The project root: where its relative paths and the default excludes start from. Its
     own folder, or the working directory for a `--config` file."""
     rule_ids: frozenset[str] = field(default_factory=frozenset, compare=False)
-
-
-SOURCES = ("xla", "cuda")
-"""What `from` may name: the stacks neuron-migrate migrates code from."""
 
 
 class ConfigFinder:

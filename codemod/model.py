@@ -101,6 +101,11 @@ class FileResult:
         return self.modified or (self.new_source is not None and self.new_source != self.original)
 
 
+SOURCES = ("xla", "cuda")
+"""What `from` may name: the stacks neuron-migrate migrates code from (read by the option's
+table and the configuration alike, so it lives below both)."""
+
+
 @dataclass(frozen=True)
 class Options:
     """What the user asked for, as the per-file runner sees it."""

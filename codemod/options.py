@@ -163,7 +163,7 @@ def choices(name: str) -> Collection[str]:
 
         return TARGETS
     if name == "sources":
-        from neuron_migrate.config import SOURCES
+        from neuron_migrate.model import SOURCES
 
         return SOURCES
     raise KeyError(name)
