@@ -30,9 +30,10 @@ from neuron_migrate.model import Options
 from neuron_migrate.printable import printable
 from neuron_migrate.options import Mode
 from neuron_migrate.registry import Registry
-from neuron_migrate.report import (FORMATS, HUMAN_FORMATS, KEEPS_SOURCES, OTHER_FORMATS,
-                                   render_github, render_json, render_markdown, render_sarif,
-                                   render_text, summary_rows)
+from neuron_migrate.report.audit import readiness_lines
+from neuron_migrate.report.formats import formats_of
+from neuron_migrate.report.renderer import RunRenderer, RunReport
+from neuron_migrate.report.text import render_text, summary_rows
 from neuron_migrate.request import Request
 from neuron_migrate.runner import Job, RunResult, accept_for, default_jobs, run
 from neuron_migrate.settings import Configurations
@@ -129,9 +130,8 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.target is not None and request.target not in target.TARGETS:
         raise UsageProblem(f"unknown target {request.target!r}; choose from "
                            f"{', '.join(target.TARGETS)}", param_hint="--target")
-    if request.fmt not in FORMATS:
-        raise UsageProblem(f"unknown format {request.fmt!r}; choose from "
-                           f"{', '.join(FORMATS)}", param_hint="--format")
+    if (problem := formats_of(request.mode).problem(request.fmt)) is not None:
+        raise UsageProblem(problem, param_hint="--format")
     if problem := usage_problem(request.stdin, len(request.paths), request.stdin_filename,
                                 request.changed_since, scan=request.mode.scan_only):
         raise UsageProblem(*problem)
@@ -152,7 +152,7 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     if request.output is not None and (problem := _unwritable(request.output)):
         return _fail(f"error: --output {request.output}: {problem}")
-    keep = request.show_diff or request.fmt in KEEPS_SOURCES
+    keep = request.show_diff or _renderer(request).keeps_sources
     scan_only = request.mode.scan_only
     writes = request.mode.writes
     scopes = Scopes(finder, _overrides(request))
@@ -203,7 +203,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
              destination: Destination | None) -> int:
     """The run over the files found, its report and its exit status. A run that writes first
     removes the temporary files a killed run left beside them."""
-    keep = request.show_diff or request.fmt in KEEPS_SOURCES
+    keep = request.show_diff or _renderer(request).keeps_sources
     scan_only = request.mode.scan_only
     writes = request.mode.writes
     if writes:
@@ -376,17 +376,25 @@ def _progress(quiet: bool) -> Iterator[Callable[[int, int], None] | None]:
         bar.stop()
 
 
+def _renderer(request: Request) -> RunRenderer:
+    return formats_of(request.mode).choose(request.fmt)
+
+
 def _report(result: RunResult, registry: Registry, request: Request,
             where: str | None = None, destination: Destination | None = None) -> bool:
     """Print (and write to `destination`, the open --output file) the reports; False when
     the report file could not be written. `where` says where the target came from, when one
-    was given."""
+    was given. The text format is printed here, with styles and a summary table; every
+    format's document goes to --output, and the others' to standard output without it."""
+    renderer = _renderer(request)
     notes = _hardware_notes(result, registry, where)
-    document = _document(result, registry, request, notes)
+    report = RunReport(result, registry, request.mode.value, notes, request.show_diff,
+                       request.verbose)
+    document = None if renderer.styled and destination is None else \
+        _document(renderer, report)
     if destination is not None:
         try:
-            destination.write(document if document is not None else
-                              _plain_text(result, registry, request, notes))
+            destination.write(document)
         except OSError as error:
             print_error(f"error: --output {request.output}: cannot write the report "
                         f"({error.strerror or error})")
@@ -395,7 +403,7 @@ def _report(result: RunResult, registry: Registry, request: Request,
         print_error(f"error: {message}")
     for note in (f.note for f in result.files if f.note):
         print_warning(f"note: {note}")
-    if document is not None and request.output is None:
+    if not renderer.styled and request.output is None:
         # the report asked for goes out with -q too: -q silences progress and summaries
         if document:
             sys.stdout.write(document + "\n")
@@ -411,7 +419,7 @@ def _report(result: RunResult, registry: Registry, request: Request,
             elif style != "error":
                 screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
     if request.mode is Mode.AUDIT:
-        for line in _readiness_lines(result, registry):
+        for line in readiness_lines(report):
             screen.print(line, "bold" if not line.startswith(" ") else "")
         return True
     _print_summary(screen, result, notes)
@@ -474,49 +482,11 @@ def _unwritable(output: Path) -> str | None:
     return None
 
 
-def _document(result: RunResult, registry: Registry, request: Request,
-              notes: list[str]) -> str | None:
+def _document(renderer: RunRenderer, report: RunReport) -> str:
     """The report a --format asks for; a human-readable one with its control characters
     shown as escapes (machine formats escape them in their own syntax)."""
-    document = _rendered(result, registry, request, notes)
-    return printable(document) if document is not None and request.fmt in HUMAN_FORMATS \
-        else document
-
-
-def _rendered(result: RunResult, registry: Registry, request: Request,
-              notes: list[str]) -> str | None:
-    if request.mode is Mode.AUDIT and request.fmt in ("json", "markdown"):
-        from neuron_migrate.report.readiness import audit_document
-
-        return audit_document(result, registry, request.fmt)
-    if request.fmt == "json":
-        return render_json(result, registry, request.mode.value)
-    if request.fmt == "markdown":
-        return render_markdown(result, registry, notes)
-    if request.fmt == "sarif":
-        return render_sarif(result, registry)
-    if request.fmt == "github":
-        return render_github(result)
-    if request.fmt in OTHER_FORMATS:
-        return OTHER_FORMATS[request.fmt](result, registry)
-    return None
-
-
-def _plain_text(result: RunResult, registry: Registry, request: Request,
-                notes: list[str]) -> str:
-    lines = [text for text, _ in render_text(result, registry, request.show_diff,
-                                             request.verbose)]
-    if request.mode is Mode.AUDIT:
-        return printable("\n".join([*lines, *_readiness_lines(result, registry)]) + "\n")
-    rows, sentence = summary_rows(result)
-    lines += [f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows]
-    return printable("\n".join([*lines, sentence, *notes]) + "\n")
-
-
-def _readiness_lines(result: RunResult, registry: Registry) -> list[str]:
-    from neuron_migrate.report.readiness import ReadinessSummary, render_readiness_text
-
-    return render_readiness_text(ReadinessSummary.of(result, registry))
+    document = renderer.render(report)
+    return printable(document) if renderer.human else document
 
 
 def _print_summary(screen: _Screen, result: RunResult, notes: list[str]) -> None:

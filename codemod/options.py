@@ -155,9 +155,9 @@ class Option:
 def choices(name: str) -> Collection[str]:
     """The values an option with these `choices` accepts; imported when first asked."""
     if name == "formats":
-        from neuron_migrate.report import FORMATS
+        from neuron_migrate.report.formats import RUN_FORMATS
 
-        return FORMATS
+        return RUN_FORMATS
     if name == "targets":
         from neuron_migrate.target import TARGETS
 

@@ -116,9 +116,9 @@ def test_through_the_installed_command_on_a_terminal_and_in_a_pipe(
 
 
 def test_smoke_text_output_is_escaped(capsys: pytest.CaptureFixture[str]) -> None:
-    from neuron_migrate.smoke.run import _print
+    from neuron_migrate.smoke.run import print_styled
 
-    _print("text", "{}", [("script said \x1b]0;PWNED\x07 \x1b[2J", "error"),
+    print_styled([("script said \x1b]0;PWNED\x07 \x1b[2J", "error"),
                           ("[red]not markup[/red]", "plain")])
     out = capsys.readouterr().out
     _clean(out, "smoke's output")

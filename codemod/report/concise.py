@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.registry import Registry
@@ -34,3 +35,10 @@ def concise_line(finding: Finding) -> str:
 def _one_line(text: str) -> str:
     """A message on several lines would read as several findings."""
     return " ".join(text.splitlines())
+
+
+def _render(report: RunReport) -> str:
+    return render_concise(report.result, report.registry)
+
+
+CONCISE = RunFormat(_render, human=True)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.report.summary import line_in_file
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -44,3 +45,10 @@ def _data(text: str) -> str:
 
 def _property(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _render(report: RunReport) -> str:
+    return render_github(report.result)
+
+
+GITHUB = RunFormat(_render)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.report.summary import line_in_file
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.registry import Registry
@@ -78,3 +79,10 @@ def _error_line(message: str) -> int:
     head = message.split(": ", 1)[0]
     line = head.rsplit(":", 1)[-1] if ":" in head else ""
     return int(line) if line.isdigit() and int(line) > 0 else 1
+
+
+def _render(report: RunReport) -> str:
+    return render_gitlab(report.result, report.registry)
+
+
+GITLAB = RunFormat(_render)

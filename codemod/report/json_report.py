@@ -16,6 +16,7 @@ from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import Edit, FileEdits, Fix
 from neuron_migrate.report.summary import Summary, written
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -92,3 +93,10 @@ def _edit(edit: Edit) -> dict[str, object]:
     return {"content": edit.content,
             "location": {"line": edit.start[0], "column": edit.start[1]},
             "end_location": {"line": edit.end[0], "column": edit.end[1]}}
+
+
+def _render(report: RunReport) -> str:
+    return render_json(report.result, report.registry, report.mode)
+
+
+JSON = RunFormat(_render, keeps_sources=True)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.report.concise import concise_line
 from neuron_migrate.report.summary import label, line_in_file, where, written
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.registry import Registry
@@ -90,3 +91,10 @@ def _text(value: str) -> str:
     clean = _NOT_XML.sub("\ufffd", value)
     return clean.encode("utf-8", "backslashreplace").decode("utf-8") \
         if any("\udc80" <= c <= "\udcff" for c in clean) else clean
+
+
+def _render(report: RunReport) -> str:
+    return render_junit(report.result, report.registry)
+
+
+JUNIT = RunFormat(_render)

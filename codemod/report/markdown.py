@@ -20,6 +20,7 @@ from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.summary import Summary, label, where
 from neuron_migrate.report.text import diff_of
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -183,3 +184,10 @@ def _escape(text: str) -> str:
         parts[index] = _MARKUP.sub(lambda match: "\\" + match.group(), parts[index])
         parts[index] = parts[index].replace("<", "&lt;").replace(">", "&gt;")
     return "`".join(parts).replace("|", "\\|")
+
+
+def _render(report: RunReport) -> str:
+    return render_markdown(report.result, report.registry, report.notes)
+
+
+MARKDOWN = RunFormat(_render, human=True, keeps_sources=True)

@@ -142,27 +142,6 @@ def _s(count: int) -> str:
     return "" if count == 1 else "s"
 
 
-def audit_document(result: RunResult, registry: Registry, fmt: str) -> str | None:
-    """The json or markdown report of an `audit`: the usual one with the readiness summary
-    in it; None for the other formats (they are the usual ones)."""
-    import json
-
-    from neuron_migrate.report.json_report import render_json
-    from neuron_migrate.report.markdown import LIMIT, render_markdown
-
-    summary = ReadinessSummary.of(result, registry)
-    if fmt == "json":
-        document = json.loads(render_json(result, registry, "audit"))
-        document["readiness"] = readiness_json(summary)
-        return json.dumps(document, indent=2, ensure_ascii=False)
-    if fmt == "markdown":
-        readiness = "\n".join(["", *render_readiness_markdown(summary)])
-        room = LIMIT - len(readiness.encode("utf-8", "surrogateescape"))
-        title, _, rest = render_markdown(result, registry, limit=room).partition("\n")
-        return title + "\n" + readiness + rest
-    return None
-
-
 def audit_exit(result: RunResult, registry: Registry) -> int:
     """2 on errors, 1 when something blocks, else 0: what slows or changes numerics is
     reported without failing the run."""

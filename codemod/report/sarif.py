@@ -14,6 +14,7 @@ from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import FileEdits, Fix
 from neuron_migrate.report.summary import written
+from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -123,3 +124,10 @@ def _region(finding: Finding, edits: FileEdits) -> dict[str, int]:
     end_line, end_column = edits.end(finding)
     return {"startLine": finding.line, "startColumn": finding.column,
             "endLine": end_line, "endColumn": end_column}
+
+
+def _render(report: RunReport) -> str:
+    return render_sarif(report.result, report.registry)
+
+
+SARIF = RunFormat(_render, keeps_sources=True)

@@ -14,6 +14,7 @@ from neuron_migrate.files.diff import file_diff
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import Summary, label, where
 
 if TYPE_CHECKING:  # the runner is only a type here
@@ -101,3 +102,21 @@ def _explain(finding: Finding, registry: Registry) -> Iterator[tuple[str, str]]:
     rule = registry.by_id.get(finding.rule_id)
     if rule is not None:
         yield f"      docs: {rule.doc_url}", "dim"
+
+
+def plain_lines(report: RunReport) -> list[str]:
+    """The report's lines without styles: what the terminal shows before the summary."""
+    return [text for text, _ in render_text(report.result, report.registry, report.show_diff,
+                                            report.verbose)]
+
+
+def render_plain(report: RunReport) -> str:
+    """The text report as a file holds it: every file's lines, then the summary as lines
+    (the terminal shows a table) and the notes on the hardware."""
+    rows, sentence = summary_rows(report.result)
+    lines = [*plain_lines(report),
+             *(f"{rule}: {f} fixes, {u} unsafe fixes, {r} review items" for rule, f, u, r in rows)]
+    return "\n".join([*lines, sentence, *report.notes]) + "\n"
+
+
+TEXT = RunFormat(render_plain, styled=True, human=True)

@@ -38,10 +38,9 @@ from rich.text import Text
 
 from neuron_migrate import emulator
 from neuron_migrate.printable import printable
-from neuron_migrate.smoke.layout_report import render_comparison_json, render_comparison_text
+from neuron_migrate.smoke.formats import SMOKE_FORMATS, SmokeOutcome, styled_lines
 from neuron_migrate.smoke.layouts import DEFAULT_RTOL, LayoutSpec, compare_layouts, parse_layout
 from neuron_migrate.smoke.processes import CpuWatch, kill_groups, make_scratch, reap_stale_runs
-from neuron_migrate.smoke.report import render_json, render_text
 from neuron_migrate.smoke.summary import (  # noqa: F401 - Worker, _error_from_stderr: the API
     SmokeResult, Worker, _error_from_stderr, crowding_warning, read_outcome, summarise)
 from neuron_migrate.smoke.timeouts import (STACK_LEAD, STACK_SIGNAL, ask_stacks, at_deadline,
@@ -52,7 +51,6 @@ BOOTSTRAP = Path(emulator.__file__).resolve().parent / "bootstrap"
 GRACE_SECONDS = 5.0  # how long the other workers may take to fail on their own, as torchrun waits
 TEARDOWN_GRACE = 0.5  # between SIGTERM and SIGKILL of the workers' groups, all at once
 _TERMINATIONS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
-FORMATS = ("text", "json")
 
 
 @dataclass(frozen=True)
@@ -286,7 +284,7 @@ def smoke(
         "function at its recompile limit (8 graphs by default) and runs further shapes "
         "uncompiled, which the report shows as fewer graphs than shapes.")] = None,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                     help="Report format: text or json.")] = "text",
+                                     help=SMOKE_FORMATS.help())] = "text",
     python: Annotated[Optional[str], typer.Option(
         "--python", metavar="PYTHON",
         help="The interpreter to run the script with (it needs torch 2.13 or "
@@ -335,23 +333,30 @@ def smoke(
         options = dataclasses.replace(options, check_replicas=check_replicas)
         comparison = compare_layouts(options, specs, DEFAULT_RTOL if rtol is None else rtol,
                                      run_smoke)
-        _print(fmt, render_comparison_json(comparison), render_comparison_text(comparison))
+        _print(fmt, comparison)
         raise typer.Exit(comparison.exit_code())
     if options.nproc and (crowded := crowding_warning(options.nproc)):
         typer.echo(f"neuron-migrate smoke: warning: {crowded}", err=True)
     result = run_smoke(options)
-    _print(fmt, render_json(result), render_text(result))
+    _print(fmt, result)
     raise typer.Exit(result.exit_code())
 
 
-def _print(fmt: str, json_text: str, lines: list[tuple[str, str]]) -> None:
-    if fmt == "json":
-        sys.stdout.write(json_text + "\n")
+def _print(fmt: str, outcome: SmokeOutcome) -> None:
+    renderer = SMOKE_FORMATS.choose(fmt)
+    if not renderer.styled:
+        sys.stdout.write(renderer.render(outcome) + "\n")
         return
+    print_styled(styled_lines(outcome))
+
+
+def print_styled(lines: list[tuple[str, str]]) -> None:
+    """Each line through rich (styled on a terminal), with its control characters shown as
+    escapes: the script's own output is among them."""
     console = Console(highlight=False, soft_wrap=True, markup=False, emoji=False)
     styles = {"heading": "bold green", "error": "bold red", "warning": "bold yellow",
               "dim": "dim", "plain": ""}
-    for line, style in lines:  # the script's own output among them
+    for line, style in lines:
         console.print(Text(printable(line), style=styles[style]))
 
 
@@ -383,9 +388,8 @@ def _options(script: Path, script_args: list[str] | None, nproc: int | None, ste
              check_replicas: bool, timeout: float, fmt: str, python: str | None,
              logs: Path | None, max_recompiles: int | None = None) -> SmokeOptions:
     """Validate what click cannot; every problem here is a usage error (exit 2)."""
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}",
-                                 param_hint="--format")
+    if (problem := SMOKE_FORMATS.problem(fmt)) is not None:
+        raise typer.BadParameter(problem, param_hint="--format")
     if not script.is_file():
         raise typer.BadParameter(f"no such file: {script}", param_hint="SCRIPT")
     if check_replicas and (nproc or 1) < 2:

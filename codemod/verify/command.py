@@ -24,7 +24,7 @@ from neuron_migrate.model import Finding
 from neuron_migrate.verify import compare, reference_env, runs
 from neuron_migrate.verify.causes import likely_cause
 from neuron_migrate.verify.compare import CANNOT, DIFFER, Verdict
-from neuron_migrate.verify.report import FORMATS, Outcome, render
+from neuron_migrate.verify.report import VERIFY_FORMATS, Outcome, render
 from neuron_migrate.verify.scope import OUT_OF_SCOPE_NOTE, out_of_scope
 
 
@@ -48,7 +48,7 @@ def verify(
     steps: Annotated[int, typer.Option("--steps", min=1, metavar="K",
                                        help="Optimizer steps to compare.")] = 5,
     fmt: Annotated[str, typer.Option("--format", metavar="FORMAT",
-                                     help="Report format: text, json or markdown.")] = "text",
+                                     help=VERIFY_FORMATS.help())] = "text",
     original_rev: Annotated[Optional[str], typer.Option(
         "--original-rev", metavar="REV", help="Take the original from git at this revision "
         "(its repository exported, so its local modules come along).")] = None,
@@ -83,9 +83,8 @@ def verify(
 
     Exit status: 0 when they agree, 1 when they differ, 2 when they cannot be compared.
     """
-    if fmt not in FORMATS:
-        raise typer.BadParameter(f"unknown format {fmt!r}; choose from {', '.join(FORMATS)}",
-                                 param_hint="--format")
+    if (problem := VERIFY_FORMATS.problem(fmt)) is not None:
+        raise typer.BadParameter(problem, param_hint="--format")
     if not migrated.is_file():
         raise typer.BadParameter(f"no such file: {migrated}", param_hint="MIGRATED")
     with tempfile.TemporaryDirectory(prefix="neuron-verify-rev-") as exported:

@@ -8,9 +8,9 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from neuron_migrate.report.renderer import Format, Formats, Renderer
 from neuron_migrate.verify.compare import AGREE, CANNOT, Row, Verdict
 
-FORMATS = ("text", "json", "markdown")
 HEADLINES = {AGREE: "AGREE", "differ": "DIFFER", CANNOT: "CANNOT COMPARE"}
 
 
@@ -30,7 +30,7 @@ class Outcome:
 
 
 def render(outcome: Outcome, fmt: str) -> str:
-    return {"json": render_json, "markdown": render_markdown}.get(fmt, render_text)(outcome)
+    return VERIFY_FORMATS.choose(fmt).render(outcome)
 
 
 def render_json(outcome: Outcome) -> str:
@@ -113,3 +113,14 @@ def _g(value: float | None) -> str:
 
 def _e(value: float | None) -> str:
     return "-" if value is None else f"{value:.1e}"
+
+
+TEXT: Format[Outcome] = Format(render_text)
+JSON: Format[Outcome] = Format(render_json)
+MARKDOWN: Format[Outcome] = Format(render_markdown)
+
+VERIFY_FORMATS: Formats[Renderer[Outcome]] = Formats({
+    "text": "neuron_migrate.verify.report:TEXT",
+    "json": "neuron_migrate.verify.report:JSON",
+    "markdown": "neuron_migrate.verify.report:MARKDOWN",
+})
