@@ -16,6 +16,7 @@ from neuron_migrate.model import Options
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from tests.conftest import FIXTURES, after_of, cli, copy_fixture, fixture_id
+from tests.snapshots import assert_matches_snapshot
 
 CUDA_FIXTURES = sorted((FIXTURES / "cuda").glob("*.before.py"))
 CUDA = Options(sources=frozenset({"xla", "cuda"}))
@@ -35,6 +36,7 @@ def test_apply_from_cuda_produces_the_after_file(before: Path, in_tmp: Path) -> 
     rule = _prefix(before)
     if rule is not None:
         assert rule in {f["rule_id"] for f in run.json()["findings"]}
+    assert_matches_snapshot(before, f"apply --from cuda {target.name}", run.json()["findings"])
     again = cli("apply", "--from", "cuda", target.name, "--format", "json")
     assert target.read_bytes() == after_of(before).read_bytes()
     assert not any(f["applied"] for f in again.json()["findings"])

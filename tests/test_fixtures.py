@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import PYTHON_FIXTURES, after_of, cli, copy_fixture, fixture_id
+from tests.snapshots import assert_matches_snapshot
 
 BOM = b"\xef\xbb\xbf"
 
@@ -18,7 +19,7 @@ def _rule_prefix(before: Path) -> str | None:
 
 
 @pytest.mark.parametrize("before", PYTHON_FIXTURES, ids=fixture_id)
-def test_apply_produces_the_after_file(before: Path, in_tmp: Path) -> None:
+def test_apply_produces_the_after_file_and_the_pinned_findings(before: Path, in_tmp: Path) -> None:
     target = copy_fixture(before, in_tmp)
     run = cli("apply", target.name, "--format", "json")
     assert run.exit_code == 0, run.stdout + run.stderr
@@ -33,6 +34,7 @@ def test_apply_produces_the_after_file(before: Path, in_tmp: Path) -> None:
     for finding in report["findings"]:
         assert 1 <= finding["line"] <= lines and finding["column"] >= 1
         assert finding["path"] == target.name
+    assert_matches_snapshot(before, f"apply {target.name}", report["findings"])
 
 
 @pytest.mark.parametrize("before", PYTHON_FIXTURES, ids=fixture_id)
