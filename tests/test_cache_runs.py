@@ -20,7 +20,7 @@ from neuron_migrate import per_file, runner
 from neuron_migrate.cache import key
 from neuron_migrate.deps import script_mentions
 from neuron_migrate.cache.location import DEFAULT_NAME, ENVIRONMENT, OFF
-from neuron_migrate.report import FORMATS
+from neuron_migrate.report.formats import RUN_FORMATS
 
 MODEL = """\
 import torch
@@ -102,7 +102,7 @@ def _same(one: Run, other: Run) -> None:
                                                        other.stderr)
 
 
-@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fmt", RUN_FORMATS.names)
 @pytest.mark.parametrize("extra", [[], ["--diff"]], ids=["check", "diff"])
 def test_a_warm_run_reports_what_a_cold_one_does(cached: Path, fmt: str, extra: list[str],
                                                  monkeypatch: pytest.MonkeyPatch) -> None:
