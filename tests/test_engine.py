@@ -19,6 +19,7 @@ from neuron_migrate.model import Kind
 from neuron_migrate.rule import Example, Replace, Rule
 from neuron_migrate.rules import all_rules
 from tests.conftest import FIXTURES, cli
+from tests.snapshots import assert_matches_snapshot
 
 ENCODING = FIXTURES / "encoding"
 
@@ -62,8 +63,10 @@ def test_latin1_coding_cookie_round_trips(in_tmp: Path) -> None:
     before = ENCODING / "latin1_cookie.before.py"
     target = in_tmp / "latin.py"
     target.write_bytes(before.read_bytes())
-    assert cli("apply", "latin.py").exit_code == 0
+    run = cli("apply", "latin.py", "--format", "json")
+    assert run.exit_code == 0
     assert target.read_bytes() == (ENCODING / "latin1_cookie.after.py").read_bytes()
+    assert_matches_snapshot(before, "apply latin.py", run.json()["findings"])
     assert b"d\xe9j\xe0 vu" in target.read_bytes()  # still latin-1, not re-encoded
 
 

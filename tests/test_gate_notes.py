@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, cli
+from tests.snapshots import assert_matches_snapshot
 
 PROBE = ROOT / "fixtures" / "gate" / "import_probe.before.py"
 
@@ -19,6 +20,7 @@ def test_an_import_probe_stays_a_review_item_after_apply(in_tmp: Path) -> None:
     shutil.copyfile(PROBE, target)
     before = cli("check", ".", "--format", "json")
     assert "NM715" in {f["rule_id"] for f in before.json()["findings"]}
+    assert_matches_snapshot(PROBE, "check train.py", before.json()["findings"])
     assert cli("apply", ".").exit_code == 0
     assert target.read_bytes() == PROBE.with_name("import_probe.after.py").read_bytes()
     after = cli("check", ".", "--format", "json")
