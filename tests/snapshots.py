@@ -1,7 +1,8 @@
 """Findings snapshots: each Python fixture's findings pinned in a file beside it, as ruff pins
 its rules' diagnostics with insta.
 
-`fixtures/python/NAME.before.py` has `fixtures/python/NAME.findings.txt`: one line a finding,
+`fixtures/python/NAME.before.py` has `fixtures/python/NAME.findings.txt` (and, where the
+fixture is also run with --unsafe-fixes, `NAME.unsafe.findings.txt`): one line a finding,
 `LINE:COLUMN RULE [KIND] MESSAGE` in the report's order, where KIND says whether the fix is
 part of the rewrite (`fix`, `unsafe-fix`, or `..., not applied`; `review`), with an indented
 `suggested:` line for a suggestion. The fixture tests compare the findings of the run they
@@ -12,7 +13,8 @@ To write the snapshots after an intended change (or for a new fixture), run the 
 with UPDATE_SNAPSHOTS=1 set and review the diff of the `.findings.txt` files before
 committing:
 
-    UPDATE_SNAPSHOTS=1 python -m pytest -q -p no:cacheprovider tests/test_fixtures.py tests/test_cuda.py
+    UPDATE_SNAPSHOTS=1 python -m pytest -q -p no:cacheprovider tests/test_fixtures.py \
+        tests/test_unsafe_fixtures.py tests/test_cuda.py tests/test_engine.py tests/test_gate_notes.py
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ UPDATE = "UPDATE_SNAPSHOTS"
 """The environment variable that rewrites the snapshots instead of comparing them."""
 
 
-def snapshot_of(before: Path) -> Path:
-    return before.with_name(before.name.replace(".before.py", ".findings.txt"))
+def snapshot_of(before: Path, variant: str = "") -> Path:
+    """`variant`: the run's name when a fixture has several (`unsafe`)."""
+    suffix = f".{variant}.findings.txt" if variant else ".findings.txt"
+    return before.with_name(before.name.replace(".before.py", suffix))
 
 
 def findings_text(command: str, findings: Iterable[Mapping[str, object]]) -> str:
@@ -52,10 +56,10 @@ def _applicability(finding: Mapping[str, object]) -> str:
 
 
 def assert_matches_snapshot(before: Path, command: str,
-                            findings: Iterable[Mapping[str, object]]) -> None:
+                            findings: Iterable[Mapping[str, object]], variant: str = "") -> None:
     """Fails with the difference when the findings are not the pinned ones; with
     UPDATE_SNAPSHOTS=1, (re)writes the snapshot instead."""
-    path = snapshot_of(before)
+    path = snapshot_of(before, variant)
     actual = findings_text(command, findings)
     if os.environ.get(UPDATE) == "1":
         if not path.exists() or path.read_text(encoding="utf-8") != actual:

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, cli, copy_fixture
+from tests.snapshots import assert_matches_snapshot
 
 UNSAFE = sorted((FIXTURES / "python").glob("*.unsafe.py"))
 
@@ -18,11 +19,13 @@ def _before(unsafe: Path) -> Path:
 
 
 @pytest.mark.parametrize("expected", UNSAFE, ids=lambda p: p.name.removesuffix(".unsafe.py"))
-def test_unsafe_apply_produces_the_unsafe_file(expected: Path, in_tmp: Path) -> None:
+def test_unsafe_apply_produces_the_unsafe_file_and_the_pinned_findings(expected: Path, in_tmp: Path) -> None:
     target = copy_fixture(_before(expected), in_tmp)
     run = cli("apply", "--unsafe-fixes", target.name, "--format", "json")
     assert run.exit_code == 0, run.stdout + run.stderr
     assert target.read_text() == expected.read_text()
+    assert_matches_snapshot(_before(expected), f"apply --unsafe-fixes {target.name}",
+                            run.json()["findings"], variant="unsafe")
     again = cli("apply", "--unsafe-fixes", target.name, "--format", "json")
     assert target.read_text() == expected.read_text()
     assert again.json()["summary"]["changed"] == 0
