@@ -14,7 +14,8 @@ with UPDATE_SNAPSHOTS=1 set and review the diff of the `.findings.txt` files bef
 committing:
 
     UPDATE_SNAPSHOTS=1 python -m pytest -q -p no:cacheprovider tests/test_fixtures.py \
-        tests/test_unsafe_fixtures.py tests/test_cuda.py tests/test_engine.py tests/test_gate_notes.py
+        tests/test_unsafe_fixtures.py tests/test_cuda.py tests/test_engine.py \
+        tests/test_gate_notes.py
 """
 
 from __future__ import annotations

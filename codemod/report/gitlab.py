@@ -17,8 +17,8 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
-from neuron_migrate.report.summary import line_in_file
 from neuron_migrate.report.renderer import RunFormat, RunReport
+from neuron_migrate.report.summary import line_in_file
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.registry import Registry

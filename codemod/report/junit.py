@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.report.concise import concise_line
-from neuron_migrate.report.summary import label, line_in_file, where, written
 from neuron_migrate.report.renderer import RunFormat, RunReport
+from neuron_migrate.report.summary import label, line_in_file, where, written
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.registry import Registry

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from neuron_migrate.model import FileResult, Finding, Kind
 from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import Summary, label, where
 from neuron_migrate.report.text import diff_of
-from neuron_migrate.report.renderer import RunFormat, RunReport
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult

@@ -13,8 +13,8 @@ from neuron_migrate import __version__
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import FileEdits, Fix
-from neuron_migrate.report.summary import written
 from neuron_migrate.report.renderer import RunFormat, RunReport
+from neuron_migrate.report.summary import written
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
