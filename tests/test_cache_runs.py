@@ -269,14 +269,19 @@ if __name__ == "__main__":
 """
 
 
-def test_a_new_launcher_elsewhere_changes_a_script_it_starts(cached: Path) -> None:
+def test_a_new_launcher_elsewhere_changes_a_script_it_starts(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (cached / "solo.py").write_text(SOLO)
+    monkeypatch.setattr(script_mentions, "SETTLED", -1.0)  # files written just now count
     alone = _findings(cli("check", "repo", "-j", "1", "--format", "json"), "solo.py")
+    computed = Computed(monkeypatch)
     again = _findings(cli("check", "repo", "-j", "1", "--format", "json"), "solo.py")
+    assert computed.taken() == []  # kept with the stamps of the tree it searched
     assert alone == again and "NM221" not in {rule for _, rule in alone}
     (cached / "go.sh").write_text("#!/bin/sh\ntorchrun --nproc-per-node=2 solo.py\n")
     script_mentions._tree.cache_clear()  # read once per process: a new run reads it again
     several = cli("check", "repo", "-j", "1", "--format", "json")
+    assert "solo.py" in computed.taken()
     assert "NM221" in {rule for _, rule in _findings(several, "solo.py")}
     _same(several, cli("check", "repo", "-j", "1", "--format", "json", "--no-cache"))
 

@@ -21,6 +21,7 @@ import ast
 import functools
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,12 +63,12 @@ class _Tree:
 def maybe_several_processes(path: str) -> bool:
     """Whether the script at `path` may be started as one of several processes, or imported
     by code that may be: True unless its repository proves otherwise."""
-    outside.unrepeatable()  # the whole repository is read
     script = Path(path)
-    if not script.is_file():
+    if not outside.is_file(script):
         return True  # text without a file on disk (stdin): nothing to look at
-    real = Path(os.path.realpath(script))
+    real = outside.resolved(script)
     for root in roots_of(script):
+        outside.note_tree(str(root))  # every file it reads, by stamp
         tree = _tree(str(root))
         if tree is None:
             return True
@@ -149,6 +150,35 @@ def _imported_modules(path: Path, data: bytes) -> list[tuple[str, int]]:
             if base:
                 found.append((base, node.level))
     return found
+
+
+def tree_stamps(root: str) -> list[list[object]] | None:
+    """The stamp (size, inode, modification and status-change times) of every file `_tree`
+    reads below `root`, in a stable order, for a cached result to ask whether any changed;
+    None when one changed too recently to tell (`neuron_migrate.cache.stamps`)."""
+    found: list[list[object]] = []
+    settled = time.time() - SETTLED
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS)
+        if CACHE_TAG in names:
+            subfolders[:] = []
+            continue
+        for file_name in sorted(names):
+            try:
+                status = os.lstat(os.path.join(folder, file_name))
+            except OSError:
+                continue
+            if status.st_ctime_ns / 1e9 > settled:
+                return None
+            found.append([os.path.join(folder, file_name), status.st_size, status.st_ino,
+                          status.st_mtime_ns, status.st_ctime_ns, status.st_mode])
+            if len(found) > MAX_FILES:
+                break
+    return found
+
+
+SETTLED = 3.0
+"""Seconds after its last change from which a file's stamp tells it is unchanged."""
 
 
 @functools.lru_cache(maxsize=16)

@@ -18,6 +18,7 @@ One log per process: a worker computes one file at a time.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -93,6 +94,7 @@ def forget() -> None:
     per run (a process running several, such as a test's, has memos of the earlier ones)."""
     global _roots_now
     _roots_now = None
+    _trees_now.clear()
 
 
 def _roots(folder: str) -> list[str]:
@@ -107,8 +109,34 @@ def _roots(folder: str) -> list[str]:
     return _roots_now[folder]
 
 
+_trees_now: dict[str, str | None] = {}
+
+
+def _tree(root: str) -> str | None:
+    """A digest of the stamps of every file the launch search reads below `root`, once per
+    run; None (never equal to a kept answer) when a file there changed too recently."""
+    if root not in _trees_now:
+        from neuron_migrate.deps.script_mentions import tree_stamps
+
+        stamps = tree_stamps(root)
+        _trees_now[root] = None if stamps is None else \
+            hashlib.blake2b(repr(stamps).encode(), digest_size=20).hexdigest()
+    return _trees_now[root]
+
+
 _QUESTIONS = {"file": _is_file, "dir": _is_dir, "resolve": _resolved, "stamp": _stamp,
-              "roots": _roots}
+              "roots": _roots, "tree": _tree}
+
+
+def note_tree(root: str) -> None:
+    """The launch search of a script read every file below `root`: their stamps are what
+    it saw (a tree with a file changed too recently to tell cannot be replayed)."""
+    if _log is None:
+        return
+    answer = _tree(root)
+    if answer is None:
+        unrepeatable()
+    _note("tree", root, answer)
 
 
 def note_roots(folder: str, roots: list[str]) -> None:
