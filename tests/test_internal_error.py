@@ -11,17 +11,18 @@ import pytest
 from neuron_migrate import entry
 
 
-@pytest.mark.parametrize("command, module", [("check", "neuron_migrate.command"),
-                                             ("audit", "neuron_migrate.cli")])
+@pytest.mark.parametrize("args, module", [(["check", "."], "neuron_migrate.command"),
+                                          (["audit", "-j4", "."], "neuron_migrate.cli")])
 def test_an_unexpected_exception_exits_2_with_its_traceback(
         in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-        command: str, module: str) -> None:
-    """`check .` runs on the lean start-up path, `audit .` through typer: both end here."""
+        args: list[str], module: str) -> None:
+    """`check .` runs on the lean start-up path, `audit -j4 .` (a short option with its value
+    attached) through typer: both end here."""
     def broken(*args: object, **kwargs: object) -> int:
         raise RuntimeError("a bug \x1b[2J")
 
     monkeypatch.setattr(f"{module}.execute", broken)
-    monkeypatch.setattr(sys, "argv", ["neuron-migrate", command, "."])
+    monkeypatch.setattr(sys, "argv", ["neuron-migrate", *args])
     with pytest.raises(SystemExit) as exited:
         entry.main()
     assert exited.value.code == entry.INTERNAL_ERROR == 2
