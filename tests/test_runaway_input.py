@@ -345,3 +345,70 @@ def test_a_worker_stderr_of_many_blank_lines_is_read_in_linear_time() -> None:
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=False)
     assert run.returncode == 0, run.stderr
+
+
+def _migrate(source: str, name: str = "m.py") -> None:
+    from neuron_migrate.registry import Registry
+    from neuron_migrate.rules import all_rules
+    from neuron_migrate.runner import migrate_bytes
+
+    result = migrate_bytes(name, source.encode(), Registry(all_rules()))
+    assert result.error is None and result.new_source, result.error
+
+
+HEAD = "import torch_xla.core.xla_model as xm\n\n"
+"""Each case below has some hundreds of statements: work per statement that grows with the
+statements before it (the whole function read again at each) counts tens of thousands."""
+
+
+def test_a_function_of_hundreds_of_placements_is_read_once_for_its_calls(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whether a placed model is trained there asks for the calls of the placing code: one
+    function of 24 KB with a placement on each line took a minute."""
+    from neuron_migrate.rules import trained_model
+
+    walked: list[int] = []
+    real = trained_model._own_calls
+    monkeypatch.setattr(trained_model, "_own_calls",
+                        lambda body: walked.append(len(body)) or real(body))
+    _migrate(HEAD + "def train(x):\n" + "    x = x.to(xm.xla_device())\n" * 300
+             + "    return x\n")
+    assert sum(walked) < 2 * 300, f"{len(walked)} walks of {sum(walked)} statements"
+
+
+def test_top_level_placements_do_not_each_rebuild_the_module(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A notebook cell (or a script) of hundreds of placements at the top level."""
+    from neuron_migrate.rules import trained_model
+
+    built: list[int] = []
+    real = trained_model._own_calls
+    monkeypatch.setattr(trained_model, "_own_calls",
+                        lambda body: built.append(len(body)) or real(body))
+    _migrate(HEAD + "x = 0\n" + "x = x.to(xm.xla_device())\n" * 300)
+    assert sum(built) < 3 * 300, f"{len(built)} walks of {sum(built)} statements"
+
+
+def test_a_name_bound_hundreds_of_times_is_resolved_without_rereading_its_bindings(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from neuron_migrate.analysis.scopes import Binding
+
+    asked: list[int] = []
+    monkeypatch.setattr(Binding, "is_import", property(
+        lambda self: asked.append(1) is None and self.qualname is not None))
+    _migrate(HEAD + "def train(x):\n" + "    x = x.to(xm.xla_device())\n" * 300
+             + "    return x\n")
+    assert len(asked) < 50 * 300, f"{len(asked)} bindings read"
+
+
+def test_the_findings_of_one_long_statement_are_located_in_linear_time(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each finding's position is the count of like nodes before it in its statement: one
+    line of thousands of calls counted them again for each."""
+    from neuron_migrate.engine import scoped_visitor
+
+    signed: list[int] = []
+    real = scoped_visitor.signature
+    monkeypatch.setattr(scoped_visitor, "signature", lambda node: signed.append(1) or real(node))
+    _migrate(HEAD + "devices = [" + ", ".join(["xm.xla_device()"] * 300) + "]\n")
+    assert len(signed) < 20 * 300, f"{len(signed)} signatures worked out"

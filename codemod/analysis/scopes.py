@@ -82,7 +82,7 @@ class Scope:
     """A module, class, function, lambda or comprehension scope."""
 
     __slots__ = ("kind", "parent", "bindings", "globals", "nonlocals", "stars", "star_names",
-                 "resolved", "module_names", "_by_qualname", "_star_bindings")
+                 "resolved", "module_names", "_by_qualname", "_star_bindings", "_roots")
 
     def __init__(self, kind: str, parent: Scope | None,
                  star_names: frozenset[str] = frozenset()) -> None:
@@ -102,6 +102,10 @@ class Scope:
         # name -> (how many star imports there were, the bindings then): one list per name,
         # so that whoever keys a name by its bindings (the flows do) sees the same key
         self._star_bindings: dict[str, tuple[int, list[Binding] | None]] = {}
+        # name -> (the bindings a lookup found, how many there were, what they resolve to):
+        # a name bound a thousand times in one function is resolved at each of its uses, and
+        # the lists only grow, so the answer stands while the list is the same length
+        self._roots: dict[str, tuple[list[Binding], int, Resolution | None]] = {}
 
     @property
     def module(self) -> Scope:
@@ -159,16 +163,13 @@ class Scope:
         bindings = self.lookup(root)
         if not bindings:
             return None
-        imports = [b for b in bindings if b.is_import]
-        if not imports:
-            return None
-        others = [b for b in bindings if not b.is_import and not b.fallback]
-        resolution = Resolution(
-            tuple(b.qualname for b in imports if b.qualname),
-            tuple(bindings),
-            ambiguous=bool(others),
-        )
-        return resolution.extend(attrs)
+        known = self._roots.get(root)
+        if known is not None and known[0] is bindings and known[1] == len(bindings):
+            resolution = known[2]
+        else:
+            resolution = _resolution(bindings)
+            self._roots[root] = (bindings, len(bindings), resolution)
+        return resolution.extend(attrs) if resolution is not None else None
 
     def resolve_cached(self, root: str, attrs: list[str]) -> Resolution | None:
         """`resolve`, kept in `resolved`: the rewriter and the reader of review-only
@@ -216,3 +217,13 @@ class Scope:
         root, *attrs = dotted.split(".")
         resolution = self.resolve(root, attrs)
         return resolution.qualname if resolution is not None else None
+
+
+def _resolution(bindings: list[Binding]) -> Resolution | None:
+    """What a name with these bindings refers to: None unless one of them is an import."""
+    imports = [b for b in bindings if b.is_import]
+    if not imports:
+        return None
+    others = [b for b in bindings if not b.is_import and not b.fallback]
+    return Resolution(tuple(b.qualname for b in imports if b.qualname), tuple(bindings),
+                      ambiguous=bool(others))

@@ -74,6 +74,11 @@ class ScopedVisitor:
         self.blocks = False
         self.locals: list[set[str]] = []
         self.signed: list[cst.CSTNode] = []  # nodes with a signature, in source order
+        # `occurrence`'s index of the first `indexed` of them: node id -> (signature, how many
+        # before it share it), and how many share each signature
+        self.indexed = 0
+        self.occurrences: dict[int, tuple[tuple[str, str | None] | None, int]] = {}
+        self.counts: dict[tuple[str, str | None], int] = {}
         self.inner: set[int] = set()
 
     def enter(self, node: cst.CSTNode) -> bool:
@@ -97,15 +102,17 @@ class ScopedVisitor:
 
     def occurrence(self, anchor: cst.CSTNode | None) -> tuple[tuple[str, str | None] | None, int]:
         """The anchor's signature and how many nodes before it in the unit share it: where
-        `Locator` finds it in the `ast`. Worked out only for the few nodes that get a finding."""
-        sig = None
-        for index, node in enumerate(self.signed):
-            if node is anchor:
-                sig = signature(anchor)
-                break
-        if sig is None:
-            return None, 0
-        return sig, sum(1 for node in self.signed[:index] if signature(node) == sig)
+        `Locator` finds it in the `ast`. Asked only for nodes that get a finding, but a unit
+        (one long statement) may hold thousands of them: the nodes signed so far are indexed
+        once, in order, rather than counted again for each."""
+        counts, known = self.counts, self.occurrences
+        for node in self.signed[self.indexed:]:
+            sig = signature(node)
+            known.setdefault(id(node), (sig, counts.get(sig, 0)) if sig is not None else (None, 0))
+            if sig is not None:
+                counts[sig] = counts.get(sig, 0) + 1
+        self.indexed = len(self.signed)
+        return known.get(id(anchor), (None, 0))
 
     def exit(self, node: cst.CSTNode) -> None:
         if type(node) in BINDS_LOCALS:
