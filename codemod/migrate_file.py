@@ -12,8 +12,8 @@ from pathlib import Path
 
 from neuron_migrate import deps
 from neuron_migrate.engine import migrate_python
-from neuron_migrate.files.bounded import SOURCE_LIMIT
-from neuron_migrate.files.fileio import WriteError, read_bytes
+from neuron_migrate.files.bounded import SOURCE_LIMIT, Refused, read_bounded
+from neuron_migrate.files.fileio import cannot_read
 from neuron_migrate.model import BY_POSITION, FileResult, Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.target import named_instances
@@ -34,18 +34,19 @@ def migrate_path(path: Path, registry: Registry, generate: bool = True,
 
 def read_source(path: Path, skipped: str) -> bytes | FileResult:
     """The file's bytes, or the result that says why there are none: too large (`skipped`
-    says what is then not done) or unreadable."""
+    says what is then not done) or unreadable. Read through the bounded reader, so that a
+    file grown past the limit since discovery (or a FIFO put in its place) is never read
+    beyond it."""
     name = str(path)
     try:
-        if path.stat().st_size > MAX_BYTES:
+        return read_bounded(path, MAX_BYTES)
+    except Refused as refused:
+        if refused.too_large:
             return FileResult(name, skipped=f"{name}: larger than {MAX_BYTES // 2**20} MiB, "
                                             f"{skipped}")
-    except OSError:
-        pass  # reading it reports the problem
-    try:
-        return read_bytes(path)
-    except WriteError as error:
-        return FileResult(name, error=str(error))
+        return FileResult(name, error=str(refused))
+    except OSError as error:
+        return FileResult(name, error=cannot_read(path, error))
 
 
 def migrate_bytes(name: str, data: bytes, registry: Registry, generate: bool = True,

@@ -412,3 +412,40 @@ def test_the_findings_of_one_long_statement_are_located_in_linear_time(
     monkeypatch.setattr(scoped_visitor, "signature", lambda node: signed.append(1) or real(node))
     _migrate(HEAD + "devices = [" + ", ".join(["xm.xla_device()"] * 300) + "]\n")
     assert len(signed) < 20 * 300, f"{len(signed)} signatures worked out"
+
+
+def test_a_candidate_grown_past_the_limit_after_discovery_is_not_read_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The size seen when the file was found says nothing of the size read: the read itself
+    stops at the limit."""
+    from neuron_migrate.migrate_file import MAX_BYTES, read_source
+
+    grown = tmp_path / "train.py"
+    grown.write_bytes(b"x = 1\n" * (MAX_BYTES // 6 + 1))
+    small = os.stat(tmp_path)  # the size the file had when it was found
+    monkeypatch.setattr(Path, "stat", lambda self, **kwargs: small)
+    result = read_source(grown, "not migrated")
+    assert not isinstance(result, bytes)
+    assert result.skipped == f"{grown}: larger than 5 MiB, not migrated"
+
+
+def test_a_candidate_replaced_by_a_fifo_after_discovery_is_not_opened_for_ever(
+        tmp_path: Path) -> None:
+    import threading
+
+    from neuron_migrate.migrate_file import read_source
+
+    fifo = tmp_path / "train.py"
+    os.mkfifo(fifo)
+    results: list[object] = []
+    reader = threading.Thread(target=lambda: results.append(read_source(fifo, "")),
+                              daemon=True)
+    reader.start()
+    reader.join(DEADLINE)
+    if reader.is_alive():  # blocked in open(): a writer lets it go
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(DEADLINE)
+        raise AssertionError("the read of a FIFO blocked")
+    result = results[0]
+    assert not isinstance(result, bytes)
+    assert result.error == f"{fifo}: not a regular file (a named pipe)"  # type: ignore[attr-defined]

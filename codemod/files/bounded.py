@@ -25,10 +25,13 @@ class Refused(OSError):
     """A file that is there but is not read: not a regular file, or too large. Its text
     names the file and says why; the caller says what is then not done."""
 
-    def __init__(self, path: Path | str, reason: str, folder: bool = False) -> None:
+    def __init__(self, path: Path | str, reason: str, folder: bool = False,
+                 too_large: bool = False) -> None:
         super().__init__(f"{path}: {reason}")
         self.folder = folder
         """A folder: for most callers, simply not the file they look for."""
+        self.too_large = too_large
+        """A regular file over the limit: for code, skipped rather than an error."""
 
 
 def read_bounded(path: Path | str, limit: int) -> bytes:
@@ -56,7 +59,7 @@ def read_bounded(path: Path | str, limit: int) -> bytes:
         os.close(descriptor)
     data = b"".join(chunks)
     if len(data) > limit:
-        raise Refused(path, f"larger than {_size(limit)}")
+        raise Refused(path, f"larger than {_size(limit)}", too_large=True)
     return data
 
 
@@ -65,7 +68,7 @@ def _check(path: Path | str, status: os.stat_result, limit: int) -> None:
         raise Refused(path, f"not a regular file ({_kind(status.st_mode)})",
                       folder=stat.S_ISDIR(status.st_mode))
     if status.st_size > limit:
-        raise Refused(path, f"larger than {_size(limit)}")
+        raise Refused(path, f"larger than {_size(limit)}", too_large=True)
 
 
 def _kind(mode: int) -> str:

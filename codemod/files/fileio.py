@@ -18,10 +18,15 @@ class WriteError(Exception):
 def read_bytes(path: Path) -> bytes:
     try:
         return path.read_bytes()
-    except PermissionError as error:
-        raise WriteError(f"{path}: cannot read (permission denied)") from error
     except OSError as error:
-        raise WriteError(f"{path}: cannot read ({error.strerror or error})") from error
+        raise WriteError(cannot_read(path, error)) from error
+
+
+def cannot_read(path: Path, error: OSError) -> str:
+    """What a file that cannot be read reports."""
+    if isinstance(error, PermissionError):
+        return f"{path}: cannot read (permission denied)"
+    return f"{path}: cannot read ({error.strerror or error})"
 
 
 def write_atomic(path: Path, data: bytes, original: bytes) -> str | None:
