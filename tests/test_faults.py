@@ -374,12 +374,12 @@ def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch)
 
     for name in ("gone.py", "dir.py", "kept.py"):
         (in_tmp / name).write_text(OLD)
-    real_read, real_write = migrate_file.read_bytes, per_file.write_atomic
+    real_read, real_write = migrate_file.read_bounded, per_file.write_atomic
 
-    def read_bytes(path: Path) -> bytes:
+    def read_bounded(path: Path, limit: int) -> bytes:
         if path.name == "gone.py":
             path.unlink()
-        return real_read(path)
+        return real_read(path, limit)
 
     def write_atomic(path: Path, data: bytes, original: bytes) -> None:
         if path.name == "dir.py":
@@ -387,7 +387,7 @@ def test_a_file_that_vanishes_or_changes_kind_mid_run(in_tmp: Path, monkeypatch)
             path.mkdir()
         real_write(path, data, original)
 
-    monkeypatch.setattr(migrate_file, "read_bytes", read_bytes)
+    monkeypatch.setattr(migrate_file, "read_bounded", read_bounded)
     monkeypatch.setattr(per_file, "write_atomic", write_atomic)
     run = cli("apply", ".")
     assert run.exit_code == 2 and "Traceback" not in run.stderr
