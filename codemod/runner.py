@@ -19,7 +19,7 @@ from neuron_migrate.job import Job, PerFileIgnores
 from neuron_migrate.engine import migrate_python
 from neuron_migrate.migrate_file import MAX_BYTES, migrate_bytes, migrate_data, migrate_path
 from neuron_migrate.model import FileResult
-from neuron_migrate.per_file import finish, process
+from neuron_migrate.per_file import finish
 from neuron_migrate.registry import Registry
 from neuron_migrate.run_result import RunResult
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["MAX_BYTES", "Job", "PerFileIgnores", "Progress", "RunResult", "accept_for",
            "accepts", "default_jobs", "finish", "migrate_bytes", "migrate_data",
-           "migrate_path", "migrate_python", "process", "run"]
+           "migrate_path", "migrate_python", "run"]
 """What callers import from here: the run, and the per-file functions they also use."""
 
 Progress = Callable[[int, int], None]
