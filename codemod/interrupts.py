@@ -28,6 +28,10 @@ class Interrupts:
         if not self.holding:
             raise KeyboardInterrupt
 
+    # the engine lets SIGTERM end the process during a long native call (a parse), which
+    # this handler could only take once the call returns; no file is being written then
+    _handle.ends_in_native_code = True  # type: ignore[attr-defined]
+
     @contextlib.contextmanager
     def installed(self) -> Iterator[None]:
         main = threading.current_thread() is threading.main_thread()

@@ -449,3 +449,56 @@ def test_a_candidate_replaced_by_a_fifo_after_discovery_is_not_opened_for_ever(
     result = results[0]
     assert not isinstance(result, bytes)
     assert result.error == f"{fifo}: not a regular file (a named pipe)"  # type: ignore[attr-defined]
+
+
+STUCK_PARSE = '''
+import hashlib
+import sys
+from pathlib import Path
+
+import libcst
+
+from neuron_migrate.cli import app
+
+
+def parse_module(source, *args, **kwargs):
+    if b"stuck" in source:
+        Path("stuck.started").write_text("")
+        # minutes inside C, as LibCST's native parser on a large file: no handler runs
+        hashlib.pbkdf2_hmac("sha256", b"key", b"salt", 10**9)
+    return real(source, *args, **kwargs)
+
+
+real, libcst.parse_module = libcst.parse_module, parse_module
+app(["apply", "-j", "1", *sys.argv[1:]])
+'''
+
+
+def test_sigterm_stops_a_single_process_run_inside_the_native_parser(tmp_path: Path) -> None:
+    """At -j1 the parse runs in the run's own process: SIGTERM ends it at once, every file
+    old or new (those before it written, the one being parsed untouched)."""
+    names = [*(f"a{i:02}.py" for i in range(5)), "m_stuck.py", *(f"z{i:02}.py" for i in range(5))]
+    for name in names:
+        (tmp_path / name).write_text(OLD + ("# stuck\n" if "stuck" in name else ""))
+    run = subprocess.Popen([sys.executable, "-c", STUCK_PARSE, *names], cwd=tmp_path,
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+    try:
+        deadline = time.monotonic() + DEADLINE * 3
+        while not (tmp_path / "stuck.started").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (tmp_path / "stuck.started").exists(), "the run never reached the parse"
+        run.send_signal(15)
+        sent = time.monotonic()
+        out, err = run.communicate(timeout=DEADLINE)
+        stopped = time.monotonic() - sent
+    finally:
+        if run.poll() is None:  # still running: end it, then fail
+            os.killpg(run.pid, 9)
+            run.wait()
+    assert stopped < 4, f"stopped {stopped:.1f} s after SIGTERM"  # at once; the call takes minutes
+    assert run.returncode in (-15, 128 + 15), err
+    for name in names:
+        text = (tmp_path / name).read_text()
+        assert text in ({OLD + "# stuck\n"} if "stuck" in name else {OLD, "x = 1\n"}), name
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*names, "stuck.started"])

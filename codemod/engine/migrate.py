@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import functools
 import io
+import signal
+import threading
 import tokenize
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import libcst as cst
 
@@ -203,9 +206,29 @@ def parse_module(source: bytes) -> cst.Module:
     check = cst.CSTNode.__post_init__
     cst.CSTNode.__post_init__ = _unchecked  # type: ignore[method-assign]
     try:
-        return cst.parse_module(source)
+        with _stoppable_in_native_code():
+            return cst.parse_module(source)
     finally:
         cst.CSTNode.__post_init__ = check  # type: ignore[method-assign]
+
+
+@contextlib.contextmanager
+def _stoppable_in_native_code() -> Iterator[None]:
+    """LibCST's native parser holds the interpreter for seconds on a large file, and no
+    Python signal handler runs until it returns: a run's SIGTERM handler (one marked
+    `ends_in_native_code`) gives way to the default action for the call, so SIGTERM ends the
+    process at once. No file is half written then: files are written elsewhere, through a
+    temporary file and a rename, and the next run removes a temporary file left behind."""
+    handler = signal.getsignal(signal.SIGTERM)
+    if threading.current_thread() is not threading.main_thread() or \
+            not getattr(handler, "ends_in_native_code", False):
+        yield
+        return
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, handler)
 
 
 def _unchecked(node: cst.CSTNode) -> None:
