@@ -89,3 +89,33 @@ def test_replicas_that_start_apart_are_not_pinned_on_the_helper_they_stepped_in(
     assert result.error is not None and result.error["origin"] is None
     assert "written by" not in text and "NM2" not in text
     assert "rank 1's parameters differ from rank 0's" in text
+
+
+def test_check_replicas_is_wired_from_the_option_to_the_optimizer_step(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The option reaches the workers as the check's port, a worker builds the check from it,
+    and the step hooks run it: a drift after the first step fails that step. (The end-to-end
+    runs of tests/test_smoke.py are slow.)"""
+    from neuron_migrate.emulator import session
+    from neuron_migrate.emulator.counters import COUNTERS
+    from neuron_migrate.smoke.run import worker_environment
+
+    script, report, ports = Path("train.py"), Path("r.json"), (1111, 2222)
+    checked = SmokeOptions(script=script, nproc=2, check_replicas=True, timeout=60)
+    unchecked = SmokeOptions(script=script, nproc=2, timeout=60)
+    assert "NEURON_EMU_CHECK_PORT" not in worker_environment(unchecked, 1, report, ports)
+    env = worker_environment(checked, 1, report, ports)
+    for name in ("NEURON_EMU_CHECK_PORT", "WORLD_SIZE", "RANK", "MASTER_ADDR"):
+        monkeypatch.setenv(name, env[name])
+    built = ReplicaCheck.from_environment()
+    assert built is not None
+    assert (built.rank, built.world_size, built.port) == (1, 2, 2222)
+
+    check = _Gathered(_fingerprints(1.0, 1.0))
+    optimizer = _optimizer()
+    monkeypatch.setattr(COUNTERS, "optimizer_steps", 0)
+    session._before_step(check)(optimizer, (), {})
+    session._after_step(0, check, None)(optimizer, (), {})  # still equal: passes
+    check.gathered = _fingerprints(1.0, 1.5)
+    with pytest.raises(ReplicasDiverged, match="diverged after optimizer step 2"):
+        session._after_step(0, check, None)(optimizer, (), {})
