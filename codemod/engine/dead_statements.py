@@ -1,5 +1,6 @@
 """Statements the migration leaves doing nothing, which the rebuild drops: a guard around
-imports that are all gone, and an `if` whose body was emptied.
+imports that are all gone, an `if` whose body was emptied, and the section comment
+(`# XLA imports`) above imports that all went.
 
 Dropping them is safe only when nothing else happens there, so each check is strict: only a
 handler that sets the removed names to constants, only a test that merely reads.
@@ -8,10 +9,14 @@ handler that sets the removed names to constants, only a test that merely reads.
 from __future__ import annotations
 
 import ast
+from collections.abc import Sequence
 
 import libcst as cst
 
 from neuron_migrate.analysis.import_guards import catches_import_error, imported_names
+from neuron_migrate.engine.imports import xla_heading
+from neuron_migrate.engine.mask import hidden_units
+from neuron_migrate.engine.pairing import unit_count
 
 
 def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:
@@ -69,3 +74,39 @@ def pure(test: ast.expr) -> bool:
     if isinstance(test, (ast.Tuple, ast.List, ast.Set)):
         return all(pure(e) for e in test.elts)
     return False
+
+
+def unheaded(statement: cst.BaseStatement, units: list[ast.stmt],
+             following: Sequence[cst.BaseStatement], body: list[ast.stmt],
+             removals: dict[int, set[int]]) -> tuple[Sequence[cst.EmptyLine], int | None]:
+    """The leading lines of a removed statement, without a section comment such as
+    `# XLA imports` when every import it heads (up to a blank or comment line) went; and the
+    line of that comment when it goes."""
+    lines = statement.leading_lines
+    heading = xla_heading(lines) if _gone(statement, units, removals) else None
+    if heading is None:
+        return lines, None
+    position = 0
+    for other in following:
+        if other.leading_lines:
+            break  # a blank line or a comment ends the section
+        count = unit_count(other)
+        if hidden_units(other) or not _gone(other, body[position:position + count], removals):
+            return lines, None
+        position += count
+    line = units[0].lineno - (len(lines) - heading)
+    kept = list(lines[:heading])
+    while kept and kept[-1].comment is None:
+        kept.pop()  # the blank lines that set the section apart go with it
+    return kept, line
+
+
+def _gone(statement: cst.BaseStatement, units: list[ast.stmt],
+          removals: dict[int, set[int]]) -> bool:
+    """Whether the rewrite removes this line: every import on it, or a dead import guard."""
+    if isinstance(statement, cst.SimpleStatementLine):
+        return bool(units) and all(
+            isinstance(u, (ast.Import, ast.ImportFrom))
+            and len(removals.get(id(u), ())) == len(u.names) for u in units)
+    return len(units) == 1 and isinstance(units[0], ast.Try) and \
+        dead_import_guard(units[0], removals)

@@ -18,8 +18,8 @@ import libcst as cst
 from neuron_migrate.engine.comment_lines import (attach, footer_lines, has_comment, moved_comments,
                                                  review_note, unspaced, with_notes)
 from neuron_migrate.engine.context import Residual
-from neuron_migrate.engine.dead_statements import dead_import_guard, emptied_if, pure
-from neuron_migrate.engine.imports import add_helpers, add_imports, remove_aliases, xla_heading
+from neuron_migrate.engine.dead_statements import dead_import_guard, emptied_if, pure, unheaded
+from neuron_migrate.engine.imports import add_helpers, add_imports, remove_aliases
 from neuron_migrate.engine.lazy_imports import lazy_modules
 from neuron_migrate.engine.mask import hidden_units
 from neuron_migrate.engine.pairing import StructureMismatch, check_pair, map_blocks, unit_count
@@ -243,36 +243,12 @@ class ModuleBuilder:
     def _unheaded(self, statement: cst.BaseStatement, units: list[ast.stmt],
                   following: Sequence[cst.BaseStatement], body: list[ast.stmt]
                   ) -> Sequence[cst.EmptyLine]:
-        """The leading lines of a removed statement, without a section comment such as
-        `# XLA imports` when every import it heads (up to a blank or comment line) went."""
-        lines = statement.leading_lines
-        heading = xla_heading(lines) if self._gone(statement, units) else None
-        if heading is None:
-            return lines
-        position = 0
-        for other in following:
-            if other.leading_lines:
-                break  # a blank line or a comment ends the section
-            count = unit_count(other)
-            if hidden_units(other) or not self._gone(other, body[position:position + count]):
-                return lines
-            position += count
-        line = units[0].lineno - (len(lines) - heading)
-        self.touched.append((line, line))
-        kept = list(lines[:heading])
-        while kept and kept[-1].comment is None:
-            kept.pop()  # the blank lines that set the section apart go with it
-        return kept
-
-    def _gone(self, statement: cst.BaseStatement, units: list[ast.stmt]) -> bool:
-        """Whether the rewrite removes this line: every import on it, or a dead import
-        guard."""
-        if isinstance(statement, cst.SimpleStatementLine):
-            return bool(units) and all(
-                isinstance(u, (ast.Import, ast.ImportFrom))
-                and len(self.removals.get(id(u), ())) == len(u.names) for u in units)
-        return len(units) == 1 and isinstance(units[0], ast.Try) and \
-            dead_import_guard(units[0], self.removals)
+        """The leading lines of a removed statement, its section comment gone with it if the
+        section is (`dead_statements.unheaded`)."""
+        lines, heading_line = unheaded(statement, units, following, body, self.removals)
+        if heading_line is not None:
+            self.touched.append((heading_line, heading_line))
+        return lines
 
     def _smalls(self, smalls: Sequence[cst.BaseSmallStatement],
                 units: list[ast.stmt]) -> list[cst.BaseSmallStatement] | None:
