@@ -49,7 +49,7 @@ for name in "${@:-versions guards exits writer}"; do
         tests/test_deps_versions.py tests/test_deps_rules.py tests/test_deps_cuda.py ;;
     guards) part guards "neuron_migrate/engine/kept_calls.py neuron_migrate/engine/nameguard.py
         neuron_migrate/engine/failsafe.py" "" \
-        tests/test_nameguard.py tests/test_catching.py tests/test_review_pairs.py ;;
+        tests/test_nameguard.py tests/test_catching.py tests/test_review_pairs.py tests/test_failsafe.py ;;
     exits) part exits "neuron_migrate/runner.py neuron_migrate/gate/outcome.py
         neuron_migrate/report/readiness.py" "neuron_migrate.runner.xǁRunResultǁexit_code*
         neuron_migrate.runner.xǁRunResultǁneeds_attention* neuron_migrate.gate.outcome.x_exit_status*

@@ -74,3 +74,13 @@ def test_too_deep_names_the_busiest_line() -> None:
     # counted up to where the tokenizer gives up
     assert too_deep("m.py", b"a = 1\nb = ((((\n") == (
         "m.py:2: nested too deeply to analyse; file skipped")
+
+
+def test_lambdas_count_towards_the_busiest_line_and_one_digit_past_the_limit_is_found() -> None:
+    assert too_deep("m.py", b"a = b\nlambda: 1\n") == (
+        "m.py:2: nested too deeply to analyse; file skipped")
+    limit = sys.get_int_max_str_digits()
+    error = ValueError("Exceeds the limit for integer string conversion")
+    assert beyond_limits("m.py", b"a = " + b"7" * (limit + 1) + b"\n", error) == (
+        f"m.py:1: a number of {limit + 1} digits, longer than Python reads ({limit}); "
+        "file skipped")
