@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.cache import codec, key
+from neuron_migrate.cache import codec, key, replay
 from neuron_migrate.cache.store import STALE_TEMPORARY, Store
 from neuron_migrate.model import FileResult, Finding, Kind, Options
 
@@ -179,7 +179,7 @@ def test_what_a_result_saw_elsewhere_is_replayed(tmp_path: Path) -> None:
         outside.resolved(tmp_path / "link")
         roots_of(tmp_path / "nested" / "run.sh")
     assert {question for question, _, _ in seen} == {"file", "dir", "stamp", "resolve", "roots"}
-    assert outside.unchanged(seen) and not outside.was_unrepeatable()
+    assert outside.unchanged(seen, replay.ANSWERS) and not outside.was_unrepeatable()
     changes = [lambda: (tmp_path / "b.py").write_text(""),
                lambda: (tmp_path / "sub").mkdir(),
                lambda: (tmp_path / "a.py").write_text("x = 22\n"),
@@ -187,9 +187,9 @@ def test_what_a_result_saw_elsewhere_is_replayed(tmp_path: Path) -> None:
                lambda: (tmp_path / ".git").mkdir()]
     for change in changes:
         change()
-        outside.forget()  # as each run does before its look-ups
-        assert not outside.unchanged(seen)
-        seen = [s for s in seen if outside.unchanged([s])]  # the next change alone
+        replay.forget()  # as each run does before its look-ups
+        assert not outside.unchanged(seen, replay.ANSWERS)
+        seen = [s for s in seen if outside.unchanged([s], replay.ANSWERS)]  # the next change alone
     assert seen == [["file", str(tmp_path / "a.py"), True]]  # the one answer still the same
     assert not outside.unchanged([["no such question", "x", 1]])
     assert not outside.unchanged([["file"]])  # type: ignore[list-item]

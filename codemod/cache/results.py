@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from neuron_migrate.cache import codec
+from neuron_migrate.cache import codec, replay
 from neuron_migrate.cache.key import entry_name
 from neuron_migrate.cache.stamps import Stamps, digest
 from neuron_migrate.cache.store import Store
@@ -50,7 +50,7 @@ class ResultCache:
             result = codec.decode(document["result"])
         except (KeyError, TypeError, ValueError, AttributeError):
             return self._missed()
-        if not outside.unchanged(document.get("seen", [])):
+        if not outside.unchanged(document.get("seen", []), replay.ANSWERS):
             return self._missed()
         if result.path != str(path) or (self.write and result.changed):
             return self._missed()
@@ -86,7 +86,7 @@ class ResultCache:
                ) -> Iterator[FileResult]:
         """Each file's result in order: kept ones from the store, the others from `compute`
         (handed only the files that missed, phase by phase)."""
-        outside.forget()
+        replay.forget()
         found = [[(path, self.lookup(path, options_of(path))) for path in phase]
                  for phase in phases]
         if self.stamps is not None and self.store.writable:

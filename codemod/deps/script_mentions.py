@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
 import os
 import re
 import time
@@ -68,7 +69,8 @@ def maybe_several_processes(path: str) -> bool:
         return True  # text without a file on disk (stdin): nothing to look at
     real = outside.resolved(script)
     for root in roots_of(script):
-        outside.note_tree(str(root))  # every file it reads, by stamp
+        if outside.recording_now():  # every file it reads, by stamp
+            outside.note_tree(str(root), tree_digest(str(root)))
         tree = _tree(str(root))
         if tree is None:
             return True
@@ -175,6 +177,13 @@ def tree_stamps(root: str) -> list[list[object]] | None:
             if len(found) > MAX_FILES:
                 break
     return found
+
+
+def tree_digest(root: str) -> str | None:
+    """`tree_stamps` in a few bytes, as a cached result keeps it."""
+    stamps = tree_stamps(root)
+    return None if stamps is None else \
+        hashlib.blake2b(repr(stamps).encode(), digest_size=20).hexdigest()
 
 
 SETTLED = 3.0

@@ -18,9 +18,8 @@ One log per process: a worker computes one file at a time.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Union
 
@@ -86,54 +85,20 @@ def _stamp(path: str) -> list[int] | None:
     return [status.st_mtime_ns, status.st_size]
 
 
-_roots_now: dict[str, list[str]] | None = None
+_QUESTIONS: dict[str, Callable[[str], Answer]] = {
+    "file": _is_file, "dir": _is_dir, "resolve": _resolved, "stamp": _stamp}
+"""Questions this module answers again itself; the launch scanner's own ("roots", "tree")
+are answered by the caller of `unchanged` (this module imports nothing above it)."""
 
 
-def forget() -> None:
-    """Called before a run's look-ups: the roots are asked of the file system again once
-    per run (a process running several, such as a test's, has memos of the earlier ones)."""
-    global _roots_now
-    _roots_now = None
-    _trees_now.clear()
+def recording_now() -> bool:
+    """Whether a result is being computed for the cache (a costly answer is then worth it)."""
+    return _log is not None
 
 
-def _roots(folder: str) -> list[str]:
-    global _roots_now
-    from neuron_migrate.deps.launch_paths import forget_roots, roots_now
-
-    if _roots_now is None:
-        _roots_now = {}
-        forget_roots()
-    if folder not in _roots_now:
-        _roots_now[folder] = roots_now(folder)
-    return _roots_now[folder]
-
-
-_trees_now: dict[str, str | None] = {}
-
-
-def _tree(root: str) -> str | None:
-    """A digest of the stamps of every file the launch search reads below `root`, once per
-    run; None (never equal to a kept answer) when a file there changed too recently."""
-    if root not in _trees_now:
-        from neuron_migrate.deps.script_mentions import tree_stamps
-
-        stamps = tree_stamps(root)
-        _trees_now[root] = None if stamps is None else \
-            hashlib.blake2b(repr(stamps).encode(), digest_size=20).hexdigest()
-    return _trees_now[root]
-
-
-_QUESTIONS = {"file": _is_file, "dir": _is_dir, "resolve": _resolved, "stamp": _stamp,
-              "roots": _roots, "tree": _tree}
-
-
-def note_tree(root: str) -> None:
-    """The launch search of a script read every file below `root`: their stamps are what
-    it saw (a tree with a file changed too recently to tell cannot be replayed)."""
-    if _log is None:
-        return
-    answer = _tree(root)
+def note_tree(root: str, answer: str | None) -> None:
+    """The launch search of a script read every file below `root`: `answer` is a digest of
+    their stamps, None when one changed too recently to tell (nothing can then be replayed)."""
     if answer is None:
         unrepeatable()
     _note("tree", root, answer)
@@ -175,9 +140,12 @@ def stamp(path: str | os.PathLike[str]) -> os.stat_result:
     return status
 
 
-def unchanged(observed: list[Observation]) -> bool:
-    """Whether every question noted gets the same answer now."""
+def unchanged(observed: list[Observation],
+              more: Mapping[str, Callable[[str], Answer]] | None = None) -> bool:
+    """Whether every question noted gets the same answer now; `more` answers the questions
+    of readers above this module."""
+    questions = {**_QUESTIONS, **(more or {})}
     try:
-        return all(_QUESTIONS[question](path) == answer for question, path, answer in observed)
+        return all(questions[question](path) == answer for question, path, answer in observed)
     except (KeyError, TypeError, ValueError):  # not a list this module wrote
         return False
