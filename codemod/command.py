@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate import catalogue, target
 
+from neuron_migrate.engine_size import DEFAULT_ENGINE_SIZE, parse_size
 from neuron_migrate.files import gitstate, temporary
 from neuron_migrate.config import (Config, ConfigError, ConfigFinder, check_patterns,
                                    check_rule_code, check_sources, folder_of, read_config)
@@ -98,7 +99,15 @@ def options_of(request: Request, config: Config) -> Options:
         target=request.target if request.target is not None else config.target,
         helpers_module=None if config.helpers_module is None else
         str(((config.anchor or Path.cwd()) / config.helpers_module).resolve()),
+        max_engine_size=_engine_size(request, config),
     )
+
+
+def _engine_size(request: Request, config: Config) -> int:
+    """The command line's `--max-engine-size` (checked by `_execute`), else the file's
+    configuration's, else the default."""
+    given = parse_size(request.max_engine_size)
+    return given or config.max_engine_size or DEFAULT_ENGINE_SIZE
 
 
 def _codes(given: list[str] | None) -> list[str] | None:
@@ -130,6 +139,9 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
     if request.target is not None and request.target not in target.TARGETS:
         raise UsageProblem(f"unknown target {request.target!r}; choose from "
                            f"{', '.join(target.TARGETS)}", param_hint="--target")
+    if request.max_engine_size is not None and parse_size(request.max_engine_size) is None:
+        raise UsageProblem(f"{request.max_engine_size!r} is not a size: give bytes, or a "
+                           "number with a unit (512KiB, 1MiB)", param_hint="--max-engine-size")
     if (problem := formats_of(request.mode).problem(request.fmt)) is not None:
         raise UsageProblem(problem, param_hint="--format")
     if problem := usage_problem(request.stdin, len(request.paths), request.stdin_filename,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from neuron_migrate.engine_size import parse_size
 from neuron_migrate.files.bounded import CONFIG_LIMIT, Refused, read_bounded
 from neuron_migrate.model import SOURCES
 from neuron_migrate.options import KEYS
@@ -61,6 +62,7 @@ class Config:
     helpers_module: str | None = None
     """`helpers-module`: the path (relative to the project root) of one module of the user's
     repository that holds the helpers, which migrated files import instead of a copy each."""
+    max_engine_size: int | None = None
     cache_dir: str | None = None
     """`cache-dir`: where results are kept between runs, relative to this file's folder
     (`neuron_migrate.cache.location`)."""
@@ -249,6 +251,13 @@ def _target(where: str, value: object, rule_ids: frozenset[str]) -> str:
     return value.lower()
 
 
+def _size(where: str, value: object, rule_ids: frozenset[str]) -> int:
+    size = parse_size(value)
+    if size is None:
+        raise ConfigError(f"{where} must be a size in bytes, or with a unit (512KiB, 1MiB)")
+    return size
+
+
 def _folder(where: str, value: object, rule_ids: frozenset[str]) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ConfigError(f"{where} must be the path of a folder")
@@ -306,7 +315,7 @@ READERS: dict[str, Callable[[str, object, frozenset[str]], object]] = {
     "rules": _rule_codes, "patterns": _patterns, "bool": _bool, "target": _target,
     "sources": lambda where, value, rule_ids: check_sources(value, where),
     "per-file-ignores": _per_file_ignores,
-    "helpers-module": _helpers_module, "folder": _folder,
+    "helpers-module": _helpers_module, "folder": _folder, "size": _size,
 }
 """How the value of each kind of key (`neuron_migrate.options.Key.check`) is checked and
 read: each names the file and the key when it refuses a value."""

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from neuron_migrate import deps
 from neuron_migrate.engine import migrate_python
+from neuron_migrate.engine_size import over_engine_limit
 from neuron_migrate.files.bounded import SOURCE_LIMIT, Refused, read_bounded
 from neuron_migrate.files.fileio import cannot_read
 from neuron_migrate.model import BY_POSITION, FileResult, Kind
@@ -105,6 +106,9 @@ def _migrate_code(name: str, data: bytes, registry: Registry, generate: bool) ->
     the engine would return this same result."""
     if not registry.prefilter(data):
         return FileResult(name, original=data)
+    refused = over_engine_limit(name, len(data), registry.options.max_engine_size)
+    if refused is not None:
+        return FileResult(name, original=data, error=refused)
     return migrate_python(name, data, registry, generate=generate)
 
 

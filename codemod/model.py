@@ -13,6 +13,7 @@ import sys
 import warnings
 from dataclasses import dataclass, field
 
+from neuron_migrate.engine_size import DEFAULT_ENGINE_SIZE
 from neuron_migrate.wording import QUOTE_LIMIT, clipped
 
 
@@ -124,6 +125,9 @@ class Options:
     helpers_module: str | None = None
     """The absolute path of the module migrated files import their helpers from
     (`helpers-module`), or None: each file defines the helpers it uses."""
+    max_engine_size: int = DEFAULT_ENGINE_SIZE
+    """The most bytes of code the engine takes in one file (`max-engine-size`,
+    `neuron_migrate.engine_size`): past it a file with XLA-era code is refused."""
 
     def enabled(self, rule_id: str) -> bool:
         if self.select and not any(rule_id.startswith(s) for s in self.select):

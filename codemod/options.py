@@ -144,6 +144,10 @@ class Option:
         if self.type is int:
             number = value.isdigit() and not value.startswith("0") and value.isascii()
             return number and (self.minimum is None or int(value) >= self.minimum)
+        if self.key is not None and self.key.check == "size":
+            from neuron_migrate.engine_size import parse_size
+
+            return parse_size(value) is not None
         if self.choices is None:
             return True
         allowed = choices(self.choices)
@@ -248,6 +252,11 @@ OPTIONS: tuple[Option, ...] = (
            "(repeatable or comma-separated; XLA code is always migrated).", Kind.LIST,
            commands=_MIGRATING, metavar="STACK", choices="sources", split=True,
            key=Key("from", "sources")),
+    Option("max_engine_size", ("--max-engine-size",), "Refuse (as an error naming the file) "
+           "a file with XLA-era code larger than this: bytes, or with a unit (512KiB, 1MiB; "
+           "default 256KiB). The engine takes about 25-30 s per MB of such code; a file "
+           "without XLA-era code is never refused.", Kind.VALUE, commands=_CODE,
+           metavar="SIZE", key=Key("max-engine-size", "size")),
     Option("baseline", ("--baseline",), "Fail only on findings not in this baseline (written "
            "by --write-baseline); findings matched by file, rule and the text of their line, "
            "not its number. Baseline entries no longer found are listed as fixed.", Kind.VALUE,

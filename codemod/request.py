@@ -41,6 +41,7 @@ class Request:
     force: bool = False
     changed_since: str | None = None
     stdin_filename: str | None = None
+    max_engine_size: str | None = None
     sources: list[str] | None = None
     baseline: Path | None = None
     write_baseline: Path | None = None

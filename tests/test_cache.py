@@ -140,6 +140,7 @@ def test_every_part_of_the_key_changes_the_entry(monkeypatch: pytest.MonkeyPatch
         key.entry_name(*base[:2], Options(sources=frozenset({"xla", "cuda"})), base[3]),
         key.entry_name(*base[:2], Options(helpers_module="/h.py"), base[3]),
         key.entry_name(*base[:2], Options(unsafe_fixes=True), base[3]),
+        key.entry_name(*base[:2], Options(max_engine_size=512 * 1024), base[3]),
         key.entry_name(*base[:3], "mode=check;keep=True"),
     ]
     monkeypatch.chdir(tmp_path)

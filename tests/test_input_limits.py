@@ -5,12 +5,14 @@ A message never repeats a huge line of input in full."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import pytest
 
 from conftest import cli
+from neuron_migrate.engine_size import DEFAULT_ENGINE_SIZE, parse_size
 from neuron_migrate.wording import MESSAGE_LIMIT, QUOTE_LIMIT, clipped
 
 XLA = "import torch_xla.core.xla_model as xm\nd = xm.xla_device()\n"
@@ -72,3 +74,86 @@ def test_clipped_keeps_short_messages_and_cuts_long_ones() -> None:
     unquoted = "z" * 5000
     cut = clipped(f"{unquoted}: cannot read")
     assert len(cut) < MESSAGE_LIMIT and cut.endswith("… (5,013 characters in all)")
+
+
+def _padded(size: int) -> str:
+    """XLA-era code padded with comment lines to exactly `size` bytes: cheap for the engine,
+    so a file at the cap is migrated in about a second."""
+    line = "# " + "p" * 61 + "\n"
+    pad = line * ((size - len(XLA)) // len(line))
+    return XLA + pad + "#" * (size - len(XLA) - len(pad) - 1) + "\n"
+
+
+def test_xla_code_over_the_engine_cap_is_refused_and_left_untouched(in_tmp: Path) -> None:
+    big = in_tmp / "big.py"
+    big.write_text(_padded(DEFAULT_ENGINE_SIZE + 1))
+    (in_tmp / "ok.py").write_text(XLA)
+    run = cli("apply", ".")
+    assert run.exit_code == 2
+    assert (f"error: big.py: 256 KiB ({DEFAULT_ENGINE_SIZE + 1} bytes) of code with XLA-era "
+            f"tokens is over the engine's limit of 256 KiB ({DEFAULT_ENGINE_SIZE} bytes); file "
+            "not migrated (raise the limit with --max-engine-size or `max-engine-size` in the "
+            "configuration)") in run.stderr
+    assert big.read_text() == _padded(DEFAULT_ENGINE_SIZE + 1)
+    assert "xla_device" not in (in_tmp / "ok.py").read_text()  # the run went on
+
+
+def test_xla_code_at_the_engine_cap_is_migrated(in_tmp: Path) -> None:
+    (in_tmp / "edge.py").write_text(_padded(DEFAULT_ENGINE_SIZE))
+    run = cli("check", "edge.py")
+    assert run.exit_code == 1 and "edge.py: 2 changes" in run.stdout, run.stderr
+    assert "engine's limit" not in run.stderr
+
+
+@pytest.mark.parametrize("how", ["option", "configuration"])
+def test_the_setting_raises_the_engine_cap(in_tmp: Path, how: str) -> None:
+    (in_tmp / "big.py").write_text(_padded(DEFAULT_ENGINE_SIZE + 4096))
+    args = ["--max-engine-size", "300KiB"] if how == "option" else []
+    if how == "configuration":
+        (in_tmp / "pyproject.toml").write_text("[tool.neuron-migrate]\n"
+                                               "max-engine-size = 300000\n")
+    run = cli("check", *args, "big.py")
+    assert run.exit_code == 1 and "big.py: 2 changes" in run.stdout, run.stderr
+
+
+def test_the_option_overrides_the_configuration_both_ways(in_tmp: Path) -> None:
+    (in_tmp / "pyproject.toml").write_text('[tool.neuron-migrate]\nmax-engine-size = "1KiB"\n')
+    (in_tmp / "mid.py").write_text(_padded(2048))
+    assert "engine's limit of 1 KiB (1024 bytes)" in cli("check", "mid.py").stderr
+    assert "mid.py: 2 changes" in cli("check", "--max-engine-size", "4k", "mid.py").stdout
+    run = cli("check", "--max-engine-size", "2047", "mid.py")
+    assert "mid.py: 2 KiB (2048 bytes) of code" in run.stderr and run.exit_code == 2
+
+
+def test_a_notebook_over_the_engine_cap_is_refused(in_tmp: Path) -> None:
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+            "source": _padded(3000)}
+    notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (in_tmp / "nb.ipynb").write_text(json.dumps(notebook))
+    run = cli("check", "--max-engine-size", "2KiB", "nb.ipynb")
+    assert run.exit_code == 2
+    assert "error: nb.ipynb: " in run.stderr and "engine's limit of 2 KiB" in run.stderr
+    assert "nb.ipynb: 2 changes" in cli("check", "nb.ipynb").stdout
+
+
+def test_a_big_file_without_xla_code_is_not_refused(in_tmp: Path) -> None:
+    (in_tmp / "plain.py").write_text("import torch\n" + "x = torch.ones(3)\n" * 60_000)
+    run = cli("check", "--max-engine-size", "1KiB", "plain.py")
+    assert run.exit_code == 0 and run.stderr == "", run.stderr
+
+
+def test_a_size_that_is_not_one_is_a_usage_error(in_tmp: Path) -> None:
+    (in_tmp / "ok.py").write_text(XLA)
+    run = cli("check", "--max-engine-size", "12 parsecs", "ok.py")
+    assert run.exit_code == 2 and "'12 parsecs' is not a size" in run.stderr
+    (in_tmp / "pyproject.toml").write_text('[tool.neuron-migrate]\nmax-engine-size = 0\n')
+    run = cli("check", "ok.py")
+    assert run.exit_code == 2 and "max-engine-size must be a size in bytes" in run.stderr
+
+
+@pytest.mark.parametrize("given, size", [
+    ("262144", 262144), ("512KiB", 512 * 1024), ("512 kb", 512 * 1024), ("2M", 2 * 1024 ** 2),
+    ("1MiB", 1024 ** 2), (4096, 4096), ("0", None), ("-5", None), ("1.5MiB", None),
+    ("", None), ("KiB", None), ("1 GiB", None), (True, None), ("١٢", None)])
+def test_parse_size(given: object, size: int | None) -> None:
+    assert parse_size(given) == size

@@ -25,6 +25,8 @@ def _sample(option: Option) -> str:
     if option.choices:
         return next(value for value in options.choices(option.choices)
                     if value != option.default and value != "xla")
+    if option.key is not None and option.key.check == "size":
+        return "512KiB"
     return SAMPLES[option.type]
 
 
@@ -79,7 +81,7 @@ def test_each_configuration_key_is_read_into_its_field(option: Option, tmp_path:
     assert option.key is not None
     values = {"rules": ["NM1"], "patterns": ["gen/"], "bool": True, "target": "trn1",
               "sources": ["cuda"], "per-file-ignores": {"tests/*.py": ["NM7"]},
-              "helpers-module": "pkg/neuron_helpers.py", "folder": ".cache"}
+              "helpers-module": "pkg/neuron_helpers.py", "folder": ".cache", "size": "1MiB"}
     assert option.key.check in READERS
     config = parse_config(tmp_path / "neuron-migrate.toml",
                           {option.key.name: values[option.key.check]},
@@ -96,7 +98,7 @@ def test_the_unknown_key_message_lists_the_table_keys(tmp_path: Path) -> None:
     assert str(raised.value) == (
         f"{tmp_path / 'pyproject.toml'}: unknown key 'selct' in [tool.neuron-migrate] (known: "
         "annotate, cache-dir, compile, exclude, extend-exclude, force-exclude, from, helpers-module, "
-        "ignore, per-file-ignores, respect-gitignore, select, target, unsafe-fixes)")
+        "ignore, max-engine-size, per-file-ignores, respect-gitignore, select, target, unsafe-fixes)")
 
 
 def test_the_request_has_a_field_for_each_option_and_no_other() -> None:

@@ -39,6 +39,7 @@ from neuron_migrate.notebooks.ipython_syntax import (MaskedCell, dedented, inden
                                                      mask_cell, reference_names, restore_cell)
 from neuron_migrate.engine import migrate_python
 from neuron_migrate.engine.failsafe import never_raise
+from neuron_migrate.engine_size import over_engine_limit
 from neuron_migrate.model import FileResult, Finding, Kind
 from neuron_migrate.notebooks.json_file import (Cell, Notebook, NotebookError, file_lines, read_notebook,
                                                 write_sources)
@@ -151,6 +152,10 @@ def _migrate_cells(path: str, data: bytes, code: list[tuple[Cell, MaskedCell]],
     header = f"# -*- coding: utf-8 -*- neuron-migrate notebook {tag}\n"
     parts = _layout(python, header)
     module = header + "".join(f"{MARKER} {p.cell.index} {tag}\n{p.region}" for p in parts)
+    refused = over_engine_limit(path, len(module.encode("utf-8")),
+                                registry.options.max_engine_size)
+    if refused is not None:
+        return refused
     result = migrate_python(path, module.encode("utf-8"), registry)
     if result.error is not None:
         return _cell_error(path, result.error, parts)
