@@ -53,5 +53,9 @@ def over_engine_limit(name: str, size: int, limit: int) -> str | None:
     if size <= limit:
         return None
     return (f"{name}: {shown(size)} ({size} bytes) of code with XLA-era tokens is over the "
-            f"engine's limit of {shown(limit)} ({limit} bytes); file not migrated (raise the "
-            f"limit with --max-engine-size or `max-engine-size` in the configuration)")
+            f"engine's limit of {shown(limit)} ({limit} bytes); file not migrated{RAISE_IT}")
+
+
+RAISE_IT = " (raise the limit with --max-engine-size or `max-engine-size` in the configuration)"
+"""How every refusal ends: `audit`, which passes over other errors of the migration of a file
+it has read, tells this one by it."""

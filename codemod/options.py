@@ -255,7 +255,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("max_engine_size", ("--max-engine-size",), "Refuse (as an error naming the file) "
            "a file with XLA-era code larger than this: bytes, or with a unit (512KiB, 1MiB; "
            "default 256KiB). The engine takes about 25-30 s per MB of such code; a file "
-           "without XLA-era code is never refused.", Kind.VALUE, commands=_CODE,
+           "without XLA-era code is never refused.", Kind.VALUE, commands=_CODE | {"audit"},
            metavar="SIZE", key=Key("max-engine-size", "size")),
     Option("baseline", ("--baseline",), "Fail only on findings not in this baseline (written "
            "by --write-baseline); findings matched by file, rule and the text of their line, "

@@ -136,6 +136,14 @@ def test_a_notebook_over_the_engine_cap_is_refused(in_tmp: Path) -> None:
     assert "nb.ipynb: 2 changes" in cli("check", "nb.ipynb").stdout
 
 
+def test_audit_names_a_file_over_the_engine_cap_instead_of_finding_nothing(
+        in_tmp: Path) -> None:
+    (in_tmp / "big.py").write_text(_padded(4096))
+    run = cli("audit", "--max-engine-size", "2KiB", "big.py")
+    assert "error: big.py: 4 KiB (4096 bytes) of code with XLA-era tokens" in run.stderr
+    assert "NM960" in cli("audit", "big.py").stdout
+
+
 def test_a_big_file_without_xla_code_is_not_refused(in_tmp: Path) -> None:
     (in_tmp / "plain.py").write_text("import torch\n" + "x = torch.ones(3)\n" * 60_000)
     run = cli("check", "--max-engine-size", "1KiB", "plain.py")

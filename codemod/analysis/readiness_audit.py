@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from neuron_migrate import deps
+from neuron_migrate.engine_size import RAISE_IT
 from neuron_migrate.deps.ids import PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind
 from neuron_migrate.registry import XLA_ERA, Registry
@@ -53,6 +54,8 @@ def audit_file(name: str, data: bytes, registry: Registry,
     migration = _migration(name, data, registry, migrate)
     if migration is None:
         return result
+    if migration.error is not None and migration.error.endswith(RAISE_IT):
+        return dataclasses.replace(result, error=migration.error)  # else: "nothing found"
     if migration.error is not None:  # a file audit reads only for what it pins
         return result if suffix in CODE else \
             dataclasses.replace(result, skipped=f"{migration.error} (not audited)")
