@@ -50,6 +50,7 @@ What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` a
             return None
         args = list(node.args)
         device = argument(args, 0, "device_type")
+        call = node  # `node` stays as written: the message quotes it
         if site.qualname in _XLA_AUTOCAST:
             device = argument(args, 0, "device")
             autocast = site.ref("torch.autocast")
@@ -57,7 +58,7 @@ What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` a
                 return Review(f"`{code(node)}`: use torch.autocast(\"neuron\", "
                               "dtype=torch.bfloat16)")
             args[args.index(device)] = cst.Arg(string("neuron"), comma=device.comma)
-            node = node.with_changes(func=autocast)
+            call = node.with_changes(func=autocast)
         elif device is None or string_value(device.value) is None or \
                 neuron_device_string(string_value(device.value) or "") is None:
             return None  # another device type: not ours
@@ -70,7 +71,7 @@ What differs: nothing for the given arguments; `enabled=` and `cache_enabled=` a
             if bf16 is not None:
                 args = append_arg(args, keyword_arg("dtype", bf16))
                 note = "; add dtype=torch.bfloat16 (XLA's autocast default)"
-        new = node.with_changes(args=args)
+        new = call.with_changes(args=args)
         return Replace(new, f"`{code(node)}` → `{code(new)}`{note}")
 
 

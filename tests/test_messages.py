@@ -10,8 +10,11 @@ from pathlib import Path
 
 import pytest
 
+import libcst as cst
+
+from neuron_migrate.engine.kept_calls import quoted_as_written
 from neuron_migrate.wording import as_done
-from tests.conftest import FIXTURES, cli
+from tests.conftest import FIXTURES, cli, migrated
 
 PAST = re.compile(r"(?:^|(?<=; )|(?<=: ))(?:removed|deleted|dropped|added|changed|renamed|"
                   r"replaced|moved|unwrapped|launched|kept|written)\b")
@@ -94,3 +97,27 @@ def test_prose_between_two_code_spans_is_never_clipped_as_one() -> None:
     assert prose in message and "`num_workers=8`" in message
     assert long_call not in message and f"({len(long_call):,} characters)" in message
     assert len(long_call) > QUOTE_LIMIT
+
+
+@pytest.mark.parametrize(("source", "rule", "quoted"), [
+    # the reduction constant inside is rewritten first (NM206)
+    ("import torch_xla.core.xla_model as xm\n\ntotal = xm.all_reduce(xm.REDUCE_SUM, t)\n",
+     "NM207", "`xm.all_reduce(xm.REDUCE_SUM, t)` → `_neuron_all_reduce("),
+    # over two lines: the message joins them, still as written
+    ("import torch_xla.core.xla_model as xm\n\ntotal = xm.all_reduce(\n    xm.REDUCE_MAX, t)\n",
+     "NM207", "`xm.all_reduce( xm.REDUCE_MAX, t)` → `_neuron_all_reduce("),
+    # the device argument is rewritten first (NM101), and the rule renames the call itself
+    ("import torch_xla.amp\nimport torch_xla.core.xla_model as xm\n\n"
+     "with torch_xla.amp.autocast(xm.xla_device()):\n    y = f(x)\n",
+     "NM401", "`torch_xla.amp.autocast(xm.xla_device())` → `torch.autocast(\"neuron\""),
+])
+def test_an_outer_rewrite_quotes_the_code_as_written(source: str, rule: str, quoted: str) -> None:
+    new, findings = migrated(source)
+    assert new != source
+    [message] = [f.message for f in findings if f.rule_id == rule]
+    assert quoted in message
+
+
+def test_an_after_quote_holding_the_rewritten_node_is_left_as_it_is() -> None:
+    original, updated = cst.parse_expression("f(x)"), cst.parse_expression("f(y)")
+    assert quoted_as_written("`f(y)` → `g(f(y))`", updated, original) == "`f(x)` → `g(f(y))`"

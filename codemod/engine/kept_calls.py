@@ -6,6 +6,8 @@ asked for, a suppression), the rewritten arguments would put the native stack's 
 call of the old stack: `xm.all_reduce(torch.distributed.ReduceOp.SUM, t, groups=g)` runs on
 neither. So the call goes back to its original text, and each change made inside it becomes a
 review item that says why it was not written: the two are changed together, by hand.
+Either way, a rule's message quotes the code as it is in the file, not as the rules below
+made it (`quoted_as_written`).
 """
 
 from __future__ import annotations
@@ -32,14 +34,19 @@ def held_back(inner: list[Pending], call: cst.Call, outer: list[Pending]) -> lis
             if p.applied else p for p in inner]
 
 
-def quoted_as_written(outer: list[Pending], updated: cst.Call, original: cst.Call
-                      ) -> list[Pending]:
-    """The findings about the call itself, quoting it as it stays in the file (their rules
-    saw it with its arguments already rewritten)."""
-    new, old = one_line(code(updated)), one_line(code(original))
+def quoted_as_written(message: str, updated: cst.CSTNode, original: cst.CSTNode) -> str:
+    """`message` with the node it quotes as it stands in the file: rules run bottom-up and
+    see a node with the changes inside it already made, so their "before" quote would show
+    code the user never wrote (`xm.all_reduce(dist.ReduceOp.SUM, t)`). Only a whole quoted
+    span is replaced, so an "after" quote that contains the node stays as written."""
+    if updated is original:
+        return message
+    new, old = code(updated), code(original)
     if new == old:
-        return outer
-    return [replace(p, message=p.message.replace(new, old)) for p in outer]
+        return message
+    for was, written in ((new, old), (one_line(new), one_line(old))):
+        message = message.replace(f"`{was}`", f"`{written}`")
+    return message
 
 
 def anchors(findings: list[Pending]) -> list[tuple[cst.CSTNode, cst.CSTNode]]:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 import ast
+from dataclasses import replace
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.model import Kind
@@ -182,8 +183,7 @@ class UnitRewriter(ScopedVisitor):
             return updated  # nothing inside changed, or the call is replaced too
         self._restore(saved)
         del self.comments[comments:]
-        self.findings[found:] = [*held_back(inner, original, outer),
-                                 *quoted_as_written(outer, updated, original)]
+        self.findings[found:] = [*held_back(inner, original, outer), *outer]
         for head, node in anchors(inner):
             self._report(head, node)
         if id(updated) in self.quiet:  # a rule's finding covers the call, as written now
@@ -276,6 +276,7 @@ class UnitRewriter(ScopedVisitor):
     def _outcome(self, rule: Rule, outcome: Outcome, original: cst.CSTNode,
                  updated: cst.CSTNode, role: Role) -> cst.CSTNode:
         head = updated.func if isinstance(updated, cst.Call) else updated
+        outcome = replace(outcome, message=quoted_as_written(outcome.message, updated, original))
         if isinstance(outcome, Replace):
             kind = outcome.kind or rule.kind
             if kind is Kind.UNSAFE_FIX and not self.options.unsafe_fixes:
@@ -313,7 +314,7 @@ class UnitRewriter(ScopedVisitor):
             return updated
         if isinstance(outcome, Remove):
             if role is Role.EXPRESSION:
-                outcome = Review(f"`{code(updated)}`: its value is used here, so it cannot "
+                outcome = Review(f"`{code(original)}`: its value is used here, so it cannot "
                                  f"simply be deleted; rewrite this by hand ({rule.summary})")
             elif rule.kind is Kind.UNSAFE_FIX and not self.options.unsafe_fixes:
                 self._report(head, updated)
