@@ -97,8 +97,15 @@ class DeviceStringRule(Rule):
             return None  # a call whose own rule renames it (init_process_group, autocast)
         if not verdict.rename:
             return Review(f"the string {code(node)} is left as it is{verdict.text}",
-                          suggestion=code(new))
+                          suggestion=_unindexed(node) if verdict.unindexed else code(new))
         return Replace(new, f"`{code(node)}` → `{code(new)}`{verdict.text}")
+
+
+def _unindexed(node: cst.SimpleString | cst.FormattedString) -> str:
+    """The native device's name in the literal's quotes: what `str(torch.device("neuron"))`
+    prints, so what a string compared with it must hold (an index would never match)."""
+    quote = node.quote if isinstance(node, cst.SimpleString) else node.end
+    return f"{quote}neuron{quote}"
 
 
 class XlaDevice(Rule):

@@ -45,6 +45,7 @@ class Verdict:
     rename: bool
     text: str  # what the finding adds after its first words
     deferred: bool = False  # a literal another rule renames in its own call
+    unindexed: bool = False  # compared with a device that prints as "neuron", without an index
 
 
 def judge(flow: Flow, site: Site) -> Verdict:
@@ -57,14 +58,16 @@ def judge(flow: Flow, site: Site) -> Verdict:
     blocked += [_goes(u) for u, k in ends if k == "unknown"]
     blocked += [f"its value comes from {s.label}" + (f" (line {s.line})" if s.line else "")
                 + ", which neuron-migrate cannot follow" for s, k in sources if k == "external"]
-    blocked += _unindexed(flow, sources)
+    unindexed = _unindexed(flow, sources)
+    blocked += unindexed
     if len(flow.literals) > 1:
         blocked += [f"the string on line {unit.lineno} is silenced by a "
                     "`neuron-migrate: ignore` comment" for unit in flow.units.values()
                     if site.silenced("NM102", unit)][:1]
     if blocked:
+        target = "neuron" if unindexed else _new(flow)  # "neuron:0" would never match
         return Verdict(False, f"{others}: {blocked[0]}; if it names a device, change them all "
-                       f"to {_new(flow)!r}")
+                       f"to {target!r}", unindexed=bool(unindexed))
     evidence = any(k in ("device", "backend", "rewritten") for _, k in ends) or \
         any(k == "device" for _, k in sources) or bool(flow.guards) or \
         any(device_like(name) for name in flow.names)

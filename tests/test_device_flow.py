@@ -426,3 +426,18 @@ def test_a_finding_on_a_string_after_an_f_string_with_the_same_text_has_its_own_
     _, findings = _migrate(source)
     fix = next(f for f in findings if f.rule_id == "NM102" and f.applied)
     assert fix.column == source.splitlines()[2].index('"xla:")') + 1
+
+
+@pytest.mark.parametrize("literal", ['"xla:0"', "f'xla:{i}'"])
+def test_a_string_compared_with_the_unindexed_device_is_told_and_suggested_alike(
+        literal: str) -> None:
+    """`torch.device("neuron")` prints as "neuron": the message's advice and the suggestion
+    both name that, never an indexed string that could not match."""
+    source = ("import torch_xla.core.xla_model as xm\n\n\ndef same(i):\n"
+              f"    return str(xm.xla_device()) == {literal}\n")
+    result = migrate_source("train.py", source.encode(), Registry(all_rules()))
+    [finding] = [f for f in result.findings if f.rule_id == "NM102"]
+    assert finding.kind is Kind.REVIEW
+    assert "without an index" in finding.message
+    assert finding.message.endswith("change them all to 'neuron'")
+    assert finding.suggestion in ('"neuron"', "'neuron'")
