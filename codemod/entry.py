@@ -79,7 +79,7 @@ def lean_request(arguments: list[str]) -> Request | None:
     the command's options (`neuron_migrate.options`), each spelt in full and separately; None
     for anything else, or for a value the command would refuse (typer then parses the line
     and reports the mistake). The request is the one the typer command makes
-    (tests/test_startup.py checks that)."""
+    (tests/cli/test_startup.py checks that)."""
     from neuron_migrate.options import COMMANDS, Kind, taken_by
 
     if not arguments or arguments[0] not in COMMANDS:

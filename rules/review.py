@@ -149,7 +149,7 @@ not rewritten, and the error says where the module would have to be.
 Why: a repository of many training scripts otherwise holds the same helpers many times. The
 code still never imports neuron-migrate: the module is plain PyTorch in your repository."""
     doc_url = D_HOME
-    example = Example.unchanged(  # a whole repository's run: tests/test_helpers_module.py
+    example = Example.unchanged(  # a whole repository's run: tests/rules/test_helpers_module.py
         "[tool.neuron-migrate]\nhelpers-module = \"myproj/neuron_helpers.py\"\n", "toml")
 
 

@@ -1,4 +1,4 @@
-"""The work each rank of tests/test_helpers_two_process.py does with the emitted helpers.
+"""The work each rank of tests/rules/test_helpers_two_process.py does with the emitted helpers.
 Kept apart from the tests so that the spawned processes import torch and nothing else."""
 
 from __future__ import annotations

@@ -13,9 +13,9 @@ To write the snapshots after an intended change (or for a new fixture), run the 
 with UPDATE_SNAPSHOTS=1 set and review the diff of the `.findings.txt` files before
 committing:
 
-    UPDATE_SNAPSHOTS=1 python -m pytest -q -p no:cacheprovider tests/test_fixtures.py \
-        tests/test_unsafe_fixtures.py tests/test_cuda.py tests/test_engine.py \
-        tests/test_gate_notes.py
+    UPDATE_SNAPSHOTS=1 python -m pytest -q -p no:cacheprovider tests/engine/test_fixtures.py \
+        tests/engine/test_unsafe_fixtures.py tests/rules/test_cuda.py tests/engine/test_engine.py \
+        tests/gate/test_gate_notes.py
 """
 
 from __future__ import annotations

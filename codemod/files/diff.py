@@ -128,7 +128,7 @@ class LineMatcher(difflib.SequenceMatcher):
     a few pairs of equal lines), every run at least as long contains a line of `a` whose index
     is a multiple of `floor`; growing runs from those lines only finds every candidate, and
     the same one wins. Small ranges, and ranges without such a run, are searched pair by pair
-    as `SequenceMatcher` does. tests/test_confined.py compares the two.
+    as `SequenceMatcher` does. tests/files/test_confined.py compares the two.
 
     That search still grows with the square of the lines (the cube, over the recursion) where
     the same lines repeat all through a file: a thousand copies of one function took minutes.

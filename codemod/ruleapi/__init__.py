@@ -2,7 +2,7 @@
 
 A rule module imports from `neuron_migrate.ruleapi` (and its submodules), from its own
 family's modules in `rules/`, from the standard library and from LibCST; nothing else of
-`neuron_migrate`. The contract test (tests/test_layers.py, import-linter) fails on any other
+`neuron_migrate`. The contract test (tests/project/test_layers.py, import-linter) fails on any other
 import, so the engine, the analyses and the dependency scanner can change their insides
 without breaking a rule, and a newcomer reading a rule sees its whole vocabulary here:
 

@@ -5,7 +5,7 @@ rewrite, and LibCST's code generation for a lone expression costs more than the 
 itself. The shapes rules quote (names, dotted names, literals, f-strings, calls,
 comparisons, `not`/`and`/`or`, conditional expressions, parentheses) are written here directly
 from the nodes, whitespace included; anything else, or anything spanning lines, goes to
-LibCST. Both give the same text (tests/test_quote.py).
+LibCST. Both give the same text (tests/engine/test_quote.py).
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from neuron_migrate.rules.cuda_dependencies import RULES
 from tests.conftest import FIXTURES
-from tests.test_deps_rules import EXAMPLE_FILES
+from tests.deps.test_deps_rules import EXAMPLE_FILES
 
 CUDA = Registry(all_rules(), Options(sources=frozenset({"xla", "cuda"})))
 XLA = Registry(all_rules())

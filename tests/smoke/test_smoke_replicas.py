@@ -1,6 +1,6 @@
 """--check-replicas without subprocesses: replicas that start apart are told from replicas that
 drift apart, and neither is pinned on the helper the step ran in when the original did the
-same. (End to end: tests/test_smoke.py, the `unsynced` and `drifting` runs.)"""
+same. (End to end: tests/smoke/test_smoke.py, the `unsynced` and `drifting` runs.)"""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def test_check_replicas_is_wired_from_the_option_to_the_optimizer_step(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """The option reaches the workers as the check's port, a worker builds the check from it,
     and the step hooks run it: a drift after the first step fails that step. (The end-to-end
-    runs of tests/test_smoke.py are slow.)"""
+    runs of tests/smoke/test_smoke.py are slow.)"""
     from neuron_migrate.emulator import session
     from neuron_migrate.emulator.counters import COUNTERS
     from neuron_migrate.smoke.run import worker_environment

@@ -8,7 +8,7 @@ import struct
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from realworld_checks import (cuda_era_files, leftover_xla, notebook_source,  # noqa: E402
                               undefined_names, xla_era_files)
 from realworld_data import generate_data  # noqa: E402

@@ -16,7 +16,7 @@ from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
 from tests.conftest import SOURCES, source_id
 
-DATA = Path(__file__).parent / "data" / "review_only"
+DATA = Path(__file__).resolve().parents[1] / "data" / "review_only"
 EDGES, ONLY_NXD, XLA_REFS = DATA / "edges.py", DATA / "only_nxd.py", DATA / "xla_refs.py"
 OPTIONS = {
     "default": Options(),

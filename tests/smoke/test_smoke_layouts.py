@@ -23,7 +23,7 @@ from neuron_migrate.smoke.layouts import (LayoutComparison, LayoutRun, compare_l
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.smoke.summary import SmokeResult, layout_notes, step_losses
 from tests.conftest import FIXTURES
-from tests.test_smoke import PYTHON, _invoke
+from tests.smoke.test_smoke import PYTHON, _invoke
 
 pytestmark = pytest.mark.torch
 

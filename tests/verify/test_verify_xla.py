@@ -19,7 +19,7 @@ from neuron_migrate.verify import reference_env, runs
 from neuron_migrate.verify.command import run_verify
 from neuron_migrate.verify.compare import AGREE, DIFFER
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "fixtures" / "verify"
 STEPS = 3
 

@@ -87,7 +87,7 @@ def test_every_rule_is_exercised_by_a_fixture() -> None:
         prefix = before.name.split("_", 1)[0]
         if prefix.startswith("NM"):
             assert prefix in {f.rule_id for f in result.findings}, before.name
-    for before in (FIXTURES / "cuda").glob("*.before.py"):  # tests/test_cuda.py runs them
+    for before in (FIXTURES / "cuda").glob("*.before.py"):  # tests/rules/test_cuda.py runs them
         seen |= {f.rule_id for f in migrate_source(before.name, before.read_bytes(),
                                                    CUDA_REGISTRY).findings}
     for path in (FIXTURES / "audit" / "project").iterdir():  # audit's own (NM960)

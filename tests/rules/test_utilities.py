@@ -18,7 +18,7 @@ pytestmark = pytest.mark.torch
 from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
-from tests.test_helpers import H
+from tests.rules.test_helpers import H
 
 REGISTRY = Registry(all_rules())
 TIME = r"\d\d:\d\d:\d\d"

@@ -14,7 +14,7 @@ import pytest
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.verify import runs
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "fixtures" / "verify"
 
 pytestmark = pytest.mark.torch

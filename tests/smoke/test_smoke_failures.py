@@ -1,6 +1,6 @@
 """A smoke run that fails in the script's own code says so as plainly as one that fails in the
 tool's helpers: the exception's type, its message and the script's line, always. (End to end
-with the emulator: tests/test_smoke.py, the `own_*` runs.)"""
+with the emulator: tests/smoke/test_smoke.py, the `own_*` runs.)"""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from neuron_migrate.emulator.failure_causes import diagnose
 from neuron_migrate.smoke.report import render_text
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.smoke.summary import SmokeResult, Worker, summarise
-from tests.test_smoke_processes import plain_python  # noqa: F401 - the fixture
+from tests.smoke.test_smoke_processes import plain_python  # noqa: F401 - the fixture
 
 OUTCOME = {"optimizer_steps": 0, "graphs_compiled": 0, "ops": {}}
 

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from neuron_migrate.cli import app
 from neuron_migrate.verify import reference_env
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PAIRS = ROOT / "fixtures" / "verify"
 
 

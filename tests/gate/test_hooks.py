@@ -1,5 +1,5 @@
 """The pre-commit hooks (.pre-commit-hooks.yaml) without pre-commit: the files each hook is
-handed, and what its entry does with staged files. tests/test_precommit.py runs them with
+handed, and what its entry does with staged files. tests/gate/test_precommit.py runs them with
 pre-commit itself."""
 
 from __future__ import annotations

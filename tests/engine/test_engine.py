@@ -155,14 +155,20 @@ def test_unreadable_file_is_reported(in_tmp: Path, monkeypatch) -> None:
     target = in_tmp / "secret.py"
     target.write_text("import torch_xla\n")
     (in_tmp / "other.py").write_text("import torch_xla\ntorch_xla.sync()\n")
-    real_read = Path.read_bytes
+    real_read, real_open = Path.read_bytes, os.open
 
     def read_bytes(self: Path) -> bytes:  # what a file without read permission does
         if self.name == "secret.py":
             raise PermissionError(13, "Permission denied", str(self))
         return real_read(self)
 
+    def os_open(path, flags, *args, **kwargs):  # the bounded reader's way in, refused alike
+        if Path(path).name == "secret.py":
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
     monkeypatch.setattr(Path, "read_bytes", read_bytes)
+    monkeypatch.setattr(os, "open", os_open)
     run = cli("apply", ".")
     assert run.exit_code == 2
     assert "secret.py: cannot read (permission denied)" in run.stderr
