@@ -71,14 +71,14 @@ def test_each_file_is_read_once_even_by_workers(tmp_path: Path, starts: list[int
     tree, log = tmp_path / "tree", tmp_path / "reads.log"
     tree.mkdir()
     _tree(tree, old=schedule.POOL_FROM, clean=3)
-    real = migrate_file.read_bytes
+    real = migrate_file.read_bounded
 
-    def read_bytes(path: Path) -> bytes:
+    def read_bounded(path: Path, limit: int) -> bytes:
         with log.open("a") as reads:
-            reads.write(f"{path.name}\n")
-        return real(path)
+            reads.write(f"{Path(path).name}\n")
+        return real(path, limit)
 
-    monkeypatch.setattr(migrate_file, "read_bytes", read_bytes)
+    monkeypatch.setattr(migrate_file, "read_bounded", read_bounded)
     _run(tree, jobs=2)
     assert starts == [2]
     names = log.read_text().split()
