@@ -101,6 +101,8 @@ def definitions_of(tree: ast.Module, at: ast.stmt, dotted: str
         name = dotted.split(".", 1)[1]
         found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
         return found or None
+    if dotted not in _callables(tree).defined and not _callables(tree).lambdas:
+        return None  # no binding of it can be a function of this file: skip the flow
     found_defs: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
     for definition in reaching(tree, at, dotted):
         node, value = definition.statement, definition.value
@@ -111,6 +113,30 @@ def definitions_of(tree: ast.Module, at: ast.stmt, dotted: str
         else:
             return None
     return found_defs or None
+
+
+@dataclass(frozen=True)
+class _Callables:
+    defined: frozenset[str]
+    """The names of every `def` of the module, at any depth."""
+    lambdas: bool
+    """Whether the module holds a lambda anywhere (a binding's value may be one)."""
+
+
+@functools.lru_cache(maxsize=4)
+def _callables(tree: ast.Module) -> _Callables:
+    """What `definitions_of` can ever find in the module. The flow behind it walks the whole
+    scope for each question, and a rule asks once per call that passes a model, so a file of
+    a thousand `model = ...; log(model)` pairs would cost a million statement visits for a
+    name (`log`) that no `def` or lambda of the file can be."""
+    defined: set[str] = set()
+    lambdas = False
+    for node in ast.walk(tree):
+        if isinstance(node, _FUNCTIONS):
+            defined.add(node.name)
+        elif isinstance(node, ast.Lambda):
+            lambdas = True
+    return _Callables(frozenset(defined), lambdas)
 
 
 # ------------------------------------------------------------------------------- the flow

@@ -175,3 +175,28 @@ def test_definitions_of_finds_functions_and_methods_only() -> None:
     method = definitions_of(tree, at, "self.fn")
     assert method is not None and [d.name for d in method] == ["fn"]  # type: ignore[union-attr]
     assert definitions_of(tree, at, "other") is None
+
+
+def test_a_name_no_def_or_lambda_can_bind_is_answered_without_the_flow(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """`definitions_of` is asked once per call that passes a model; walking the whole scope for
+    each made a file of many `model = ...; log(model)` pairs quadratic. A name that no `def` and
+    no lambda of the file can be is answered at once; one that may be is still followed."""
+    import neuron_migrate.analysis.reaching as module
+    flows: list[str] = []
+    real = module._Flow.found_in
+
+    def counted(self: module._Flow, owner: ast.AST) -> frozenset:
+        flows.append(self.target)
+        return real(self, owner)
+
+    monkeypatch.setattr(module._Flow, "found_in", counted)
+    tree = ast.parse("model = 1\nlog(model)\ndef train(m):\n    return m\ntrain(model)\n")
+    log_call, train_call = tree.body[1], tree.body[3]
+    assert definitions_of(tree, log_call, "log") is None
+    assert flows == []
+    found = definitions_of(tree, train_call, "train")
+    assert found is not None and [f.name for f in found] == ["train"]
+    assert flows == ["train"]
+    with_lambda = ast.parse("log = lambda m: m\nmodel = 1\nlog(model)\n")
+    assert definitions_of(with_lambda, with_lambda.body[2], "log") is not None
