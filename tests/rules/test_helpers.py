@@ -82,8 +82,10 @@ def _collective_calls() -> dict[str, Callable[[], object]]:
         weights_moved_by(0.0)
 
     def weights_moved_by(scale: float) -> None:
+        # absolute tolerance: clipping divides by the norm plus 1e-6, and float32 steps of 0.58
+        # leave errors near 1e-7, which a relative test fails for a weight that lands near 0
         for param, start, grad in zip(model.parameters(), before, grads):
-            assert torch.allclose(param.detach(), start - scale * grad), (param, start)
+            assert torch.allclose(param.detach(), start - scale * grad, atol=1e-5), (param, start)
 
     def same(value: object) -> None:
         assert isinstance(value, torch.Tensor) and value is not t and torch.equal(value, t)
