@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 from neuron_migrate import deps
-from neuron_migrate.engine_size import RAISE_IT
 from neuron_migrate.deps.ids import PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.model import BY_POSITION, FileResult, Finding, Kind
 from neuron_migrate.registry import XLA_ERA, Registry
@@ -54,10 +53,8 @@ def audit_file(name: str, data: bytes, registry: Registry,
     migration = _migration(name, data, registry, migrate)
     if migration is None:
         return result
-    if migration.error is not None and migration.error.endswith(RAISE_IT):
-        return dataclasses.replace(result, error=migration.error)  # else: "nothing found"
-    if migration.error is not None:  # a file audit reads only for what it pins
-        return result if suffix in CODE else \
+    if migration.error is not None:  # code it could not check for pending migration work
+        return dataclasses.replace(result, error=migration.error) if suffix in CODE else \
             dataclasses.replace(result, skipped=f"{migration.error} (not audited)")
     found = [*result.findings, *(f for f in migration.findings if f.rule_id in ENVIRONMENT)]
     pending = [f for f in migration.findings if not _readiness(f, registry)]
