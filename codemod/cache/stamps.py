@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from neuron_migrate.cache.store import write_whole
-from neuron_migrate.files.bounded import SOURCE_LIMIT
+from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 
 FILE = "stamps.json"
 SETTLED = 3.0
@@ -63,10 +63,9 @@ class Stamps:
         if isinstance(remembered, list) and remembered[:4] == now and len(remembered) == 5:
             self.seen[name] = remembered
             return str(remembered[4])
-        try:
-            with open(path, "rb") as handle:
-                found = digest(handle.read())
-        except OSError:
+        try:  # as the runner reads it: a FIFO swapped in since the stat does not block
+            found = digest(read_bounded(path, SOURCE_LIMIT))
+        except OSError:  # Refused too
             return None
         if time.time() - status.st_ctime_ns / 1e9 > SETTLED:
             self.seen[name] = [*now, found]

@@ -236,3 +236,23 @@ def test_a_fresh_stamp_is_not_remembered(tmp_path: Path) -> None:
     memo = stamps.Stamps(tmp_path)
     memo.digest_of(source)
     assert not memo.learnt  # written just now: a coarse clock could hide the next write
+
+
+def test_a_stamp_reads_as_the_runner_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that grows past the limit between the look at it and the read is not read
+    whole: its digest is not taken (the run then reports it as too large)."""
+    from neuron_migrate.cache import stamps
+
+    source = tmp_path / "grows.py"
+    source.write_bytes(b"x = 1\n")
+    real_stat = os.stat
+
+    def stat_then_grow(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        status = real_stat(path, *args, **kwargs)
+        if Path(path) == source:
+            source.write_bytes(b"x = 1\n" * 100)
+        return status
+
+    monkeypatch.setattr(stamps, "SOURCE_LIMIT", 64)
+    monkeypatch.setattr(os, "stat", stat_then_grow)
+    assert stamps.Stamps(tmp_path / "cache").digest_of(source) is None
