@@ -35,6 +35,10 @@ app = typer.Typer(
 Paths = Annotated[list[str], typer.Argument(
     help="Files or directories to migrate, or `-` to read one file's source from standard "
          "input.", show_default=False, metavar="PATH")]
+AuditPaths = Annotated[list[str], typer.Argument(
+    help="Files or directories to audit. `audit` sums up the files it discovers, with what "
+         "lies around them, so it does not read standard input: `-` is a file of that name.",
+    show_default=False, metavar="PATH")]
 
 
 def _version(value: bool) -> None:
@@ -73,7 +77,7 @@ def _takes_options(run: Callable[..., None]) -> Callable[..., None]:
     order of its help). Every such command does the same (make the request, run it), so `run`
     brings only its name and its docstring, the command's help."""
     parameters = [inspect.Parameter("paths", inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                    annotation=Paths)]
+                                    annotation=AuditPaths if run.__name__ == "audit" else Paths)]
     for option in taken_by(run.__name__):
         parameters.append(inspect.Parameter(
             option.field, inspect.Parameter.KEYWORD_ONLY, default=_default(option),

@@ -171,3 +171,14 @@ def test_standard_input_is_read_by_the_commands_that_can(
     request = entry.lean_request(args)
     assert request == _typer_request(args, monkeypatch)
     assert request is not None and request.stdin == stdin
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_the_help_says_standard_input_only_where_it_is_read(command: str) -> None:
+    """The paths' help promises `-` as standard input only to a command that reads it."""
+    from typer.testing import CliRunner
+
+    shown = " ".join(CliRunner().invoke(app, [command, "--help"], terminal_width=200)
+                     .output.split())
+    reads = Request.of(command, ["-"], {}).stdin
+    assert ("to read one file's source from standard input" in shown) == reads
