@@ -94,7 +94,7 @@ def lean_request(arguments: list[str]) -> Request | None:
     rest = iter(arguments[1:])
     for argument in rest:
         name, equals, inline = argument.partition("=") if argument.startswith("--") else \
-            (argument, "", "")
+            _attached(argument)
         option = by_name.get(name)
         if option is not None and option.kind in (Kind.SWITCH, Kind.TOGGLE):
             if equals:
@@ -122,6 +122,16 @@ def lean_request(arguments: list[str]) -> Request | None:
     from neuron_migrate.gate.outcome import usage_problem as gate_problem
 
     return None if gate_problem(request.gate, request.stdin) is not None else request
+
+
+def _attached(argument: str) -> tuple[str, str, str]:
+    """A short option and the value written against it (`-j4`, `-oreport.json`), split as
+    click splits it; anything else whole. Only a value option's letter may carry one: `-qv`
+    (two switches) stays whole and so goes to typer, and so does `-o=r.json`, whose value
+    click reads as `=r.json`."""
+    if len(argument) > 2 and argument[0] == "-" and argument[1] != "-" and argument[2] != "=":
+        return argument[:2], "=", argument[2:]
+    return argument, "", ""
 
 
 def _run(request: Request) -> int:

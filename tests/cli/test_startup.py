@@ -151,6 +151,8 @@ def test_rules_listing_comes_from_the_index_and_shows_every_rule() -> None:
     ["apply", "--dry-run", "--stdin-filename", "a.py", "-"],
     ["scan", "--fix", "--stdin-filename", "requirements.txt", "-"],
     ["check", "-"], ["check", "./-"],
+    ["check", "-j4", "a.py"], ["check", "-oreport.json", "--format", "json", "-j1", "a.py"],
+    ["scan", "-j2", "-q", "."],
 ])
 def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], monkeypatch) -> None:
     """The entry point parses these command lines itself; the typer application must turn
@@ -173,7 +175,7 @@ def test_the_lean_command_line_makes_the_request_typer_makes(args: list[str], mo
     ["--version", "check", "a.py"], ["explain", "NM110"],
     ["check", "a.py", "--format"], ["check", "--format", "yaml", "a.py"],
     ["check", "-j", "0", "a.py"], ["check", "--jobs=x", "a.py"], ["check", "-j", "-1", "a.py"],
-    ["check", "-j", "03", "a.py"], ["check", "-j4", "a.py"], ["check", "--select", "-q", "a.py"],
+    ["check", "-j", "03", "a.py"], ["check", "-j04", "a.py"], ["check", "-j-1", "a.py"], ["check", "--select", "-q", "a.py"],
     ["check", "--select=", "a.py"], ["check", "-o=r.json", "a.py"], ["check", "--quiet=1", "a.py"],
     ["check", "--unsafe-fixes", "a.py"], ["check", "--annotate", "a.py"],
     ["apply", "--diff", "a.py"], ["check", "--force", "a.py"], ["scan", "--compile", "."],
