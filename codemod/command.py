@@ -204,6 +204,11 @@ def _execute(request: Request, load_rules: Callable[[], Iterable[Rule]]) -> int:
         return _fail(f"error: {error}")
     _print_warnings([*found.warnings, *scopes.warnings], request.quiet)
     _print_notices(configurations, request.quiet)
+    if request.write_baseline is not None:
+        try:
+            refuse_inputs(request.write_baseline, found.files, what="the baseline")
+        except DestinationError as error:
+            return _fail(f"error: --write-baseline {request.write_baseline}: {error}")
     with _destination(request.output, found.files) as destination:
         if isinstance(destination, int):
             return destination

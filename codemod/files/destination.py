@@ -45,10 +45,10 @@ class Destination:
         os.close(self.fd)
 
 
-def refuse_inputs(output: Path, inputs: Iterable[Path]) -> None:
-    """Raise when the report would overwrite a file of the run. Compared by identity (device
-    and inode), so a hard link or symlink to an input, or an input found in a folder being
-    walked, is caught whatever name it is given by."""
+def refuse_inputs(output: Path, inputs: Iterable[Path], what: str = "the report") -> None:
+    """Raise when `what` (the report, the baseline) would overwrite a file of the run.
+    Compared by identity (device and inode), so a hard link or symlink to an input, or an
+    input found in a folder being walked, is caught whatever name it is given by."""
     try:
         wanted = _identity(os.stat(output))
     except OSError:
@@ -56,7 +56,7 @@ def refuse_inputs(output: Path, inputs: Iterable[Path]) -> None:
     for path in inputs:
         try:
             if _identity(os.stat(path)) == wanted:
-                raise DestinationError(f"is {path}, a file this run reads; the report would "
+                raise DestinationError(f"is {path}, a file this run reads; {what} would "
                                        "replace it (choose another file)")
         except OSError:
             continue

@@ -12,8 +12,11 @@ and means the same from any working directory.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import os
+import stat
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -27,6 +30,9 @@ if TYPE_CHECKING:
     from neuron_migrate.runner import RunResult
 
 VERSION = 1
+LIMIT = 256 * 1024 * 1024
+"""The largest baseline read: far above any team's (a finding is a line of about 150 bytes),
+and a name that is a pipe or `/dev/zero` is refused rather than waited on or read forever."""
 
 
 class BaselineError(Exception):
@@ -110,18 +116,55 @@ def write_baseline(path: Path, result: RunResult) -> int:
     entries = [{"path": k.path, "rule_id": k.rule_id, "source": k.source, "count": n}
                for k, n in sorted(counts.items())]
     document = {"version": VERSION, "tool": "neuron-migrate", "findings": entries}
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     try:
-        path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
-                        encoding="utf-8")
+        _replace(path, text.encode("utf-8"))
     except OSError as error:
         raise BaselineError(f"{path}: cannot write the baseline "
                             f"({error.strerror or error})") from None
     return sum(counts.values())
 
 
-def read_baseline(path: Path) -> Counter[Key]:
+def _replace(path: Path, data: bytes) -> None:
+    """Write the baseline through a temporary file and a rename: a team's accepted findings
+    are never left half-written by a full disk or a kill (the previous baseline stays). A
+    symlink is written through, as an editor would."""
+    from neuron_migrate.files import temporary
+    from neuron_migrate.files.fileio import write_all
+
+    target = path.resolve()
+    fd, name = temporary.create(target.parent)
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        try:
+            write_all(fd, data)
+            os.fsync(fd)
+            os.fchmod(fd, _mode(target))
+        finally:
+            os.close(fd)
+        os.replace(name, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(name)
+        raise
+
+
+def _mode(target: Path) -> int:
+    """The baseline's permissions: those it had, else what a new file gets."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def read_baseline(path: Path) -> Counter[Key]:
+    from neuron_migrate.files.bounded import Refused, read_bounded
+
+    try:
+        document = json.loads(read_bounded(path, LIMIT).decode("utf-8"))
+    except Refused as error:
+        raise BaselineError(f"{error}; not read as a baseline") from None
     except OSError as error:
         raise BaselineError(f"{path}: cannot read the baseline "
                             f"({error.strerror or error})") from None

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 from pathlib import Path
 
 from tests.conftest import cli
@@ -83,3 +86,55 @@ def test_exit_zero_reports_but_succeeds(in_tmp: Path) -> None:
     assert cli("scan", ".").exit_code == 1
     (in_tmp / "bad.py").write_text("import torch_xla\ndef (:\n")
     assert cli("check", "--exit-zero", ".").exit_code == 2  # errors still fail
+
+
+def test_a_baseline_naming_a_file_of_the_run_is_refused_before_anything_is_written(
+        in_tmp: Path) -> None:
+    _repository(in_tmp)
+    code = in_tmp / "pkg" / "a.py"
+    before = code.read_bytes()
+    (in_tmp / "link.py").symlink_to(code)
+    os.link(code, in_tmp / "hard.py")
+    for name in ("pkg/a.py", "link.py", "hard.py"):
+        run = cli("check", "--write-baseline", name, "pkg")
+        assert run.exit_code == 2, name
+        assert f"--write-baseline {name}: is " in run.stderr
+        assert "the baseline would replace it" in run.stderr
+        assert code.read_bytes() == before
+
+
+def test_a_baseline_that_is_not_a_regular_file_is_refused_not_read(in_tmp: Path) -> None:
+    """A pipe would wait for a writer forever and `/dev/zero` never ends: neither is read."""
+    _repository(in_tmp)
+    (in_tmp / "b.json").symlink_to(os.devnull)
+    run = cli("check", "--baseline", "b.json", ".")
+    assert run.exit_code == 2
+    assert "b.json: not a regular file (a character device); not read as a baseline" in run.stderr
+
+
+def test_the_baseline_is_replaced_whole_keeping_its_mode_and_link(in_tmp: Path) -> None:
+    _repository(in_tmp)
+    (in_tmp / "real.json").write_text("{}")
+    (in_tmp / "real.json").chmod(0o640)
+    (in_tmp / "b.json").symlink_to("real.json")
+    assert cli("check", "--write-baseline", "b.json", ".").exit_code == 0
+    assert (in_tmp / "b.json").is_symlink()
+    assert json.loads((in_tmp / "real.json").read_text())["findings"]
+    assert stat.S_IMODE((in_tmp / "real.json").stat().st_mode) == 0o640
+
+
+def test_a_baseline_write_that_fails_leaves_the_old_baseline(in_tmp: Path,
+                                                              monkeypatch) -> None:
+    _repository(in_tmp)
+    (in_tmp / "b.json").write_text("the accepted findings")
+
+    def full(fd: int, data: bytes) -> None:
+        os.write(fd, data[:10])
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr("neuron_migrate.files.fileio.write_all", full)
+    run = cli("check", "--write-baseline", "b.json", ".")
+    assert run.exit_code == 2
+    assert "b.json: cannot write the baseline (No space left on device)" in run.stderr
+    assert (in_tmp / "b.json").read_text() == "the accepted findings"
+    assert sorted(p.name for p in in_tmp.iterdir()) == ["b.json", "pkg", "requirements.txt"]
