@@ -128,8 +128,19 @@ class Registry:
         """Whether some rule follows the flow of this string constant or f-string."""
         return any(rule.flow_string(node) for rule in self._flow_rules)
 
+    _last_prefilter: tuple[bytes, bool] | None = None
+
     def prefilter(self, data: bytes) -> bool:
-        return any(token in data for token in self._search)
+        """Whether the file holds an XLA-era token. A run asks it of the same bytes more than
+        once (where to migrate a file, then whether to parse it), and a file without any
+        token, most of a repository, costs a search per token each time: the answer for the
+        last bytes asked about is kept (they are immutable; the object itself is the key)."""
+        last = self._last_prefilter
+        if last is not None and last[0] is data:
+            return last[1]
+        found = any(token in data for token in self._search)
+        self._last_prefilter = (data, found)
+        return found
 
 
 def _search_order(tokens: tuple[bytes, ...]) -> tuple[bytes, ...]:

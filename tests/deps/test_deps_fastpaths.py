@@ -101,6 +101,25 @@ def test_prefilter_as_any_token(data: bytes) -> None:
     assert REGISTRY.prefilter(data) == any(token in data for token in REGISTRY.tokens)
 
 
+class _Counted(bytes):
+    searches = 0
+
+    def __contains__(self, token: object) -> bool:
+        type(self).searches += 1
+        return super().__contains__(token)  # type: ignore[operator]
+
+
+def test_prefilter_searches_the_same_bytes_once_and_new_bytes_again() -> None:
+    """A run asks about a file's bytes twice (where to migrate it, whether to parse it): the
+    second answer is the first, but only for that very object."""
+    clean = _Counted(b"import os\n" * 100)
+    assert not REGISTRY.prefilter(clean) and not REGISTRY.prefilter(clean)
+    assert _Counted.searches == len(REGISTRY._search)
+    assert REGISTRY.prefilter(bytes(b"import torch_xla\n"))
+    assert not REGISTRY.prefilter(bytes(b"import os\n"))
+    assert REGISTRY.prefilter(bytes(b"import torch_xla\n"))
+
+
 
 SPAWNS = ("import torch_xla.distributed.xla_multiprocessing as xmp\n\n"
           "def _mp_fn(index):\n    pass\n\n"
