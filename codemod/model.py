@@ -149,6 +149,8 @@ def unparsable(path: str, data: bytes, error: SyntaxError | ValueError) -> FileR
     """A file `ast.parse` refused (a syntax error, or null bytes: a ValueError before Python
     3.12), worded the same on every Python."""
     line = getattr(error, "lineno", None)
+    if not line and b"\0" in data:  # no Python says where the null byte is: find it
+        line = data.count(b"\n", 0, data.index(b"\0")) + 1
     where = f"{path}:{line}" if line else path
     detail = error.msg if isinstance(error, SyntaxError) else str(error)
     return FileResult(path, original=data, error=f"{where}: cannot parse ({detail}); file skipped")

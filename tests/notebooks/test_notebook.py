@@ -444,3 +444,10 @@ def test_audit_reads_a_cell_pasted_indented() -> None:
 
     data = notebook("  import torch\n  x = torch.ones(2).double().to('neuron')\n")
     assert audit_notebook("nb.ipynb", data, registry().readiness).error is None
+
+
+def test_a_null_byte_is_named_with_its_cell_and_line() -> None:
+    """No Python says where a null byte is; the message still does."""
+    result = run(notebook("x = 1", "import torch_xla\ny = 2\nz = '\0'\n"))
+    assert result.new_source is None
+    assert (result.error or "").startswith("nb.ipynb: cell 1, line 3: cannot parse (")

@@ -402,13 +402,13 @@ def test_odd_entries_in_the_tree(in_tmp: Path) -> None:
     (in_tmp / "dangling.py").symlink_to(in_tmp / "nowhere.py")
     (in_tmp / "pkg.py").mkdir()
     (in_tmp / "pkg.py" / "train.py").write_text(OLD)
-    (in_tmp / "binary.py").write_bytes(b"\x00torch_xla\xff")
+    (in_tmp / "binary.py").write_bytes(b"import os\n\n\x00torch_xla\xff")
     (in_tmp / "deep.py").write_text("import torch_xla\nx = " + "(" * 5000 + ")" * 5000 + "\n")
     (in_tmp / "big.py").write_text(OLD + "#" * (6 * 2**20) + "\n")
     run = cli("apply", ".", "pkg.py", "pkg.py/train.py")
     assert run.exit_code == 2 and "Traceback" not in run.stderr
     assert sorted(run.stderr.splitlines()) == [
-        "error: binary.py: cannot parse (source code string cannot contain null bytes); "
+        "error: binary.py:3: cannot parse (source code string cannot contain null bytes); "
         "file skipped",
         "error: deep.py:2: cannot parse (too many nested parentheses); file skipped"]
     assert (in_tmp / "pkg.py" / "train.py").read_text() == NEW
