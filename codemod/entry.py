@@ -67,6 +67,9 @@ def _main() -> None:
 
         print_rules()
         sys.exit(0)
+    from neuron_migrate.dataclass_code import install
+
+    install()  # before anything of a run defines a dataclass
     if (request := lean_request(arguments)) is not None:
         sys.exit(_run(request))
     from neuron_migrate.cli import app
