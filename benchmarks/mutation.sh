@@ -46,17 +46,17 @@ for name in "${@:-versions guards exits writer}"; do
   for one in $name; do
     case $one in
     versions) part versions "neuron_migrate/deps/versions.py" "" \
-        tests/test_deps_versions.py tests/test_deps_rules.py tests/test_deps_cuda.py ;;
+        tests/deps/test_deps_versions.py tests/deps/test_deps_rules.py tests/deps/test_deps_cuda.py ;;
     guards) part guards "neuron_migrate/engine/kept_calls.py neuron_migrate/engine/nameguard.py
         neuron_migrate/engine/failsafe.py" "" \
-        tests/test_nameguard.py tests/test_catching.py tests/test_review_pairs.py tests/test_failsafe.py ;;
+        tests/engine/test_nameguard.py tests/engine/test_catching.py tests/engine/test_review_pairs.py tests/engine/test_failsafe.py ;;
     exits) part exits "neuron_migrate/runner.py neuron_migrate/gate/outcome.py
         neuron_migrate/report/readiness.py" "neuron_migrate.runner.xǁRunResultǁexit_code*
         neuron_migrate.runner.xǁRunResultǁneeds_attention* neuron_migrate.gate.outcome.x_exit_status*
         neuron_migrate.gate.outcome.x__errors_only* neuron_migrate.report.readiness.x_audit_exit*" \
-        tests/test_scan_cli.py tests/test_gate_baseline.py ;;
+        tests/deps/test_scan_cli.py tests/gate/test_gate_baseline.py ;;
     writer) part writer "neuron_migrate/files/fileio.py" "" \
-        tests/test_write_safety.py tests/test_faults.py ;;
+        tests/files/test_fileio.py ;;
     *) echo "unknown part: $one (versions, guards, exits, writer)" >&2; exit 2 ;;
     esac
   done
