@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from pathlib import Path
 
 import pytest
-
-from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.analysis.readiness import audit_source
+from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.readiness import audit_exit
 from neuron_migrate.rules import all_rules
+from neuron_migrate.run_result import RunResult
+
 from tests.conftest import FIXTURES, cli
 
 REGISTRY = Registry(all_rules())
@@ -132,6 +135,31 @@ def test_audit_exits_2_on_a_file_it_cannot_parse(in_tmp: Path) -> None:
     assert "broken.py:3" in run.stderr
 
 
+@pytest.mark.parametrize(("signal_number", "status"), [(signal.SIGINT, 130),
+                                                         (signal.SIGTERM, 143)])
+def test_an_interrupted_audit_exits_as_a_shell_reports_the_signal(signal_number: int,
+                                                                  status: int) -> None:
+    """128 plus the signal, even when something blocks or a file failed: an interrupted run
+    is neither a result nor an error of the files."""
+    blocked = audit_source("blocked.py", BLOCKING.encode(), REGISTRY.readiness)
+    assert audit_exit(RunResult((blocked,)), REGISTRY) == 1
+    assert audit_exit(RunResult((blocked,), interrupted=signal_number), REGISTRY) == status
+    assert audit_exit(RunResult((), errors=("x.py: cannot read",), interrupted=signal_number),
+                      REGISTRY) == status
+
+
+def test_ctrl_c_while_audit_finds_files_is_exit_130(in_tmp: Path, monkeypatch) -> None:
+    from neuron_migrate import command
+
+    def discover(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(command, "discover", discover)
+    (in_tmp / "blocked.py").write_text(BLOCKING)
+    run = cli("audit", ".")
+    assert run.exit_code == 130 and "interrupted" in run.stderr
+
+
 @pytest.mark.parametrize("fmt", ["markdown", "sarif", "github", "text"])
 def test_audit_speaks_every_report_format(fmt: str, in_tmp: Path) -> None:
     (in_tmp / "blocked.py").write_text(BLOCKING)
@@ -178,9 +206,8 @@ def test_the_bucketing_snippet_in_nm936_gives_a_few_fixed_shapes() -> None:
     import textwrap
 
     import torch
-    from torch.utils.data import DataLoader
-
     from neuron_migrate.rules.readiness_shapes import BUCKETING
+    from torch.utils.data import DataLoader
 
     dataset = [{"input_ids": list(range(1, n + 1))} for n in (5, 130, 300, 77, 1100, 256) * 6]
     scope = {"torch": torch, "DataLoader": DataLoader, "PAD_ID": 0, "dataset": dataset}
