@@ -209,7 +209,12 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
             func = statement.value.func
             if isinstance(func, ast.Attribute) and func.attr in ("extend", "append") and \
                     isinstance(func.value, ast.Name) and func.value.id == "__all__":
-                value = ast.Tuple(elts=list(statement.value.args))
+                arguments = statement.value.args
+                if func.attr == "append":
+                    value = ast.Tuple(elts=list(arguments))
+                elif len(arguments) == 1 and isinstance(arguments[0], (ast.List, ast.Tuple)):
+                    # `extend` adds the elements of its one argument
+                    value = arguments[0]
         if value is None:
             continue
         elements = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
