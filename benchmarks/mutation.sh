@@ -50,11 +50,11 @@ for name in "${@:-versions guards exits writer}"; do
     guards) part guards "neuron_migrate/engine/kept_calls.py neuron_migrate/engine/nameguard.py
         neuron_migrate/engine/failsafe.py" "" \
         tests/engine/test_nameguard.py tests/engine/test_catching.py tests/engine/test_review_pairs.py tests/engine/test_failsafe.py ;;
-    exits) part exits "neuron_migrate/runner.py neuron_migrate/gate/outcome.py
-        neuron_migrate/report/readiness.py" "neuron_migrate.runner.xǁRunResultǁexit_code*
-        neuron_migrate.runner.xǁRunResultǁneeds_attention* neuron_migrate.gate.outcome.x_exit_status*
+    exits) part exits "neuron_migrate/run_result.py neuron_migrate/gate/outcome.py
+        neuron_migrate/report/readiness.py" "neuron_migrate.run_result.xǁRunResultǁexit_code*
+        neuron_migrate.run_result.xǁRunResultǁneeds_attention* neuron_migrate.gate.outcome.x_exit_status*
         neuron_migrate.gate.outcome.x__errors_only* neuron_migrate.report.readiness.x_audit_exit*" \
-        tests/deps/test_scan_cli.py tests/gate/test_gate_baseline.py ;;
+        tests/deps/test_scan_cli.py tests/gate/test_gate_baseline.py tests/rules/test_readiness.py ;;
     writer) part writer "neuron_migrate/files/fileio.py" "" \
         tests/files/test_fileio.py ;;
     *) echo "unknown part: $one (versions, guards, exits, writer)" >&2; exit 2 ;;
