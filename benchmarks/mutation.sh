@@ -54,7 +54,8 @@ for name in "${@:-versions guards exits writer}"; do
         neuron_migrate/report/readiness.py" "neuron_migrate.run_result.xǁRunResultǁexit_code*
         neuron_migrate.run_result.xǁRunResultǁneeds_attention* neuron_migrate.gate.outcome.x_exit_status*
         neuron_migrate.gate.outcome.x__errors_only* neuron_migrate.report.readiness.x_audit_exit*" \
-        tests/deps/test_scan_cli.py tests/gate/test_gate_baseline.py tests/rules/test_readiness.py ;;
+        tests/deps/test_scan_cli.py tests/gate/test_gate_baseline.py tests/rules/test_readiness.py \
+        tests/run/test_exit_codes.py ;;
     writer) part writer "neuron_migrate/files/fileio.py" "" \
         tests/files/test_fileio.py ;;
     *) echo "unknown part: $one (versions, guards, exits, writer)" >&2; exit 2 ;;
