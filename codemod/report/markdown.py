@@ -62,14 +62,14 @@ def _head(result: RunResult, registry: Registry, notes: Sequence[str]) -> list[s
         lines.append("")
     errors = [f.error for f in result.files if f.error] + list(result.errors)
     if errors:
-        lines += ["## Errors", ""] + [f"- {_code_span(one_line(e))}" for e in errors] + [""]
+        lines += ["## Errors", ""] + [f"- {code_span(one_line(e))}" for e in errors] + [""]
     return lines
 
 
 def _file_section(file: FileResult, registry: Registry, diff: bool = True) -> list[str]:
     if not file.findings:
         return []
-    lines = [f"## {_code_span(one_line(file.path))}", ""]
+    lines = [f"## {code_span(one_line(file.path))}", ""]
     if diff and file.changed and file.original is not None and file.new_source is not None:
         diff = diff_of(file)
         fence = _fence(diff)
@@ -133,7 +133,7 @@ def _badness(file: FileResult) -> tuple[int, int, int, int, str]:
 
 def _row(file: FileResult) -> str:
     kinds = Counter(f.kind for f in file.findings)
-    name = _code_span(one_line(file.path)) + (" (error)" if file.error else "")
+    name = code_span(one_line(file.path)) + (" (error)" if file.error else "")
     return (f"| {name.replace('|', chr(92) + '|')} | {kinds[Kind.REVIEW]} | "
             f"{kinds[Kind.UNSAFE_FIX]} | {kinds[Kind.FIX]} |")
 
@@ -164,7 +164,7 @@ def _fence(content: str) -> str:
     return "`" * max(3, _longest_backtick_run(content) + 1)
 
 
-def _code_span(text: str) -> str:
+def code_span(text: str) -> str:
     """`text` as a code span, whatever backticks it holds (CommonMark: a span opened by n
     backticks closes only at a run of exactly n; spaces keep a leading backtick apart)."""
     ticks = "`" * (_longest_backtick_run(text) + 1)

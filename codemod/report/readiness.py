@@ -8,7 +8,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from neuron_migrate.analysis.readiness import TITLES, Limit
+from neuron_migrate.printable import one_line
 from neuron_migrate.registry import Registry
+from neuron_migrate.report.markdown import code_span
 
 if TYPE_CHECKING:  # the runner is only a type here
     from neuron_migrate.runner import RunResult
@@ -100,7 +102,8 @@ def render_readiness_markdown(summary: ReadinessSummary) -> list[str]:
     lines.append("")
     if summary.worst:
         lines += ["Worst files first:", ""]
-        lines += [f"- `{score.path}`: {_scores(score)}" for score in summary.worst]
+        lines += [f"- {code_span(one_line(score.path))}: {_scores(score)}"
+                  for score in summary.worst]
         lines.append("")
     return lines
 

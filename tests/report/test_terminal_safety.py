@@ -163,3 +163,21 @@ def test_markdown_of_hostile_names_keeps_its_headings(in_tmp: Path) -> None:
     shown = [token.children for token in tokens if token.type == "inline"]
     links = [child for children in shown for child in children or () if child.type == "link_open"]
     assert all("evil" not in (link.attrs.get("href") or "") for link in links)
+
+
+def test_audit_markdown_lists_hostile_names_without_breaking_out(in_tmp: Path) -> None:
+    """The audit's worst-files list quotes each name as the file sections do: a line break
+    or a backtick in a name cannot start a heading or a link in the page."""
+    names = ["a\n# injected.py", "b`` [link](https:evil).py"]
+    for name in names:
+        (in_tmp / name).write_text("import torch_xla.core.xla_model as xm\n"
+                                   "d = xm.xla_device()\n")
+    document = cli("audit", "--format", "markdown", ".").stdout
+    assert "Worst files first:" in document
+    tokens = MarkdownIt("commonmark").parse(document)
+    headings = [tokens[i + 1].content for i, t in enumerate(tokens) if t.type == "heading_open"]
+    assert not any("injected" in heading and "\\n" not in heading for heading in headings), \
+        headings
+    shown = [token.children for token in tokens if token.type == "inline"]
+    links = [child for children in shown for child in children or () if child.type == "link_open"]
+    assert all("evil" not in (link.attrs.get("href") or "") for link in links)
