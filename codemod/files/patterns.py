@@ -128,19 +128,57 @@ class ReadPatterns(NamedTuple):
     matching_nothing: list[tuple[int, str, str]]
     """Lines git reads but no path can match, such as `[z-a]` (a range from high to low),
     which Python's regular expressions refuse; each with that reason."""
+    too_costly: list[tuple[int, str]] = []
+    """Lines with more wildcards than `MAX_WILDCARDS`, passed over."""
+
+
+MAX_WILDCARDS = 3
+"""The most wildcards (`*` or `**`) one pattern may hold. A pattern's expression tries every
+split of a name among its wildcards, so `*a*a*a*a*a*b` against a long name of `a`s takes
+minutes: a hostile `.gitignore` or configuration could stall every run. Real patterns
+(`**/build/**/*.o`, `*_pb2*.py`) hold three at most."""
+
+_STAR_RUN = re.compile(r"(\\.)|(\*{2,})|(\*)")
+
+
+def _tamed(line: str) -> tuple[str, int]:
+    """`line` with each run of asterisks written as git reads it (`**` where the run is a
+    whole path segment, `*` elsewhere), and how many wildcards it holds then."""
+    count = 0
+
+    def one(match: re.Match[str]) -> str:
+        nonlocal count
+        if match.group(1):  # an escaped character, a literal
+            return match.group()
+        count += 1
+        if match.group(3):
+            return "*"
+        start, end = match.span()
+        whole = (start == 0 or line[start - 1] == "/") and (end == len(line) or line[end] == "/")
+        return "**" if whole else "*"
+
+    return _STAR_RUN.sub(one, line), count
 
 
 def gitignore_spec(lines: Iterable[str]) -> ReadPatterns:
     """The lines read as gitignore patterns. A file whose lines all read is compiled once;
     otherwise each line is tried alone, and the spec holds those that read. Leaving out a
-    line that matches nothing matches what git matches."""
-    lines = list(lines)
-    try:
-        return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(lines), [], [])
-    except (ValueError, re.error):
-        pass
+    line that matches nothing matches what git matches; a line with too many wildcards is
+    left out too (and said)."""
+    tamed = [_tamed(line) for line in lines]
+    lines = [line for line, _ in tamed]
+    costly = [(number, line) for number, (line, count) in enumerate(tamed, start=1)
+              if count > MAX_WILDCARDS and not line.lstrip().startswith("#")]
+    if not costly:
+        try:
+            return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(lines), [], [])
+        except (ValueError, re.error):
+            pass
+    skipped = {number for number, _ in costly}
     bad, empty, good = [], [], []
     for number, line in enumerate(lines, start=1):
+        if number in skipped:
+            continue
         try:
             pathspec.GitIgnoreSpec.from_lines([line])
         except re.error as error:
@@ -150,11 +188,19 @@ def gitignore_spec(lines: Iterable[str]) -> ReadPatterns:
             bad.append((number, line))
             continue
         good.append(line)
-    return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(good), bad, empty)
+    return ReadPatterns(pathspec.GitIgnoreSpec.from_lines(good), bad, empty, costly)
 
 
 def matching_nothing(where: str, read: ReadPatterns, numbered: bool = True) -> list[str]:
     """A warning for each pattern that matches nothing, naming where it is written (a file,
     with the line when `numbered`; an option or a configuration key)."""
-    return [f"{where}{f':{number}' if numbered else ''}: {line!r} can match no path "
-            f"({why}); passed over" for number, line, why in read.matching_nothing]
+    at = (lambda number: f"{where}:{number}") if numbered else (lambda number: where)
+    return [f"{at(number)}: {line!r} can match no path ({why}); passed over"
+            for number, line, why in read.matching_nothing] + \
+        [f"{at(number)}: {_shown(line)} has more than {MAX_WILDCARDS} wildcards, too costly to "
+         f"match against every path; passed over" for number, line in read.too_costly]
+
+
+def _shown(line: str) -> str:
+    """A pattern quoted in a warning, cut short when long."""
+    return repr(line) if len(line) <= 80 else f"{line[:60]!r}... ({len(line)} characters)"
