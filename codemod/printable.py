@@ -7,8 +7,9 @@ reorder code with bidirectional overrides (the "Trojan Source" characters). Ever
 human-readable output (the text report and its diffs, concise, markdown, warnings and errors,
 `audit` and `smoke` text) passes through `printable` once, where it is written; such
 characters then show as escapes (`\\x1b`, `\\r`, `\\u202e`), as git shows them in a quoted file
-name. Machine formats (JSON, SARIF, GitHub annotations) escape in their own syntax and are
-left exact.
+name. JSON and SARIF escape in their own syntax and are left exact; GitHub annotations, whose
+syntax has no escape for them and whose log renders ANSI sequences, go through `printable`
+too.
 """
 
 from __future__ import annotations

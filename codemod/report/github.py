@@ -1,10 +1,17 @@
-"""GitHub Actions workflow commands: one annotation per finding, shown on the PR's diff."""
+"""GitHub Actions workflow commands: one annotation per finding, shown on the PR's diff.
+
+The commands' syntax escapes only `%`, line breaks and (in properties) `:` and `,`; a terminal
+control in a file name or quoted code would reach the job's log (which renders ANSI
+sequences) or the terminal of someone running the format locally as it is. Such characters
+are shown as escapes (`printable`), as in the text report: an annotation on a file whose name
+holds one is then shown on the run, not on the file's diff."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
+from neuron_migrate.printable import printable
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import line_in_file
 
@@ -40,7 +47,7 @@ def _cell(finding: Finding) -> str:
 
 
 def _data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def _property(text: str) -> str:

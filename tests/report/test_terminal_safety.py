@@ -181,3 +181,13 @@ def test_audit_markdown_lists_hostile_names_without_breaking_out(in_tmp: Path) -
     shown = [token.children for token in tokens if token.type == "inline"]
     links = [child for children in shown for child in children or () if child.type == "link_open"]
     assert all("evil" not in (link.attrs.get("href") or "") for link in links)
+
+
+def test_github_annotations_show_controls_as_escapes(hostile: Path) -> None:
+    """The workflow-command syntax escapes only `%`, line breaks, `:` and `,`: a terminal
+    control in a name or in quoted code would reach the job's log, which renders ANSI."""
+    run = cli("check", "--format", "github", ".")
+    assert "::" in run.stdout
+    _clean(run.stdout, "github annotations")
+    assert "file=esc\\x1b[31mRED\\x1b[0m\\x1b]0;PWNED\\a.py" in run.stdout
+    assert 'rendezvous("\\x1b[2Jtag")' in run.stdout
