@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from neuron_migrate.smoke.processes import MAX_WORKERS
+
 if TYPE_CHECKING:
     from neuron_migrate.smoke.run import SmokeOptions
     from neuron_migrate.smoke.summary import SmokeResult
@@ -39,9 +41,9 @@ class LayoutSpec:
 def parse_layout(text: str) -> LayoutSpec:
     """``NPROC[:EXTRA ARGS]``, the arguments split as a shell would; ValueError says why not."""
     count, _, extra = text.partition(":")
-    if not count.strip().isdigit() or int(count) < 1:
+    if not count.strip().isdigit() or not 1 <= int(count) <= MAX_WORKERS:
         raise ValueError(f"{text!r}: a layout is NPROC[:EXTRA ARGS], NPROC a number of workers "
-                         f"(1 or more), e.g. 1 or \"2:--tp 2\"")
+                         f"(1 to {MAX_WORKERS}), e.g. 1 or \"2:--tp 2\"")
     try:
         args = tuple(shlex.split(extra))
     except ValueError as error:

@@ -38,6 +38,11 @@ COMPUTING_CORES = 0.015
 PROGRESS_WINDOW = 3.0  # seconds of CPU use looked back on when the time runs out
 
 
+MAX_WORKERS = 256
+"""The most workers a run launches. Each imports torch (a few hundred MB), so a number far past
+any machine's memory (`--nproc 1000000`) would only exhaust it, launching until the timeout."""
+
+
 def cores() -> int:
     """The cores this process may run on (a container's or taskset's share, not the host's)."""
     try:

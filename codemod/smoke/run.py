@@ -40,7 +40,8 @@ from neuron_migrate import emulator
 from neuron_migrate.printable import printable
 from neuron_migrate.smoke.formats import SMOKE_FORMATS, SmokeOutcome, styled_lines
 from neuron_migrate.smoke.layouts import DEFAULT_RTOL, LayoutSpec, compare_layouts, parse_layout
-from neuron_migrate.smoke.processes import CpuWatch, kill_groups, make_scratch, reap_stale_runs
+from neuron_migrate.smoke.processes import (MAX_WORKERS, CpuWatch, kill_groups, make_scratch,
+                                             reap_stale_runs)
 from neuron_migrate.smoke.summary import (  # noqa: F401 - Worker, _error_from_stderr: the API
     SmokeResult, Worker, _error_from_stderr, crowding_warning, read_outcome, summarise)
 from neuron_migrate.smoke.timeouts import (STACK_LEAD, STACK_SIGNAL, ask_stacks, at_deadline,
@@ -144,6 +145,8 @@ def _run_in(options: SmokeOptions, scratch: Path, started: float) -> SmokeResult
     seen: dict[str, Any] = {}
     try:  # also on Ctrl-C or SIGTERM: the workers are in sessions of their own and would live on
         for rank in range(options.nproc or 1):
+            if time.monotonic() > started + options.timeout:
+                break  # launching alone took the whole timeout: the run is too slow
             with open(logs / f"rank{rank}.out", "wb") as out, \
                     open(logs / f"rank{rank}.err", "wb") as err:
                 processes.append(subprocess.Popen(
@@ -247,11 +250,11 @@ def smoke(
         help="Arguments for the script, after `--` (e.g. `smoke train.py -- --epochs 1`).",
         show_default=False, metavar="SCRIPT_ARGS")] = None,
     nproc: Annotated[Optional[int], typer.Option(
-        "--nproc", min=1, metavar="N",
+        "--nproc", min=1, max=MAX_WORKERS, metavar="N",
         help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
         "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT). More "
-        "workers than CPU cores run, slower, with a warning: N is not capped, since the "
-        "world size is the script's to choose.")] = None,
+        "workers than CPU cores run, slower, with a warning: N is not capped at the cores, "
+        f"since the world size is the script's to choose (at most {MAX_WORKERS}).")] = None,
     steps: Annotated[Optional[int], typer.Option(
         "--steps", min=1, metavar="K",
         help="Stop the run cleanly after K optimizer steps.")] = None,

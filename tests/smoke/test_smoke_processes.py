@@ -219,6 +219,45 @@ def test_more_workers_than_cores_is_a_warning_not_a_cap() -> None:
     assert any("10000 workers on" in w for w in result.warnings)
 
 
+
+def test_launching_stops_at_the_timeout(tmp_path: Path, plain_python: str,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Workers that take the whole timeout to launch (a machine too small for N) leave the
+    rest unlaunched: the run ends at its timeout, not after launching all N."""
+    import neuron_migrate.smoke.run as run_module
+
+    script = _write(tmp_path, "sleeper.py", "import time\ntime.sleep(60)\n")
+    real = subprocess.Popen
+    launched: list[int] = []
+
+    def slow_popen(*args: object, **kwargs: object) -> subprocess.Popen[bytes]:
+        process = real(*args, **kwargs)  # type: ignore[call-overload]
+        launched.append(process.pid)
+        time.sleep(1.5)  # past the whole timeout after the first
+        return process
+
+    monkeypatch.setattr(run_module.subprocess, "Popen", slow_popen)
+    result = run_smoke(SmokeOptions(script=script, nproc=50, timeout=1, python=plain_python))
+    assert len(launched) == 1 and result.timed_out
+
+
+def test_a_number_of_workers_past_any_machine_is_a_usage_error(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    import neuron_migrate.smoke.run as run_module
+    from neuron_migrate.cli import app
+
+    def never(*_: object) -> None:
+        raise AssertionError("launched")
+
+    monkeypatch.setattr(run_module, "run_smoke", never)
+    for args in (["--nproc", "257"], ["--nproc", "999999999999"],
+                 ["--layout", "1", "--layout", "300"]):
+        run = CliRunner().invoke(app, ["smoke", str(ROOT / "examples" / "xla_mnist" / "train.py"), *args])
+        assert run.exit_code == 2, (args, run.output)
+
+
 # ------------------------------------------------------------------ the runner killed
 RUNNER = """\
 import sys
