@@ -250,7 +250,7 @@ def smoke(
         help="Arguments for the script, after `--` (e.g. `smoke train.py -- --epochs 1`).",
         show_default=False, metavar="SCRIPT_ARGS")] = None,
     nproc: Annotated[Optional[int], typer.Option(
-        "--nproc", min=1, max=MAX_WORKERS, metavar="N",
+        "--nproc", min=1, metavar="N",
         help="Launch N workers the way torchrun does (RANK, LOCAL_RANK, "
         "WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR=127.0.0.1, a free MASTER_PORT). More "
         "workers than CPU cores run, slower, with a warning: N is not capped at the cores, "
@@ -395,6 +395,10 @@ def _options(script: Path, script_args: list[str] | None, nproc: int | None, ste
         raise typer.BadParameter(problem, param_hint="--format")
     if not script.is_file():
         raise typer.BadParameter(f"no such file: {script}", param_hint="SCRIPT")
+    if nproc is not None and nproc > MAX_WORKERS:
+        raise typer.BadParameter(f"at most {MAX_WORKERS} workers: each imports torch, and "
+                                 f"{nproc} would exhaust the machine's memory",
+                                 param_hint="--nproc")
     if check_replicas and (nproc or 1) < 2:
         raise typer.BadParameter("needs data-parallel replicas: add --nproc 2 (or more)",
                                  param_hint="--check-replicas")
