@@ -7,7 +7,8 @@ reorder code with bidirectional overrides (the "Trojan Source" characters). Ever
 human-readable output (the text report and its diffs, concise, markdown, warnings and errors,
 `audit` and `smoke` text) passes through `printable` once, where it is written; such
 characters then show as escapes (`\\x1b`, `\\r`, `\\u202e`), as git shows them in a quoted file
-name. JSON and SARIF escape in their own syntax and are left exact; GitHub annotations, whose
+name. JSON formats (JSON, SARIF, GitLab) escape in their own syntax (`json_safe` adds DEL, C1
+and bidi characters to what JSON escapes) and read back exact; GitHub annotations, whose
 syntax has no escape for them and whose log renders ANSI sequences, go through `printable`
 too.
 """
@@ -49,3 +50,16 @@ def escape(character: str) -> str:
     if 0xDC80 <= code <= 0xDCFF:
         return f"\\x{code - 0xDC00:02x}"
     return f"\\x{code:02x}" if code <= 0xFF else f"\\u{code:04x}"
+
+
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+"""What JSON may carry raw but a terminal would act on (C0 controls JSON escapes itself)."""
+
+
+def json_safe(document: str) -> str:
+    """A JSON text (written with `ensure_ascii=False`) with DEL, the C1 controls and the bidi
+    overrides written as `\\uXXXX` escapes: a parser reads the same strings, and a report
+    printed to a terminal cannot drive it (a UTF-8 terminal acts on U+009B as on ESC [)."""
+    if _JSON_UNSAFE.search(document) is None:
+        return document
+    return _JSON_UNSAFE.sub(lambda match: f"\\u{ord(match.group()):04x}", document)

@@ -17,6 +17,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
+from neuron_migrate.printable import json_safe
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import line_in_file
 
@@ -46,7 +47,7 @@ def render_gitlab(result: RunResult, registry: Registry | None = None) -> str:
                 "severity": "critical",
                 "location": {"path": _path(file.path), "lines": {"begin": _error_line(file.error)}},
             })
-    return json.dumps(issues, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(issues, indent=2, ensure_ascii=False))
 
 
 def _issue(finding: Finding, fingerprint: str) -> dict[str, object]:

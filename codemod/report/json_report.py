@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate import __version__
 from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.printable import json_safe
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import Edit, FileEdits, Fix
 from neuron_migrate.report.renderer import RunFormat, RunReport
@@ -41,7 +42,7 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
         "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 def _file(file: FileResult, edits: FileEdits) -> dict[str, object]:

@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from neuron_migrate import __version__
 from neuron_migrate.model import Finding, Kind
+from neuron_migrate.printable import json_safe
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import FileEdits, Fix
 from neuron_migrate.report.renderer import RunFormat, RunReport
@@ -49,7 +50,7 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
             }],
         }],
     }
-    return json.dumps(document, indent=2, ensure_ascii=False)
+    return json_safe(json.dumps(document, indent=2, ensure_ascii=False))
 
 
 def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]

@@ -191,3 +191,16 @@ def test_github_annotations_show_controls_as_escapes(hostile: Path) -> None:
     _clean(run.stdout, "github annotations")
     assert "file=esc\\x1b[31mRED\\x1b[0m\\x1b]0;PWNED\\a.py" in run.stdout
     assert 'rendezvous("\\x1b[2Jtag")' in run.stdout
+
+
+@pytest.mark.parametrize("fmt", ["json", "sarif", "gitlab"])
+def test_json_formats_escape_what_a_terminal_acts_on_and_read_back_exact(
+        hostile: Path, fmt: str) -> None:
+    """JSON may carry DEL, the C1 controls (a UTF-8 terminal reads U+009B as ESC [) and bidi
+    overrides raw; they are written as \\uXXXX, which a parser reads back as the same text."""
+    (hostile / "c1.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                   "xm.rendezvous('\x9b2J\u202e\x85')\n")
+    run = cli("check", "--format", fmt, ".")
+    assert not re.search("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]", run.stdout)
+    assert "\\u009b2J\\u202e\\u0085" in run.stdout
+    assert "\x9b2J\u202e\x85" in json.dumps(json.loads(run.stdout), ensure_ascii=False)
