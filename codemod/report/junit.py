@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from typing import TYPE_CHECKING
 
 from neuron_migrate.model import FileResult, Finding
+from neuron_migrate.printable import printable
 from neuron_migrate.report.concise import concise_line
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import label, line_in_file, where, written
@@ -87,8 +88,10 @@ def _fail(case: ET.Element, finding: Finding) -> None:
 
 
 def _text(value: str) -> str:
-    """A file name that is not UTF-8 keeps its escaped bytes out of the XML."""
-    clean = _NOT_XML.sub("\ufffd", value)
+    """Text from the repository with its terminal controls shown as escapes (`printable`:
+    a CI log or a terminal showing the XML must not act on them), what XML cannot hold
+    replaced; a file name that is not UTF-8 keeps its escaped bytes out of the XML."""
+    clean = _NOT_XML.sub("\ufffd", printable(value))
     return clean.encode("utf-8", "backslashreplace").decode("utf-8") \
         if any("\udc80" <= c <= "\udcff" for c in clean) else clean
 

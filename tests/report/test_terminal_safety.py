@@ -204,3 +204,13 @@ def test_json_formats_escape_what_a_terminal_acts_on_and_read_back_exact(
     assert not re.search("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]", run.stdout)
     assert "\\u009b2J\\u202e\\u0085" in run.stdout
     assert "\x9b2J\u202e\x85" in json.dumps(json.loads(run.stdout), ensure_ascii=False)
+
+
+def test_junit_shows_controls_as_escapes(hostile: Path) -> None:
+    """JUnit XML is read in CI logs and terminals: a control from a name or quoted code is
+    shown as its escape (U+009B is valid XML, and a UTF-8 terminal acts on it)."""
+    (hostile / "c1.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                   "xm.rendezvous('\x9b2J')\n")
+    run = cli("check", "--format", "junit", ".")
+    _clean(run.stdout, "junit")
+    assert "esc\\x1b[31mRED" in run.stdout and "\\x9b2J" in run.stdout
