@@ -11,6 +11,9 @@ the statements that mention one of them, and only runs when some rule in force a
 from __future__ import annotations
 
 import ast
+import bisect
+import functools
+import re
 from collections.abc import Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
@@ -20,24 +23,85 @@ from neuron_migrate.registry import Registry
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
 
 
-def flag_watched(analysis: Analysis, registry: Registry) -> None:
+def flag_watched(analysis: Analysis, registry: Registry, data: bytes | None = None) -> None:
     """Flag (and put on the rewrite's path) every statement whose own expressions name a
-    watched qualified name or use a watched attribute or keyword."""
+    watched qualified name or use a watched attribute or keyword.
+
+    `data`, the bytes `analysis.tree` was parsed from, lets a run that watches attributes
+    only (the XLA rules watch `state_dict`, `clip_grad_norm_`, ... on any object) skip every
+    statement on whose lines none of those names is written: most statements of most files.
+    """
     if not registry.watches and not registry.attributes:
         return
-    flagger = _Flagger(analysis, registry)
+    lines = attribute_lines(data, registry.attributes) \
+        if data is not None and not registry.watches else None
+    if lines is not None and not lines:
+        return
+    flagger = _Flagger(analysis, registry, lines)
     flagger.block(analysis.tree.body, ())
     if flagger.roots:  # the rewrite's scan for leftovers reads code that names them
         analysis.import_names = analysis.import_names | flagger.roots
 
 
+_NON_ASCII = re.compile(rb"[\x80-\xff]+")
+
+
+@functools.lru_cache(maxsize=8)
+def _pattern(names: frozenset[str]) -> re.Pattern[bytes]:
+    return re.compile(b"|".join(re.escape(name.encode()) for name in sorted(names)))
+
+
+def attribute_lines(data: bytes, attributes: frozenset[str]) -> list[int] | None:
+    """The sorted numbers of the lines an attribute or keyword named in `attributes` can be
+    written on, or None when the bytes cannot tell.
+
+    An identifier is its own spelling unless it holds a character outside ASCII (which Python
+    normalises, so `ｓtate_dict` is `state_dict`): the lines are those holding one of the
+    names as text, and every line holding a byte outside ASCII. Line numbers are counted as
+    the parser counts them only for UTF-8 text with `\n` endings, so a file with a `\r` or
+    a coding cookie (the first two lines) is not told."""
+    if b"\r" in data or b"coding" in data[:_second_line_end(data)]:
+        return None
+    found = [match.start() for match in _pattern(attributes).finditer(data)]
+    if not data.isascii():
+        found.extend(match.start() for match in _NON_ASCII.finditer(data))
+        found.sort()
+    lines: list[int] = []
+    line, counted = 1, 0
+    for offset in found:
+        line += data.count(b"\n", counted, offset)
+        counted = offset
+        if not lines or lines[-1] != line:
+            lines.append(line)
+    return lines
+
+
+def _second_line_end(data: bytes) -> int:
+    first = data.find(b"\n")
+    second = data.find(b"\n", first + 1) if first >= 0 else -1
+    return len(data) if second < 0 else second
+
+
 class _Flagger:
-    def __init__(self, analysis: Analysis, registry: Registry) -> None:
+    def __init__(self, analysis: Analysis, registry: Registry,
+                 lines: list[int] | None = None) -> None:
         self.analysis = analysis
         self.watches = registry.watches
         self.attributes = registry.attributes
+        self.lines = lines  # where watched attributes can be, when that is known
         self.roots: set[str] = set()
         self.import_prefixes = tuple(p for p in registry.watches if p.startswith("torch.cuda"))
+
+    def _may_hold(self, stmt: ast.stmt) -> bool:
+        """Whether a watched attribute can be written within `stmt` (decorators included)."""
+        lines = self.lines
+        if lines is None:
+            return True
+        first = stmt.lineno
+        for decorator in getattr(stmt, "decorator_list", ()):
+            first = min(first, decorator.lineno)
+        index = bisect.bisect_left(lines, first)
+        return index < len(lines) and lines[index] <= (stmt.end_lineno or stmt.lineno)
 
     def block(self, body: Iterable[ast.AST], parents: tuple[ast.stmt, ...]) -> None:
         for node in body:
@@ -47,6 +111,8 @@ class _Flagger:
                 self.block(node.body, parents)  # its type, pattern, guard: rarely CUDA
 
     def statement(self, stmt: ast.stmt, parents: tuple[ast.stmt, ...]) -> None:
+        if not self._may_hold(stmt):
+            return
         inner = (*parents, stmt)
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self.imports(stmt, inner)
@@ -87,7 +153,7 @@ class _Flagger:
             return node.arg in self.attributes  # type: ignore[attr-defined]
         if kind is ast.Attribute and node.attr in self.attributes:  # type: ignore[attr-defined]
             return True
-        if kind is not ast.Attribute and kind is not ast.Name:
+        if not self.watches or kind is not ast.Attribute and kind is not ast.Name:
             return False
         dotted = ast_dotted(node)
         scope = self.analysis.scope_of.get(id(stmt))

@@ -76,7 +76,7 @@ def _migrate_tree(path: str, data: bytes, tree: ast.Module, registry: Registry,
     analysis = analyse(tree, registry.interesting_string, registry.star_names,
                        registry.watched_roots, registry.device_calls, bool(registry.entry))
     demoted = review_only.demote(analysis, registry, options)
-    flag_watched(analysis, registry)
+    flag_watched(analysis, registry, data)
     for rule in registry.planned if analysis.needs_rewrite else ():
         for statement in rule.edits(tree, analysis.calls):
             analysis.flagged.add(id(statement))
