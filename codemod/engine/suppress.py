@@ -30,12 +30,12 @@ from dataclasses import dataclass, field
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import UNUSED_SUPPRESSION
 
-MARKERS = (b"neuron-migrate:", b"noqa")
 _OURS = re.compile(r"#\s*neuron-migrate:\s*(ignore-file|ignore|reviewed)\b(?:\[([^\]]*)\])?")
 # one way only to split the spaces around a comma: `\s*,?\s*` tried every split of a long run
 _NOQA = re.compile(r"#\s*noqa\s*:\s*([A-Za-z]+[0-9]+(?:\s*(?:,\s*)?[A-Za-z]+[0-9]+)*)",
                    re.IGNORECASE)
 _CODE = re.compile(r"(?<![A-Za-z])[A-Za-z]+[0-9]+")  # from a word's start: linear
+_NOQA_REST = re.compile(rb"noqa[^\r\n]*", re.IGNORECASE)  # to the line's end: linear
 
 Codes = frozenset[str] | None
 """Rule ids (or prefixes) a marker names; None names every rule."""
@@ -63,8 +63,14 @@ def markers(comment: str) -> Iterator[Marker]:
 
 
 def may_hold_markers(data: bytes) -> bool:
-    """A cheap test before tokenizing: most files hold no marker at all."""
-    return any(marker in data for marker in MARKERS) or b"NOQA" in data
+    """A cheap test before tokenizing: most files hold no marker at all, and most `noqa`
+    comments name other linters' codes only. A `noqa` marker counts only when it names a
+    code starting with `NM` (in any case) later on its line, which a comment never leaves."""
+    if b"neuron-migrate:" in data:
+        return True
+    if b"noqa" not in data and b"NOQA" not in data:
+        return False
+    return any(b"nm" in match.group().lower() for match in _NOQA_REST.finditer(data))
 
 
 def _names(codes: Codes, rule_id: str) -> bool:
