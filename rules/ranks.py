@@ -10,6 +10,7 @@ import libcst as cst
 from neuron_migrate.ruleapi import (Example, Kind, Outcome, Replace, ReplaceStatement, Review, Rule,
                                     Site, argument, bool_value, code, has_star_args, keyword,
                                     template)
+from neuron_migrate.ruleapi.analysis import parents_by_id
 from neuron_migrate.rules.launch import named_calls
 
 D_DIST = "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/guides/torch-distributed.html"
@@ -298,8 +299,7 @@ def _parents(tree: ast.Module) -> dict[int, ast.AST]:
     """The node holding each node of the module, worked out once per file."""
     found = _PARENTS.get(tree)
     if found is None:
-        found = _PARENTS[tree] = {id(child): node for node in ast.walk(tree)
-                                  for child in ast.iter_child_nodes(node)}
+        found = _PARENTS[tree] = parents_by_id(tree)
     return found
 
 

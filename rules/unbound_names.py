@@ -13,7 +13,7 @@ import ast
 from typing import ClassVar
 
 from neuron_migrate.ruleapi import Example, Kind
-from neuron_migrate.ruleapi.analysis import ast_dotted
+from neuron_migrate.ruleapi.analysis import ast_dotted, every_node
 from neuron_migrate.ruleapi.readiness import Facts, Limit, ReadinessRule, Where, text_lines
 from neuron_migrate.rules.unsupported import D_HOME
 
@@ -38,7 +38,7 @@ def bound_names(tree: ast.Module) -> frozenset[str] | None:
     parameter, a definition, an `except ... as`, a pattern); None when the file can bind names
     it does not spell (a star import of something other than torch_xla, or `globals()`)."""
     names: set[str] = set()
-    for node in ast.walk(tree):
+    for node in every_node(tree):
         kind = type(node)
         if kind is ast.Name:
             if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]

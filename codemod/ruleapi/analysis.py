@@ -1,13 +1,14 @@
-"""The read-only analyses rules may ask: what a stdlib `ast` node names, which assignments
-reach a statement, whether a function trains, where a string's value flows, whether an
-optimizer's parameters are averaged by a wrapper. They belong to the analysis layer; rules
-reach them only through here."""
+"""The read-only analyses rules may ask: what a stdlib `ast` node names, every node of a tree
+and each one's parent, which assignments reach a statement, whether a function trains, where
+a string's value flows, whether an optimizer's parameters are averaged by a wrapper. They
+belong to the analysis layer; rules reach them only through here."""
 
 from __future__ import annotations
 
 from neuron_migrate.analysis.analyse import Use
 from neuron_migrate.analysis.flow import Flow, Source
 from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.nodes import every_node, parents_by_id
 from neuron_migrate.analysis.reaching import (UNKNOWN, Definition, ancestors, definitions_of,
                                               expressions, reaching)
 from neuron_migrate.analysis.statements import statements
@@ -17,5 +18,6 @@ from neuron_migrate.analysis.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 __all__ = [
     "UNKNOWN", "WRAPPERS", "Definition", "Flow", "Function", "Proof", "Source", "Use",
     "ancestors", "ast_dotted", "averaged_by_wrapper", "called_functions", "decorated",
-    "definitions_of", "expressions", "reaching", "statements", "trains",
+    "definitions_of", "every_node", "expressions", "parents_by_id", "reaching", "statements",
+    "trains",
 ]
