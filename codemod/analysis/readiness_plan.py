@@ -147,17 +147,18 @@ def text_lines(data: bytes, words: dict[str, bool]) -> set[int]:
         return set()
     pattern = b"|".join(re.escape(w.encode()) + (b"" if prefix else rb"(?![A-Za-z0-9_])")
                         for w, prefix in sorted(words.items()))
-    starts: list[int] | None = None
     found: set[int] = set()
+    line, counted, returns = 1, 0, b"\r" in data
     for match in re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data):
-        if starts is None:
-            starts = [0, *(m.end() for m in _NEWLINE.finditer(data))]
-        found.add(bisect.bisect_right(starts, match.start()))
+        # the line endings before the match: `\r\n`, `\r` and `\n` end a line for Python's
+        # tokenizer (a match starts with a letter, never between the two bytes of a `\r\n`)
+        start = match.start()
+        line += data.count(b"\n", counted, start)
+        if returns:
+            line += data.count(b"\r", counted, start) - data.count(b"\r\n", counted, start)
+        counted = start
+        found.add(line)
     return found
-
-
-_NEWLINE = re.compile(rb"\r\n|\r|\n")
-"""What ends a line for Python's tokenizer."""
 
 
 def lines_of(nodes: Iterable[ast.AST]) -> set[int]:
