@@ -18,6 +18,7 @@ from collections.abc import Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.nodes import every_node
 from neuron_migrate.registry import Registry
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -125,7 +126,10 @@ class _Flagger:
                 header.extend(v for v in value if isinstance(v, ast.AST))
             elif isinstance(value, ast.AST):
                 header.append(value)
-        if any(self.watched(node, stmt) for part in header for node in ast.walk(part)):
+        # watched names add their roots as they are found, in `ast.walk`'s order; attributes
+        # alone add nothing, so any walk will do
+        walk = every_node if not self.watches else ast.walk
+        if any(self.watched(node, stmt) for part in header for node in walk(part)):
             self.flag(inner)
 
     def imports(self, stmt: ast.Import | ast.ImportFrom, statements: tuple[ast.stmt, ...]
