@@ -10,10 +10,11 @@ no statement of the file binds.
 from __future__ import annotations
 
 import ast
+import re
 from typing import ClassVar
 
 from neuron_migrate.ruleapi import Example, Kind
-from neuron_migrate.ruleapi.analysis import ast_dotted, every_node
+from neuron_migrate.ruleapi.analysis import ast_dotted, every_node, nodes_on_lines
 from neuron_migrate.ruleapi.readiness import Facts, Limit, ReadinessRule, Where, text_lines
 from neuron_migrate.rules.unsupported import D_HOME
 
@@ -33,12 +34,14 @@ _LOADERS = frozenset({"MpDeviceLoader", "ParallelLoader", "PerDeviceLoader"})
 _BINDS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 
 
-def bound_names(tree: ast.Module) -> frozenset[str] | None:
+def bound_names(tree: ast.Module, lines: list[int] | None = None) -> frozenset[str] | None:
     """Every name any statement of the file binds, in any scope (an import, an assignment, a
     parameter, a definition, an `except ... as`, a pattern); None when the file can bind names
-    it does not spell (a star import of something other than torch_xla, or `globals()`)."""
+    it does not spell (a star import of something other than torch_xla, or `globals()`).
+    With `lines` (sorted), only the statements spanning one of them are read: the names bound
+    on those lines, unless one of them can bind names it does not spell."""
     names: set[str] = set()
-    for node in every_node(tree):
+    for node in every_node(tree) if lines is None else nodes_on_lines(tree.body, lines):
         kind = type(node)
         if kind is ast.Name:
             if type(node.ctx) is not ast.Load:  # type: ignore[attr-defined]
@@ -63,14 +66,34 @@ def bound_names(tree: ast.Module) -> frozenset[str] | None:
     return frozenset(names)
 
 
-def _unbound(facts: Facts) -> frozenset[str]:
-    """The conventional names the file uses without binding them, worked out once."""
+_UNSPELLED = {"import": False, "globals": False, "exec": False, "__import__": False}
+"""The words of what may bind names a file does not spell (a star import, `globals()`,
+`exec`, `__import__`)."""
+
+
+def _unbound(facts: Facts, data: bytes | None = None) -> frozenset[str]:
+    """The conventional names the file does not bind, worked out once. With the file's bytes,
+    only the statements on whose lines a conventional name (or a word of `_UNSPELLED`) is
+    written are read: a binding of the name is written on one of those lines."""
     found = facts.memo.get("NM719")
     if found is None:
-        bound = bound_names(facts.tree)
+        lines = None
+        if data is not None and data.isascii() and b"coding" not in _two_lines(data):
+            words = {**dict.fromkeys(CONVENTIONAL, False), **_UNSPELLED}
+            lines = sorted(text_lines(data, words))
+        bound = bound_names(facts.tree, lines)
         found = frozenset() if bound is None else frozenset(CONVENTIONAL) - bound
         facts.memo["NM719"] = found
     return found  # type: ignore[return-value]
+
+
+_TWO_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*")
+
+
+def _two_lines(data: bytes) -> bytes:
+    """The lines a coding cookie may be on (one other than ASCII's makes the bytes mean
+    other words)."""
+    return _TWO_LINES.match(data).group()  # type: ignore[union-attr]
 
 
 class UnboundXlaName(ReadinessRule):
@@ -104,13 +127,13 @@ neuron-migrate again, which migrates the use with the rest; or replace it by han
     """What lets a file with no other XLA-era token be parsed (the other names are common
     words: `xs.append`, "met.", "example.")."""
 
-    def applies(self, facts: Facts) -> bool:
-        return bool(_unbound(facts))
-
     def candidates(self, facts: Facts, data: bytes) -> set[int] | None:
+        unbound = _unbound(facts, data)
+        if not unbound:
+            return set()  # nothing to report: the rule is left out
         if not data.isascii():
             return None
-        return text_lines(data, dict.fromkeys(_unbound(facts), False))
+        return text_lines(data, dict.fromkeys(unbound, False))
 
     def check(self, node: ast.AST, where: Where) -> str | None:
         if isinstance(where.parent, ast.Attribute):

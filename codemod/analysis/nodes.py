@@ -11,6 +11,8 @@ hold nodes, and leaves the contexts out.
 from __future__ import annotations
 
 import ast
+import bisect
+from collections.abc import Iterator
 
 _SCALARS = frozenset({"ctx", "id", "attr", "arg", "module", "level", "asname", "is_async",
                       "conversion", "type_comment", "kind", "tag"})
@@ -65,3 +67,52 @@ def parents_by_id(root: ast.AST) -> dict[int, ast.AST]:
                 held[id(value)] = node
                 pending.append(value)
     return held
+
+
+_BODIES = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+
+
+def nodes_on_lines(body: list[ast.stmt], lines: list[int]) -> Iterator[ast.AST]:
+    """The nodes of the statements in `body` (and in theirs) that span one of the sorted
+    `lines`, expression contexts left out: every node written on those lines is among them.
+    A statement spans its decorators' lines; an `except` clause is read as a statement."""
+    for statement in body:
+        first = statement.lineno
+        for decorator in getattr(statement, "decorator_list", ()):
+            first = min(first, decorator.lineno)
+        if not _meets(lines, first, statement.end_lineno or statement.lineno):
+            continue
+        yield statement
+        for name in _fields(type(statement)):
+            value = getattr(statement, name, None)
+            if name in _BODIES:
+                for item in value:  # type: ignore[union-attr]
+                    if isinstance(item, ast.stmt):
+                        yield from nodes_on_lines([item], lines)
+                    elif isinstance(item, ast.ExceptHandler):
+                        yield from _clause(item, lines)
+                    else:  # a match case: no position of its own
+                        yield item
+                        for part in (item.pattern, item.guard):
+                            if part is not None:
+                                yield from every_node(part)
+                        yield from nodes_on_lines(item.body, lines)
+            elif type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        yield from every_node(item)
+            elif isinstance(value, ast.AST):
+                yield from every_node(value)
+
+
+def _clause(handler: ast.ExceptHandler, lines: list[int]) -> Iterator[ast.AST]:
+    if _meets(lines, handler.lineno, handler.end_lineno or handler.lineno):
+        yield handler
+        if handler.type is not None:
+            yield from every_node(handler.type)
+        yield from nodes_on_lines(handler.body, lines)
+
+
+def _meets(lines: list[int], first: int, last: int) -> bool:
+    index = bisect.bisect_left(lines, first)
+    return index < len(lines) and lines[index] <= last

@@ -8,7 +8,7 @@ from __future__ import annotations
 from neuron_migrate.analysis.analyse import Use
 from neuron_migrate.analysis.flow import Flow, Source
 from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.analysis.nodes import every_node, parents_by_id
+from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id
 from neuron_migrate.analysis.reaching import (UNKNOWN, Definition, ancestors, definitions_of,
                                               expressions, reaching)
 from neuron_migrate.analysis.statements import statements
@@ -18,6 +18,6 @@ from neuron_migrate.analysis.wrapped import WRAPPERS, Proof, averaged_by_wrapper
 __all__ = [
     "UNKNOWN", "WRAPPERS", "Definition", "Flow", "Function", "Proof", "Source", "Use",
     "ancestors", "ast_dotted", "averaged_by_wrapper", "called_functions", "decorated",
-    "definitions_of", "every_node", "expressions", "parents_by_id", "reaching", "statements",
-    "trains",
+    "definitions_of", "every_node", "expressions", "nodes_on_lines", "parents_by_id",
+    "reaching", "statements", "trains",
 ]

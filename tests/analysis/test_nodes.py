@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.analysis.nodes import every_node, parents_by_id
+from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id
 from tests.conftest import FIXTURES, SOURCES, source_id
 
 _SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
@@ -80,3 +80,27 @@ def _same_parents(tree: ast.Module) -> None:
     assert {key: found.get(key) for key in expected} == expected
     assert set(found) - set(expected) <= {id(n) for n in ast.walk(tree)
                                           if isinstance(n, _SHARED)}
+
+
+@pytest.mark.parametrize("source", SOURCES[::7], ids=source_id)
+def test_the_nodes_on_some_lines_include_every_node_written_there(source: Path) -> None:
+    _every_node_on_lines(ast.parse(source.read_bytes()))
+
+
+def test_the_nodes_on_some_lines_in_every_kind_of_syntax() -> None:
+    _every_node_on_lines(ast.parse(EVERY_SYNTAX))
+
+
+def _every_node_on_lines(tree: ast.Module) -> None:
+    last = max(getattr(n, "end_lineno", 0) or 0 for n in ast.walk(tree))
+    for step in (3, 7):
+        for start in range(step):
+            lines = list(range(1 + start, last + 1, step))
+            found = {id(n) for n in nodes_on_lines(tree.body, lines)}
+            for node in every_node(tree):
+                first = getattr(node, "lineno", None)
+                if first is not None and any(first <= line <= node.end_lineno  # type: ignore[attr-defined]
+                                             for line in lines):
+                    assert id(node) in found, ast.dump(node)[:80]
+            assert not any(isinstance(n, ast.expr_context) for n in nodes_on_lines(tree.body,
+                                                                                   lines))

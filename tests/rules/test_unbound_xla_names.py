@@ -4,14 +4,19 @@ a name the file binds to anything else, or Lightning's `pl`, is not."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
+from pathlib import Path
 
 import pytest
 
+import neuron_migrate.rules.unbound_names as unbound_names
+from neuron_migrate.analysis.readiness_facts import facts_of
 from neuron_migrate.engine.migrate import migrate_source
 from neuron_migrate.model import Kind
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
+from tests.conftest import FIXTURES, SOURCES, source_id
 
 REGISTRY = Registry(all_rules())
 
@@ -94,3 +99,41 @@ def test_a_bound_import_is_still_migrated_beside_an_unbound_one() -> None:
     result = migrate_source("t.py", data, REGISTRY)
     assert [f.line for f in result.findings if f.rule_id == "NM719"] == [7]
     assert b"xm.mark_step()" not in (result.new_source or b"")
+
+
+BINDINGS = [
+    "import torch_xla.core.xla_model as xm\n",
+    "def f():\n    import torch_xla\n",
+    "class A:\n    @staticmethod\n    def f(\n        a,\n        xm=None,\n    ):\n        pass\n",
+    "try:\n    pass\nexcept (\n    ValueError,\n    KeyError,\n) as met:\n    pass\n",
+    "match x:\n    case [1, *xs] | {'k': xu}:\n        pass\n",
+    "for (a,\n     xr) in y:\n    pass\n",
+    "with open(f) as (a,\n                 pl):\n    pass\n",
+    "def f():\n    from os import *\n",
+    "def f():\n    from torch_xla import *\n",
+    "x = [globals()\n     for _ in y]\n",
+    "exec('xm = 1')\n",
+    "@decorate(\n    xmp := 1)\ndef f():\n    pass\n",
+    "if a:\n    pass\nelif b:\n    del xm\n",
+    "lambda xu=1: xu\n",
+    "x = 1\r\ny = xm.f()\rimport torch_xla.core.xla_model as xm\r\n",
+    "# -*- coding: latin-1 -*-\nimport torch_xla.core.xla_model as xm\n",
+]
+
+
+@pytest.mark.parametrize("source", BINDINGS)
+def test_reading_only_the_lines_naming_a_binding_binds_what_reading_all_binds(
+        source: str) -> None:
+    _same_unbound(f"import torch\n\ny = xm.xla_device()\n{source}".encode())
+
+
+@pytest.mark.parametrize("source", [*SOURCES, *sorted((FIXTURES / "cuda").glob("*.py"))],
+                         ids=source_id)
+def test_the_fixtures_unbound_names_are_the_same_read_by_lines(source: Path) -> None:
+    _same_unbound(source.read_bytes())
+
+
+def _same_unbound(data: bytes) -> None:
+    tree = ast.parse(data)
+    by_lines, whole = facts_of(tree), facts_of(tree)
+    assert unbound_names._unbound(by_lines, data) == unbound_names._unbound(whole)
