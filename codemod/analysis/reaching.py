@@ -51,10 +51,14 @@ def reaching(tree: ast.Module, at: ast.stmt, target: str,
         return frozenset({UNKNOWN})
     owner = next((n for n in reversed(chain) if isinstance(n, (*_FUNCTIONS, ast.Module))),
                  tree)
-    state = _Flow(target, at, in_place).found_in(owner)
+    memo = _memo(tree)
+    if in_place is None:
+        state = memo.found(owner, target, at)
+    else:
+        state = _Flow(target, at, in_place, memo.facts).found_in(owner)
     if UNKNOWN not in state:
         return state
-    outer = _outer(tree, chain, owner, target, in_place)
+    outer = memo.outer(chain, owner, target, in_place)
     return (state - {UNKNOWN}) | outer
 
 
@@ -98,9 +102,8 @@ def definitions_of(tree: ast.Module, at: ast.stmt, dotted: str
         cls = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef)), None)
         if cls is None:
             return None
-        name = dotted.split(".", 1)[1]
-        found = [s for s in cls.body if isinstance(s, _FUNCTIONS) and s.name == name]
-        return found or None
+        found = _memo(tree).methods(cls).get(dotted.split(".", 1)[1])
+        return list(found) if found else None
     if dotted not in _callables(tree).defined and not _callables(tree).lambdas:
         return None  # no binding of it can be a function of this file: skip the flow
     found_defs: list[ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda] = []
@@ -149,10 +152,15 @@ class _Frame:
 class _Flow:
     """Runs a body's statements over sets of definitions."""
 
-    def __init__(self, target: str, at: ast.stmt | None, in_place: InPlace | None) -> None:
+    def __init__(self, target: str, at: ast.stmt | None, in_place: InPlace | None,
+                 facts: _Facts | None = None, record: bool = False) -> None:
         self.target = target
         self.at = at
         self.in_place = in_place
+        self.facts = facts
+        self.visits: dict[int, State | list[State]] | None = {} if record else None
+        """With `record`, the state each statement is reached with, by the statement's id (a
+        list when it is reached more than once, as in a loop), for every statement at once."""
         self.found: set[Definition] = set()
         self.returns: set[Definition] = set()
         self.loops: list[_Frame] = []
@@ -185,6 +193,14 @@ class _Flow:
     def statement(self, stmt: ast.stmt, state: State) -> State:
         if stmt is self.at:
             self.found |= state
+        if self.visits is not None:
+            before = self.visits.get(id(stmt))
+            if before is None:
+                self.visits[id(stmt)] = state
+            elif isinstance(before, list):
+                before.append(state)
+            else:
+                self.visits[id(stmt)] = [before, state]
         if stmt is self.start:
             self.recording = True
         if self.recording:
@@ -209,6 +225,8 @@ class _Flow:
             return frozenset()
         if self.in_place is not None and (value := self.in_place(stmt, self.target)) is not None:
             return frozenset({Definition(stmt, value)})
+        if self.facts is not None and self.target not in self.facts.named(stmt):
+            return state  # none of the bindings below can be of the target
         if isinstance(stmt, ast.Assign):
             return self._assign(stmt, stmt.targets, stmt.value, state)
         if isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
@@ -254,8 +272,9 @@ class _Flow:
                    for n in ast.walk(node))
 
     def _walrus(self, stmt: ast.stmt, state: State) -> State:
-        for node in expressions(stmt):
-            if isinstance(node, ast.NamedExpr) and node.target.id == self.target:
+        names = self.facts.walruses(stmt) if self.facts is not None else _walruses(stmt)
+        for name in names:
+            if name == self.target:
                 state = state | {Definition(stmt, None)}
         return state
 
@@ -325,6 +344,117 @@ if hasattr(ast, "TryStar"):  # Python 3.11+
     _HANDLERS[ast.TryStar] = _Flow._try  # type: ignore[assignment]
 
 
+def _walruses(stmt: ast.stmt) -> tuple[str, ...]:
+    """The names `stmt`'s own expressions bind with `:=`, once per `:=`."""
+    return tuple(node.target.id for node in expressions(stmt) if isinstance(node, ast.NamedExpr))
+
+
+def _named(stmt: ast.stmt) -> frozenset[str]:
+    """Every name (or `a.b`) that `_Flow._simple` could find `stmt` binds: a target not among
+    them leaves the state as it is, whatever the flow follows."""
+    names: set[str | None] = set()
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.Delete)):
+        targets = stmt.targets if not isinstance(stmt, ast.AnnAssign) else [stmt.target]
+        for target in targets:
+            names.add(ast_dotted(target))
+            names.update(ast_dotted(n) for n in ast.walk(target)
+                         if isinstance(n, (ast.Name, ast.Attribute)))
+    elif isinstance(stmt, ast.AugAssign):
+        names.add(ast_dotted(stmt.target))
+    elif isinstance(stmt, (*_FUNCTIONS, ast.ClassDef)):
+        names.add(stmt.name)
+    elif isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        names.update(a.asname or a.name.split(".", 1)[0] for a in stmt.names)
+    names.discard(None)
+    return frozenset(names)  # type: ignore[arg-type]
+
+
+class _Facts:
+    """What each statement of one module binds, worked out once: a flow asks it of every
+    statement it passes, for each name it follows."""
+
+    def __init__(self) -> None:
+        self._walruses: dict[int, tuple[str, ...]] = {}
+        self._named: dict[int, frozenset[str]] = {}
+
+    def walruses(self, stmt: ast.stmt) -> tuple[str, ...]:
+        found = self._walruses.get(id(stmt))
+        if found is None:
+            found = self._walruses[id(stmt)] = _walruses(stmt)
+        return found
+
+    def named(self, stmt: ast.stmt) -> frozenset[str]:
+        found = self._named.get(id(stmt))
+        if found is None:
+            found = self._named[id(stmt)] = _named(stmt)
+        return found
+
+
+_RECORDED = 2_000_000
+"""How many statement states one module's recorded flows may keep in all; past it a question
+is answered by a flow of its own, as slow as it is without the memo but in bounded memory."""
+
+
+class _Memo:
+    """The answers of one module's flows, kept for its next questions. A rule asks about the
+    same name at many statements (the function `f` at each of a thousand `f(model)` calls), and
+    a flow over the whole scope per question would make a file of N such statements cost N².
+    One flow records the state every statement of the scope is reached with, in the order the
+    flow reaches it, so each answer is built from the same states in the same order as a flow
+    that stops for that statement alone would build it."""
+
+    def __init__(self) -> None:
+        self.facts = _Facts()
+        self._flows: dict[tuple[ast.AST, str], dict[int, State | list[State]]] = {}
+        self._outer: dict[tuple[ast.AST, str, InPlace | None, ast.AST | None], State] = {}
+        self._methods: dict[ast.ClassDef, dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+        self._room = _RECORDED
+
+    def found(self, owner: ast.AST, target: str, at: ast.stmt) -> State:
+        """What `_Flow(target, at, None).found_in(owner)` finds."""
+        visits = self._flows.get((owner, target))
+        if visits is None:
+            if self._room <= 0:
+                return _Flow(target, at, None, self.facts).found_in(owner)
+            flow = _Flow(target, None, None, self.facts, record=True)
+            flow.found_in(owner)
+            visits = self._flows[(owner, target)] = flow.visits  # type: ignore[assignment]
+            self._room -= len(visits)
+        found: set[Definition] = set()
+        states = visits.get(id(at), [])
+        for state in states if isinstance(states, list) else [states]:
+            found |= state
+        return frozenset(found)
+
+    def outer(self, chain: list[ast.AST], owner: ast.AST, target: str,
+              in_place: InPlace | None) -> State:
+        """`_outer`'s answer, which depends on `owner` and the scopes around it alone (and,
+        for `self.attr`, on the class around the statement)."""
+        cls = next((n for n in reversed(chain) if isinstance(n, ast.ClassDef)), None) \
+            if target.startswith("self.") else None
+        key = (owner, target, in_place, cls)
+        if key not in self._outer:
+            self._outer[key] = _outer(chain, owner, target, in_place, self.facts)
+        return self._outer[key]
+
+    def methods(self, cls: ast.ClassDef) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
+        """The methods of `cls`, by name, in the order of its body."""
+        if cls not in self._methods:
+            by_name: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+            for stmt in cls.body:
+                if isinstance(stmt, _FUNCTIONS):
+                    by_name.setdefault(stmt.name, []).append(stmt)
+            self._methods[cls] = by_name
+        return self._methods[cls]
+
+
+@functools.lru_cache(maxsize=4)
+def _memo(tree: ast.Module) -> _Memo:
+    """The memo of `tree` (the cache holds the tree, so the ids its memo keys on stay its
+    statements')."""
+    return _Memo()
+
+
 def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
     """The expression nodes of `stmt` itself: not its nested statements, not nested scopes."""
     stack: list[ast.AST] = [c for c in ast.iter_child_nodes(stmt) if not isinstance(c, ast.stmt)]
@@ -336,8 +466,8 @@ def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:
 
 
 # --------------------------------------------------------------- values from outside a body
-def _outer(tree: ast.Module, chain: list[ast.AST], owner: ast.AST, target: str,
-           in_place: InPlace | None) -> State:
+def _outer(chain: list[ast.AST], owner: ast.AST, target: str, in_place: InPlace | None,
+           facts: _Facts | None = None) -> State:
     """What `target` holds when `owner` starts: for `self.attr` in a method, what the one
     method that assigns it leaves there; for a free name, every binding in the module."""
     if isinstance(owner, ast.Module):
@@ -350,13 +480,14 @@ def _outer(tree: ast.Module, chain: list[ast.AST], owner: ast.AST, target: str,
                    and m is not owner and _assigns(m, target)]
         if len(setters) != 1 or _assigns(owner, target):
             return frozenset({UNKNOWN})
-        return _Flow(target, None, in_place).at_exit(setters[0])
+        return _Flow(target, None, in_place, facts).at_exit(setters[0])
     if _assigned_in_body(owner, target) or _is_parameter(owner, target):
         return frozenset({UNKNOWN})
-    return _free(chain, chain.index(owner), target, in_place)
+    return _free(chain, chain.index(owner), target, in_place, facts)
 
 
-def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | None) -> State:
+def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | None,
+          facts: _Facts | None) -> State:
     """What a free name holds in the function `chain[inner]`: whatever the nearest enclosing
     function (or the module) that binds it holds from the definition of the nested function
     on, since the function reads it when it is called, not when it is defined."""
@@ -368,7 +499,7 @@ def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | Non
         if not module and not (_assigned_in_body(scope, target) or _is_parameter(scope, target)):
             continue
         start = next(n for n in chain[index + 1:] if isinstance(n, (*_FUNCTIONS, ast.ClassDef)))
-        state = _Flow(target, None, in_place).since(scope, start)  # type: ignore[arg-type]
+        state = _Flow(target, None, in_place, facts).since(scope, start)  # type: ignore[arg-type]
         if module:
             return (state - {UNKNOWN}) or frozenset({UNKNOWN})
         return frozenset({UNKNOWN}) if UNKNOWN in state else state

@@ -9,6 +9,7 @@ methods of this file it calls, a few levels deep.
 from __future__ import annotations
 
 import ast
+import functools
 from typing import TYPE_CHECKING
 
 import libcst as cst
@@ -53,10 +54,31 @@ def decorated(site: Site) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
 
 
 def trains(functions: list[Function], tree: ast.Module, at: ast.stmt,
-           depth: int = _DEPTH, seen: set[int] | None = None) -> bool:
+           depth: int = _DEPTH) -> bool:
     """Whether any of `functions` runs backward, zero_grad or an optimizer/scheduler step,
     itself or through a function or method of this file it calls."""
-    seen = set() if seen is None else seen
+    # `at` counts only as the statement of a lambda's body; the search is kept whole, since
+    # with its depth limit and the functions it has passed, a search that starts elsewhere
+    # or in another order can answer differently
+    key = (tuple(functions), at if any(isinstance(f, ast.Lambda) for f in functions) else None,
+           depth)
+    answers = _answers(tree)
+    if key not in answers:
+        answers[key] = _search(functions, tree, at, depth, set())
+    return answers[key]
+
+
+@functools.lru_cache(maxsize=4)
+def _answers(tree: ast.Module) -> dict[tuple[tuple[Function, ...], ast.stmt | None, int], bool]:
+    """`trains`' answers for the module: every placement of a model at the top level asks
+    about the module's whole code, and every call of a function of the file about it (the
+    cache holds the trees, and the keys hold the functions)."""
+    return {}
+
+
+def _search(functions: list[Function], tree: ast.Module, at: ast.stmt, depth: int,
+            seen: set[int]) -> bool:
+    """`trains`, not passing again through the functions in `seen`."""
     for function in functions:
         if id(function) in seen:
             continue
@@ -69,7 +91,7 @@ def trains(functions: list[Function], tree: ast.Module, at: ast.stmt,
                 return True
             if depth and name is not None and _local(name):
                 inner = definitions_of(tree, where, name)
-                if inner and trains(inner, tree, where, depth - 1, seen):  # type: ignore[arg-type]
+                if inner and _search(inner, tree, where, depth - 1, seen):  # type: ignore[arg-type]
                     return True
     return False
 

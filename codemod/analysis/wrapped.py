@@ -11,6 +11,7 @@ bindings, with `analysis.reaching`.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.analysis.reaching import Definition, reaching
+from neuron_migrate.analysis.reaching import Definition, InPlace, reaching
 
 if TYPE_CHECKING:  # rules hand their Site in; the analysis needs nothing else of it
     from neuron_migrate.rule import Site
@@ -55,7 +56,7 @@ def averaged_by_wrapper(optimizer: cst.BaseExpression, site: Site) -> Proof | No
     wraps = _Wraps(site)
     tree, at = site.module_tree, site.statement
     sources: list[tuple[str, ast.stmt]] = []
-    for definition in reaching(tree, at, name, wraps.in_place):
+    for definition in reaching(tree, at, name, wraps.in_place_for(tree, name)):
         roots = _parameter_roots(definition, tree, wraps, depth=3)
         if not roots or definition.statement is None:
             return None
@@ -73,12 +74,13 @@ def _wrapped_here(model: str, built_at: ast.stmt, at: ast.stmt, tree: ast.Module
     """Every binding of `model` live at `at` is a wrapper, and the wrapper holds the
     parameters the optimizer was built from: it wraps `model` itself (`model = DDP(model)`),
     or the optimizer was built from the wrapper (`ddp = DDP(net)`, then `ddp.parameters()`)."""
-    here = reaching(tree, at, model, wraps.in_place)
+    in_place = wraps.in_place_for(tree, model)
+    here = reaching(tree, at, model, in_place)
     if not here or not all(wraps.is_wrap(d.value) for d in here):
         return False
     if all(wraps.wrapped(d.value) == model for d in here):  # type: ignore[arg-type]
         return True
-    at_build = reaching(tree, built_at, model, wraps.in_place)
+    at_build = reaching(tree, built_at, model, in_place)
     return bool(at_build) and all(wraps.is_wrap(d.value) for d in at_build) and \
         at_build <= here
 
@@ -104,7 +106,7 @@ def _roots_of(expr: ast.expr, where: ast.stmt, tree: ast.Module, wraps: _Wraps,
         return set() if "" in roots else roots
     if isinstance(expr, ast.Name) and depth > 0:  # `params = [...]`, then `SGD(params)`
         found: set[str] = set()
-        for definition in reaching(tree, where, expr.id, wraps.in_place):
+        for definition in reaching(tree, where, expr.id, wraps.in_place_for(tree, expr.id)):
             if definition.value is None or definition.statement is None:
                 return set()
             inner = _roots_of(definition.value, definition.statement, tree, wraps, depth - 1)
@@ -126,8 +128,10 @@ class _Wraps:
         if not isinstance(value, ast.Call):
             return False
         name = ast_dotted(value.func)
-        if name is None:
-            return False
+        return name is not None and self._wraps(name)
+
+    def _wraps(self, name: str) -> bool:
+        """Whether a call of `name` (dotted) wraps a model, by what it resolves to here."""
         if name not in self.known:
             qualname = self.site.qualname_of(cst.parse_expression(name))
             self.known[name] = qualname in WRAPPERS
@@ -142,9 +146,32 @@ class _Wraps:
             module = module.func.value
         return ast_dotted(module) if module is not None else None
 
+    def in_place_for(self, tree: ast.Module, target: str) -> InPlace | None:
+        """`in_place`, for following `target` in `tree`; None when no statement of the tree
+        could be an in-place wrap of it, which gives the same answers: without a hook the
+        flow's answers are kept for the file's next questions (`analysis.reaching`), where an
+        optimizer step at each of N statements would otherwise cost a flow over the scope."""
+        callees = _in_place_callees(tree).get(target, ())
+        return self.in_place if any(self._wraps(name) for name in callees) else None
+
     def in_place(self, stmt: ast.stmt, target: str) -> ast.expr | None:
         """`fully_shard(model)` as a statement makes `model` a sharded module."""
         if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and \
                 self.is_wrap(stmt.value) and self.wrapped(stmt.value) == target:
             return stmt.value
         return None
+
+
+@functools.lru_cache(maxsize=4)
+def _in_place_callees(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """For each name a call statement of the module passes as what `_Wraps.wrapped` takes for
+    the model (`fully_shard(model)`, `log(model)`), the functions such statements call:
+    `_Wraps.in_place` finds a statement for a name only where one of them is a wrapper. Asked
+    for every optimizer step, so the module is walked once (the cache holds the trees)."""
+    callees: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
+                (name := _Wraps.wrapped(node.value)) is not None and \
+                (callee := ast_dotted(node.value.func)) is not None:
+            callees.setdefault(name, set()).add(callee)
+    return {name: frozenset(found) for name, found in callees.items()}
