@@ -13,6 +13,7 @@ where some path breaks it.
 from __future__ import annotations
 
 import ast
+import bisect
 import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -161,6 +162,11 @@ class _Flow:
         self.visits: dict[int, State | list[State]] | None = {} if record else None
         """With `record`, the state each statement is reached with, by the statement's id (a
         list when it is reached more than once, as in a loop), for every statement at once."""
+        self.runs: dict[tuple[int, int], list[State]] | None = {} if record else None
+        """With `record`, the states each run of statements passed together is reached with,
+        by its block's id and its first statement's index (see `block`)."""
+        self.plans: dict[int, list[int]] = {}
+        """The indices of the statements of each block the flow runs one by one."""
         self.found: set[Definition] = set()
         self.returns: set[Definition] = set()
         self.loops: list[_Frame] = []
@@ -186,8 +192,43 @@ class _Flow:
         return end | frozenset(self.returns)
 
     def block(self, body: list[ast.stmt], state: State) -> State:
-        for stmt in body:
-            state = self.statement(stmt, state)
+        if self.facts is None or self.in_place is not None:
+            for stmt in body:
+                state = self.statement(stmt, state)
+            return state
+        # the statements between those that may bind the target, jump or hold a block leave
+        # the state as it is: they are passed together, so a flow for a name costs what the
+        # statements about it cost, and N names in N statements not N²
+        start = 0
+        for index in self._plan(body):
+            if index > start:
+                state = self._passed(body, start, state)
+            state = self.statement(body[index], state)
+            start = index + 1
+        if start < len(body):
+            state = self._passed(body, start, state)
+        return state
+
+    def _plan(self, body: list[ast.stmt]) -> list[int]:
+        plan = self.plans.get(id(body))
+        if plan is None:
+            indices = set(self.facts.eventful(body, self.target))  # type: ignore[union-attr]
+            for stmt in (self.at, self.start):
+                where = self.facts.position(stmt) if stmt is not None else None  # type: ignore[union-attr]
+                if where is not None and where[0] is body:
+                    indices.add(where[1])
+            plan = self.plans[id(body)] = sorted(indices)
+        return plan
+
+    def _passed(self, body: list[ast.stmt], start: int, state: State) -> State:
+        """What `statement` does for each of the statements from `body[start]` to the next
+        in the plan: none of them is `at` or `start`, and none changes the state."""
+        if self.recording:
+            self.found |= state
+        for handler in self.handlers:
+            handler |= state
+        if self.runs is not None:
+            self.runs.setdefault((id(body), start), []).append(state)
         return state
 
     def statement(self, stmt: ast.stmt, state: State) -> State:
@@ -369,13 +410,54 @@ def _named(stmt: ast.stmt) -> frozenset[str]:
     return frozenset(names)  # type: ignore[arg-type]
 
 
-class _Facts:
-    """What each statement of one module binds, worked out once: a flow asks it of every
-    statement it passes, for each name it follows."""
+_EVENTFUL = (*_HANDLERS, ast.Return, ast.Raise, ast.Break, ast.Continue)
+"""Statements a flow runs one by one whatever it follows: they hold blocks, or jump."""
 
-    def __init__(self) -> None:
+
+class _Facts:
+    """What each statement of one module binds and where it stands, worked out once: a flow
+    asks it of every statement it passes, for each name it follows."""
+
+    def __init__(self, tree: ast.Module) -> None:
+        self.tree = tree
         self._walruses: dict[int, tuple[str, ...]] = {}
         self._named: dict[int, frozenset[str]] = {}
+        self._positions: dict[int, tuple[list[ast.stmt], int]] | None = None
+        self._blocks: dict[int, tuple[list[int], dict[str, list[int]]]] = {}
+
+    def position(self, stmt: ast.stmt) -> tuple[list[ast.stmt], int] | None:
+        """The block that holds `stmt` and its index there (None for a statement of no block
+        of the module)."""
+        if self._positions is None:
+            self._positions = {}
+            pending: list[ast.AST] = [self.tree]
+            while pending:
+                node = pending.pop()
+                for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+                    value = getattr(node, block, None)
+                    if not isinstance(value, list):
+                        continue
+                    pending.extend(value)
+                    for index, child in enumerate(value):
+                        if isinstance(child, ast.stmt):
+                            self._positions[id(child)] = (value, index)
+        return self._positions.get(id(stmt))
+
+    def eventful(self, body: list[ast.stmt], target: str) -> list[int]:
+        """The indices of the statements of `body` that may change the state of a flow for
+        `target`: those that hold blocks or jump, and those that may bind it."""
+        found = self._blocks.get(id(body))
+        if found is None:
+            always: list[int] = []
+            by_name: dict[str, list[int]] = {}
+            for index, stmt in enumerate(body):
+                if isinstance(stmt, _EVENTFUL):
+                    always.append(index)
+                for name in {*self.named(stmt), *self.walruses(stmt)}:
+                    by_name.setdefault(name, []).append(index)
+            found = self._blocks[id(body)] = (always, by_name)
+        always, by_name = found
+        return [*always, *by_name.get(target, ())]
 
     def walruses(self, stmt: ast.stmt) -> tuple[str, ...]:
         found = self._walruses.get(id(stmt))
@@ -399,30 +481,38 @@ class _Memo:
     """The answers of one module's flows, kept for its next questions. A rule asks about the
     same name at many statements (the function `f` at each of a thousand `f(model)` calls), and
     a flow over the whole scope per question would make a file of N such statements cost N².
-    One flow records the state every statement of the scope is reached with, in the order the
-    flow reaches it, so each answer is built from the same states in the same order as a flow
-    that stops for that statement alone would build it."""
+    One flow records the state every statement of the scope is reached with (once for a run of
+    statements that cannot change it), in the order the flow reaches it, so each answer is
+    built from the same states in the same order as a flow that stops for that statement alone
+    would build it."""
 
-    def __init__(self) -> None:
-        self.facts = _Facts()
-        self._flows: dict[tuple[ast.AST, str], dict[int, State | list[State]]] = {}
+    def __init__(self, tree: ast.Module) -> None:
+        self.facts = _Facts(tree)
+        self._flows: dict[tuple[ast.AST, str], _Flow] = {}
         self._outer: dict[tuple[ast.AST, str, InPlace | None, ast.AST | None], State] = {}
         self._methods: dict[ast.ClassDef, dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
         self._room = _RECORDED
 
     def found(self, owner: ast.AST, target: str, at: ast.stmt) -> State:
         """What `_Flow(target, at, None).found_in(owner)` finds."""
-        visits = self._flows.get((owner, target))
-        if visits is None:
+        flow = self._flows.get((owner, target))
+        if flow is None:
             if self._room <= 0:
                 return _Flow(target, at, None, self.facts).found_in(owner)
-            flow = _Flow(target, None, None, self.facts, record=True)
+            flow = self._flows[(owner, target)] = _Flow(target, None, None, self.facts, True)
             flow.found_in(owner)
-            visits = self._flows[(owner, target)] = flow.visits  # type: ignore[assignment]
-            self._room -= len(visits)
+            self._room -= len(flow.visits) + len(flow.runs)  # type: ignore[arg-type]
+        states = flow.visits.get(id(at))  # type: ignore[union-attr]
+        if states is None:  # passed in a run, or never reached
+            where = self.facts.position(at)
+            plan = flow.plans.get(id(where[0])) if where is not None else None
+            if where is not None and plan is not None:
+                index = bisect.bisect_left(plan, where[1])
+                if index == len(plan) or plan[index] != where[1]:
+                    start = plan[index - 1] + 1 if index else 0
+                    states = flow.runs.get((id(where[0]), start))  # type: ignore[union-attr]
         found: set[Definition] = set()
-        states = visits.get(id(at), [])
-        for state in states if isinstance(states, list) else [states]:
+        for state in [] if states is None else states if isinstance(states, list) else [states]:
             found |= state
         return frozenset(found)
 
@@ -452,7 +542,7 @@ class _Memo:
 def _memo(tree: ast.Module) -> _Memo:
     """The memo of `tree` (the cache holds the tree, so the ids its memo keys on stay its
     statements')."""
-    return _Memo()
+    return _Memo(tree)
 
 
 def expressions(stmt: ast.stmt) -> Iterator[ast.AST]:

@@ -32,6 +32,13 @@ def _parameters_then_placed(n: int) -> str:
         f"m{i} = Net()\nf(m{i}.parameters())\nm{i}.to(xm.xla_device())\n" for i in range(n))
 
 
+def _functions_called_once(n: int) -> str:
+    """N functions, each called with its own model: N names, each asked about once, and each
+    flow passes the statements that cannot bind its name together."""
+    return _HEAD + "".join(f"def f{i}(m):\n    return m\n\n" for i in range(n)) + "".join(
+        f"m{i} = Net()\nf{i}(m{i})\nm{i}.to(xm.xla_device())\n" for i in range(n))
+
+
 def _optimizer_steps(n: int) -> str:
     """An optimizer step after each of N constructions of the model and its optimizer."""
     return _HEAD + "from torch.nn.parallel import DistributedDataParallel as DDP\n\n" + "".join(
@@ -60,7 +67,8 @@ def _work(monkeypatch: pytest.MonkeyPatch, source: str) -> tuple[int, int]:
 
 
 @pytest.mark.parametrize("shape", [_callee_then_placed, _parameters_then_placed,
-                                   _optimizer_steps], ids=lambda shape: shape.__name__)
+                                   _functions_called_once, _optimizer_steps],
+                         ids=lambda shape: shape.__name__)
 def test_work_grows_linearly_with_the_statements(monkeypatch: pytest.MonkeyPatch,
                                                  shape: Callable[[int], str]) -> None:
     small = _work(monkeypatch, shape(30))
