@@ -3,7 +3,6 @@ the cache is the very value that was computed (reports cannot tell a hit from a 
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import sys
 from typing import Any
@@ -25,6 +24,8 @@ def encode(result: FileResult) -> dict[str, Any]:
         if field.name == "findings":
             value = [_finding(f, result.path) for f in value]
         elif field.name in _BYTES:
+            import base64  # only results kept with their sources (a diff) hold bytes
+
             value = base64.b64encode(value).decode("ascii")
         elif field.name in _PAIRS:
             value = [list(pair) for pair in value]
@@ -41,6 +42,8 @@ def decode(document: dict[str, Any]) -> FileResult:
         if name == "findings":
             value = tuple(_finding_of(row, document["path"]) for row in value)
         elif name in _BYTES:
+            import base64
+
             value = base64.b64decode(value.encode("ascii"), validate=True)
         elif name in _PAIRS:
             value = tuple((int(line), str(text)) for line, text in value)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib.util
 import os
 import sys
@@ -24,6 +23,11 @@ from collections.abc import Iterable
 
 from neuron_migrate import __version__
 from neuron_migrate.model import Options
+
+try:  # hashlib's own BLAKE2, without hashlib loading OpenSSL for the digests it also offers
+    from _blake2 import blake2b
+except ImportError:  # an interpreter built without it
+    from hashlib import blake2b
 
 LIBRARIES = ("libcst", "packaging", "tomlkit", "yaml", "pathspec")
 """Libraries whose version can change a result (parsers and version comparisons)."""
@@ -34,7 +38,7 @@ OWN_PACKAGES = ("neuron_migrate", "neuron_migrate.rules")
 @functools.lru_cache(maxsize=1)
 def tool_fingerprint() -> str:
     """The tool as installed: a different build of it is a different fingerprint."""
-    digest = hashlib.blake2b(digest_size=16)
+    digest = blake2b(digest_size=16)
     digest.update(f"{__version__}\0{sys.version}\0{sys.implementation.cache_tag}\0".encode())
     for folder in _own_folders():
         for line in _stamps(folder):
@@ -113,7 +117,7 @@ def entry_name(path: str, content: str, options: Options, request: str) -> str:
     """The entry of the file at `path` (as the run names it) whose bytes have the digest
     `content` (`stamps.digest`), migrated with `options` for `request` (what the run asks
     for, spelt by the caller)."""
-    digest = hashlib.blake2b(digest_size=20)
+    digest = blake2b(digest_size=20)
     for part in (tool_fingerprint(), os.getcwd(), path, options_text(options), request,
                  content):
         digest.update(part.encode("utf-8", "surrogatepass") + b"\0")

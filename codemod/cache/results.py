@@ -9,12 +9,15 @@ look-up and the migration is kept under its new content.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from neuron_migrate.cache import codec, replay
 from neuron_migrate.cache.key import entry_name
+from neuron_migrate.cache.pack import Pack, pack_name
 from neuron_migrate.cache.stamps import Stamps, digest
 from neuron_migrate.cache.store import Store
 from neuron_migrate.files import outside
@@ -26,40 +29,62 @@ class ResultCache:
     """One run's view of the store. `request` spells what the run asks for (a diff, writes,
     code or dependencies only, an audit): results computed for another request are never
     given to this one. `write`: only results that change nothing are taken from the cache,
-    since a file `apply` changes is migrated again and written as it would be without one."""
+    since a file `apply` changes is migrated again and written as it would be without one.
+    `command`: the paths the run was given, which with `request` and the working directory
+    name its pack (`neuron_migrate.cache.pack`)."""
 
     store: Store
     request: str
     write: bool = False
+    command: str = ""
     hits: int = 0
     misses: int = 0
-    stamps: Stamps | None = None  # the main process's alone (workers read what they migrate)
+    # the main process's alone (workers read what they migrate and write entries only):
+    stamps: Stamps | None = None
+    pack: Pack | None = None
+    missed: dict[str, Path] = field(default_factory=dict)
+    """The entry each missed file's result is kept under if its bytes stay as looked up."""
 
     def lookup(self, path: Path, options: Options) -> FileResult | None:
         """The result kept for the file as it is now, or None."""
-        if self.stamps is None:
-            self.stamps = Stamps(self.store.root)
-        content = self.stamps.digest_of(path)
+        pack, stamps = self._opened()
+        content = stamps.digest_of(path)
         if content is None:
             return self._missed()  # reading it again reports the problem
         name = entry_name(str(path), content, options, self.request)
-        document = self.store.get(name)
-        if document is None or document.get("key") != name:
+        document = pack.document(name)
+        result = None if document is None else self._taken(name, document, path)
+        if result is None:
+            self.missed[name] = path
             return self._missed()
-        try:
-            result = codec.decode(document["result"])
-        except (KeyError, TypeError, ValueError, AttributeError):
-            return self._missed()
-        if not outside.unchanged(document.get("seen", []), replay.ANSWERS):
-            return self._missed()
-        if result.path != str(path) or (self.write and result.changed):
-            return self._missed()
+        pack.keep(name, document)  # type: ignore[arg-type]
         self.hits += 1
         return result
 
+    def _opened(self) -> tuple[Pack, Stamps]:
+        if self.pack is None or self.stamps is None:
+            command = f"{self.request}\0{os.getcwd()}\0{self.command}"
+            self.pack = Pack(self.store, pack_name(command))
+            self.stamps = Stamps(self.store.root, self.pack.stamps)
+        return self.pack, self.stamps
+
+    def _taken(self, name: str, document: dict[str, Any], path: Path) -> FileResult | None:
+        """The result `document` holds, if it is the entry `name` and still true of `path`."""
+        if document.get("key") != name:
+            return None
+        try:
+            result = codec.decode(document["result"])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            return None
+        if not outside.unchanged(document.get("seen", []), replay.ANSWERS):
+            return None
+        if result.path != str(path) or (self.write and result.changed):
+            return None
+        return result
+
     def __getstate__(self) -> dict[str, object]:
-        """What a worker is sent: not the memo of stamps, which may be large."""
-        return {**self.__dict__, "stamps": None}
+        """What a worker is sent: not the memo of stamps nor the pack, which may be large."""
+        return {**self.__dict__, "stamps": None, "pack": None, "missed": {}}
 
     def _missed(self) -> None:
         self.misses += 1
@@ -85,7 +110,8 @@ class ResultCache:
                compute: Callable[[list[list[Path]]], Iterator[FileResult]]
                ) -> Iterator[FileResult]:
         """Each file's result in order: kept ones from the store, the others from `compute`
-        (handed only the files that missed, phase by phase)."""
+        (handed only the files that missed, phase by phase). Once all are computed, the
+        entries taken and kept make the run's pack."""
         replay.forget()
         found = [[(path, self.lookup(path, options_of(path))) for path in phase]
                  for phase in phases]
@@ -98,6 +124,11 @@ class ResultCache:
                 yield hit if hit is not None else next(computed)
         for _ in computed:  # lets it end its workers as it would without a cache
             pass
+        if self.pack is not None and self.stamps is not None and self.store.writable:
+            for name in self.missed:  # kept by whoever computed it (a worker, or here)
+                document = self.store.get(name)
+                if document is not None and document.get("key") == name:
+                    self.pack.keep(name, document)
+            self.pack.save(self.stamps.seen)
         if self.misses:
             self.store.trim()
-

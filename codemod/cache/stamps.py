@@ -14,13 +14,13 @@ outdated memo costs reads, never a wrong digest.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import stat
 import time
 from pathlib import Path
 
+from neuron_migrate.cache.key import blake2b
 from neuron_migrate.cache.store import write_whole
 from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 
@@ -32,21 +32,32 @@ MAX_FILES = 200_000
 
 
 def digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=20).hexdigest()
+    return blake2b(data, digest_size=20).hexdigest()
 
 
 class Stamps:
-    """The memo of one run: read at its start, written at its end if it learnt anything."""
+    """The memo of one run: the stamps its pack holds (`neuron_migrate.cache.pack`), then the
+    folder's memo of every file (read only when the pack lacks a file), written at the end
+    of the run if it learnt anything."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, packed: dict[str, list] | None = None) -> None:
         self.path = folder / FILE
-        self.known: dict[str, list] = {}
+        self.packed = packed or {}
+        self._known: dict[str, list] | None = None
         self.seen: dict[str, list] = {}
+        """The settled stamps of the files this run asked about (the next pack's)."""
         self.learnt = False
-        with contextlib.suppress(OSError, ValueError, RecursionError):
-            loaded = json.loads(self.path.read_bytes())
-            if isinstance(loaded, dict):
-                self.known = loaded
+
+    @property
+    def known(self) -> dict[str, list]:
+        """The folder's memo, read when first needed."""
+        if self._known is None:
+            self._known = {}
+            with contextlib.suppress(OSError, ValueError, RecursionError):
+                loaded = json.loads(self.path.read_bytes())
+                if isinstance(loaded, dict):
+                    self._known = loaded
+        return self._known
 
     def digest_of(self, path: Path) -> str | None:
         """The digest of the file's bytes, or None when the runner would not read it (not
@@ -59,10 +70,12 @@ class Stamps:
             return None  # never opened: a FIFO would block
         name = os.path.abspath(path)
         now = [status.st_size, status.st_ino, status.st_mtime_ns, status.st_ctime_ns]
-        remembered = self.known.get(name)
-        if isinstance(remembered, list) and remembered[:4] == now and len(remembered) == 5:
-            self.seen[name] = remembered
-            return str(remembered[4])
+        remembered = self.packed.get(name)
+        if not _same(remembered, now):
+            remembered = self.known.get(name)
+        if _same(remembered, now):
+            self.seen[name] = remembered  # type: ignore[assignment]
+            return str(remembered[4])  # type: ignore[index]
         try:  # as the runner reads it: a FIFO swapped in since the stat does not block
             found = digest(read_bounded(path, SOURCE_LIMIT))
         except OSError:  # Refused too
@@ -76,6 +89,12 @@ class Stamps:
         """Best effort: a cache that cannot be written is no error."""
         if not self.learnt:
             return
-        kept = {**self.known, **self.seen} if len(self.known) < MAX_FILES else self.seen
+        known = self.known
+        kept = {**known, **self.seen} if len(known) < MAX_FILES else self.seen
         with contextlib.suppress(OSError):
             write_whole(self.path, json.dumps(kept, separators=(",", ":")).encode())
+
+
+def _same(remembered: object, now: list[int]) -> bool:
+    """Whether a memo's record is of the file as it is `now` (and a record at all)."""
+    return isinstance(remembered, list) and len(remembered) == 5 and remembered[:4] == now

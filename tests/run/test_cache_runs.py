@@ -20,6 +20,7 @@ from neuron_migrate import per_file, runner
 from neuron_migrate.cache import key
 from neuron_migrate.deps import script_mentions
 from neuron_migrate.cache.location import DEFAULT_NAME, ENVIRONMENT, OFF
+from neuron_migrate.cache.pack import PREFIX
 from neuron_migrate.report.formats import RUN_FORMATS
 
 MODEL = """\
@@ -94,7 +95,13 @@ class Computed:
 
 
 def _entries(folder: Path) -> list[Path]:
-    return [p for p in folder.iterdir() if not p.name.startswith((".", "CACHEDIR"))]
+    """The entries of a cache folder (not its marker files, memo or packs)."""
+    return [p for p in folder.iterdir()
+            if not p.name.startswith((".", "CACHEDIR", "stamps", PREFIX))]
+
+
+def _packs(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.startswith(PREFIX)]
 
 
 def _same(one: Run, other: Run) -> None:
@@ -313,6 +320,8 @@ def test_damaged_entries_are_misses(cached: Path, monkeypatch: pytest.MonkeyPatc
             document["result"]["findings"] = [{"line": "x"}]
             content = json.dumps(document).encode()
         entry.write_bytes(content)
+    for pack in _packs(cached.parent / DEFAULT_NAME):
+        pack.unlink()  # else its copies of the entries are taken (tests/run/test_cache_pack.py)
     computed = Computed(monkeypatch)
     _same(cli("check", "repo", "-j", "1", "--format", "json"), uncached)
     assert len(computed.taken()) == FILES
@@ -427,7 +436,7 @@ def test_a_run_killed_midway_leaves_a_cache_that_tells_the_truth(cached: Path) -
         time.sleep(0.01)
     run.send_signal(signal.SIGKILL)
     run.wait()
-    for entry in _entries(folder):
+    for entry in [*_entries(folder), *_packs(folder)]:
         if entry.suffix != ".tmp":
             json.loads(entry.read_bytes())  # whole, or not there at all
     warm = subprocess.run(args, capture_output=True, env=_environment())
