@@ -24,14 +24,12 @@ from neuron_migrate.config import (Config, ConfigError, ConfigFinder, check_patt
                                    check_rule_code, check_sources, folder_of, read_config)
 from neuron_migrate.files.destination import (Destination, DestinationError, open_destination,
                                                refuse_inputs)
-from neuron_migrate.files.diff import split_lines
 from neuron_migrate.files.discover import Discovery, discover, nothing_found
 from neuron_migrate.files.scope import Overrides, Scopes
 from neuron_migrate.model import Options
 from neuron_migrate.printable import printable
 from neuron_migrate.options import Mode
 from neuron_migrate.registry import Registry
-from neuron_migrate.report.audit import readiness_lines
 from neuron_migrate.report.formats import formats_of
 from neuron_migrate.report.renderer import RunRenderer, RunReport
 from neuron_migrate.report.text import render_text, summary_rows
@@ -271,7 +269,7 @@ def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
         return None
     return ResultCache(store, f"mode={request.mode.value};keep={keep};"
                        f"code={not request.mode.scan_only}",
-                       write=writes)
+                       write=writes, command="\0".join(map(str, request.paths)))
 
 
 @contextmanager
@@ -436,6 +434,8 @@ def _report(result: RunResult, registry: Registry, request: Request,
             elif style != "error":
                 screen.print(text, {"heading": "bold", "dim": "dim"}.get(style, ""))
     if request.mode is Mode.AUDIT:
+        from neuron_migrate.report.audit import readiness_lines
+
         for line in readiness_lines(report):
             screen.print(line, "bold" if not line.startswith(" ") else "")
         return True
@@ -533,6 +533,8 @@ def _write_diff(diff: str) -> None:
     takes them, but for control characters, shown as escapes (a line holding one no longer
     applies, but it cannot act on the terminal); colour only on a terminal, and never with
     NO_COLOR set."""
+    from neuron_migrate.files.diff import split_lines
+
     sys.stdout.flush()
     colour = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
     for line in split_lines(printable(diff + "\n")):

@@ -4,7 +4,6 @@ mix the user's work into the codemod's diff) and which changed since a revision.
 from __future__ import annotations
 
 import os
-import subprocess
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -14,6 +13,8 @@ class GitError(Exception):
 
 
 def _git(root: Path, *args: str) -> bytes:
+    import subprocess  # here: a run that asks git nothing (a plain check) never loads it
+
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True,
                               check=False, timeout=60)

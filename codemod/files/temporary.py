@@ -16,7 +16,6 @@ import errno
 import os
 import re
 import stat
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -38,6 +37,8 @@ _OURS = (
 def create(folder: Path) -> tuple[int, str]:
     """A new temporary file in `folder` (so the rename stays on one file system), locked
     for as long as the returned descriptor is open."""
+    import tempfile  # here: a run that writes nothing never loads it (nor shutil, random)
+
     fd, name = tempfile.mkstemp(dir=folder, prefix=PREFIX, suffix=SUFFIX)
     if fcntl is None:
         return fd, name

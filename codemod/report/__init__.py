@@ -3,12 +3,19 @@ concise, junit, gitlab). The formats by name are in `neuron_migrate.report.forma
 
 from __future__ import annotations
 
-from neuron_migrate.report.concise import render_concise
-from neuron_migrate.report.github import render_github
-from neuron_migrate.report.json_report import render_json
-from neuron_migrate.report.markdown import render_markdown
-from neuron_migrate.report.sarif import render_sarif
-from neuron_migrate.report.text import render_text, summary_rows
+import importlib
+from typing import Any
 
-__all__ = ["render_concise", "render_github", "render_json", "render_markdown", "render_sarif",
-           "render_text", "summary_rows"]
+_MODULES = {"render_concise": "concise", "render_github": "github",
+            "render_json": "json_report", "render_markdown": "markdown",
+            "render_sarif": "sarif", "render_text": "text", "summary_rows": "text"}
+"""Each function's module, imported when the function is first asked for: a run imports
+the package for the one format it prints, and should not pay for the others."""
+
+__all__ = sorted(_MODULES)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_MODULES[name]}"), name)
