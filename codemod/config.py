@@ -299,9 +299,9 @@ def _per_file_ignores(where: str, value: object,
 def check_patterns(patterns: list[str], where: str) -> None:
     """Exclude globs are gitignore patterns: one git cannot read (`!` alone) is an error
     that names it, not a traceback later."""
-    from neuron_migrate.files.patterns import gitignore_spec
+    from neuron_migrate.files.patterns import bad_lines
 
-    for _, pattern in gitignore_spec(patterns)[1][:1]:
+    for _, pattern in bad_lines(patterns)[:1]:
         raise ConfigError(f"{where}: {pattern!r} is not a gitignore pattern")
 
 

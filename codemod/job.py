@@ -10,13 +10,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pathspec
-
 from neuron_migrate.files.patterns import gitignore_spec
 from neuron_migrate.model import Options
 from neuron_migrate.registry import Registry
 
 if TYPE_CHECKING:
+    import pathspec
+
     from neuron_migrate.cache.results import ResultCache
     from neuron_migrate.settings import FileSettings
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from neuron_migrate.config import Config, ConfigFinder
 from neuron_migrate.files.bounded import CONFIG_LIMIT, SOURCE_LIMIT, Refused, read_bounded
-from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
+from neuron_migrate.files.patterns import Patterns, anchored, matching_nothing
 from neuron_migrate.files.scope import Overrides, Scope, Scopes, always_skipped
 
 Accept = Callable[[Path], bool]
@@ -218,11 +218,11 @@ def _load_gitignore(directory: Path, real: Path, found: Discovery,
         return None
     except OSError:
         return None
-    read = gitignore_spec(lines)
+    read = anchored(real, lines, label=f"ignored by {gitignore}")
     found.skipped += [f"{gitignore}:{number}: {line!r} is not a gitignore pattern; passed "
                       "over, as git does" for number, line in read.bad]
     found.warnings += matching_nothing(str(gitignore), read)
-    return Patterns(real, read.spec, label=f"ignored by {gitignore}")
+    return read.patterns
 
 
 def _parent_ignores(directory: Path, found: Discovery) -> list[Patterns]:

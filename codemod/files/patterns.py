@@ -1,35 +1,59 @@
 """Gitignore-style patterns anchored at a folder, asked about every path of a walk: the
 .gitignore files, `exclude` / `extend-exclude` of a configuration and the command line's
-`--exclude` / `--extend-exclude` all read this way."""
+`--exclude` / `--extend-exclude` all read this way.
+
+pathspec decides what a set of patterns matches. Importing it and compiling a pattern file
+costs more than the rest of a warm re-check's walk, and in most walks no path matches any
+pattern (ignored folders are seldom there in a checkout). So patterns written in the plain
+subset of the syntax that nearly every .gitignore uses (names, `*`, `?`, simple `[...]`,
+slashes, `!`) are read here without pathspec (`_plain_test`): a test that is true of every
+path some pattern matches, and of few others, answers most paths, and the pathspec spec is
+built only for a path that passes it. Patterns outside that subset are compiled by pathspec
+at once."""
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, Protocol
 
-import pathspec
-from pathspec.util import normalize_file
+if TYPE_CHECKING:
+    import pathspec
+
+
+class _Test(Protocol):
+    def search(self, path: str) -> bool: ...
 
 
 class Patterns:
     """A gitignore spec anchored at a folder, asked about every path of a walk.
 
     pathspec tries each pattern in turn, a regular-expression search apiece, for every path:
-    most of a walk's time. Most paths match none of them, so one search of all the patterns
-    joined (`_any_pattern`) answers those at once; a path it matches is asked of the spec as
-    before, which alone knows how the matching patterns rank."""
+    most of a walk's time. Most paths match none of them, so one test true of every path
+    some pattern matches (`_any_pattern` of a compiled spec, `_plain_test` of plain lines)
+    answers those at once; a path it passes is asked of the spec, which alone knows how the
+    matching patterns rank. Made from plain `lines` (`anchored`), the spec is compiled when
+    a path first passes the test."""
 
-    def __init__(self, base: Path, spec: pathspec.GitIgnoreSpec, label: str = "") -> None:
+    def __init__(self, base: Path, spec: pathspec.GitIgnoreSpec | None, label: str = "",
+                 lines: Sequence[str] = ()) -> None:
         self.base = base
-        self.spec = spec
+        self._spec = spec
+        self._lines = lines
         self.label = label  # where the patterns come from, for the reason a path is skipped
         text = str(base)
         self._prefix = text if text.endswith(os.sep) else text + os.sep
-        self._any = _any_pattern(spec)
+        self._any: _Test | None = _any_pattern(spec) if spec is not None else \
+            _plain_test(lines)
+
+    @property
+    def spec(self) -> pathspec.GitIgnoreSpec:
+        if self._spec is None:
+            self._spec = gitignore_spec(self._lines).spec
+        return self._spec
 
     def relative(self, path: Path) -> str | None:
         """`path` relative to the base, in gitignore's spelling; None when it is not below."""
@@ -45,18 +69,26 @@ class Patterns:
     def check(self, relative: str) -> bool | None:
         """Whether the last pattern that matches includes the path (ignores it), or None
         when no pattern matches."""
-        if self._any is not None and not self._any.search(normalize_file(relative)):
+        if self._any is not None and not self._any.search(_normalized(relative)):
             return None
         return self.spec.check_file(relative).include
 
     def deciding(self, relative: str) -> tuple[bool, str] | None:
         """As `check`, with the text of the pattern that decides (for `-v`'s reasons)."""
-        if self._any is not None and not self._any.search(normalize_file(relative)):
+        if self._any is not None and not self._any.search(_normalized(relative)):
             return None
         checked = self.spec.check_file(relative)
         if checked.include is None or checked.index is None:
             return None
         return checked.include, str(getattr(self.spec.patterns[checked.index], "pattern", ""))
+
+
+def _normalized(relative: str) -> str:
+    """The path as pathspec matches it (`pathspec.util.normalize_file` of a path whose
+    separators are already `/`)."""
+    if relative.startswith("/"):
+        return relative[1:]
+    return relative[2:] if relative.startswith("./") else relative
 
 
 _DIR_MARK_SUFFIXES = (("(?:(?P<ps_d>/)|$)", "(?:/|$)"), ("(?P<ps_d>/)", "/"),
@@ -83,7 +115,7 @@ class _AnyPattern:
             (self.floating is not None and self.floating.search(path) is not None)
 
 
-def _any_pattern(spec: pathspec.PathSpec) -> _AnyPattern | None:
+def _any_pattern(spec: pathspec.GitIgnoreSpec) -> _AnyPattern | None:
     """One test that is true of a path when and only when some pattern of `spec` with an
     opinion (`include` not None) matches it; None when one cannot be made for sure (then
     every path is asked of the spec). A pattern's own expression is used as it is, but for
@@ -165,6 +197,8 @@ def gitignore_spec(lines: Iterable[str]) -> ReadPatterns:
     otherwise each line is tried alone, and the spec holds those that read. Leaving out a
     line that matches nothing matches what git matches; a line with too many wildcards is
     left out too (and said)."""
+    import pathspec
+
     tamed = [_tamed(line) for line in lines]
     lines = [line for line, _ in tamed]
     costly = [(number, line) for number, (line, count) in enumerate(tamed, start=1)
@@ -204,3 +238,141 @@ def matching_nothing(where: str, read: ReadPatterns, numbered: bool = True) -> l
 def _shown(line: str) -> str:
     """A pattern quoted in a warning, cut short when long."""
     return repr(line) if len(line) <= 80 else f"{line[:60]!r}... ({len(line)} characters)"
+
+
+class Read(NamedTuple):
+    """Lines read as the patterns of a folder, with what `ReadPatterns` says of the lines."""
+
+    patterns: Patterns
+    bad: list[tuple[int, str]]
+    matching_nothing: list[tuple[int, str, str]]
+    too_costly: list[tuple[int, str]]
+
+
+def anchored(base: Path, lines: Iterable[str], label: str) -> Read:
+    """`lines` as patterns anchored at `base`; compiled by pathspec now only when some line
+    is outside the plain subset (the module docstring), which alone can be a bad line or
+    one that matches nothing."""
+    lines = list(lines)
+    if _plain_test(lines) is not None:
+        return Read(Patterns(base, None, label, lines), [], [], [])
+    read = gitignore_spec(lines)
+    return Read(Patterns(base, read.spec, label), read.bad, read.matching_nothing,
+                read.too_costly)
+
+
+def bad_lines(lines: Sequence[str]) -> list[tuple[int, str]]:
+    """`ReadPatterns.bad` of the lines, asked of pathspec only when some line is not plain."""
+    if _plain_test(lines) is not None:
+        return []
+    return gitignore_spec(lines).bad
+
+
+_PLAIN_LINE = re.compile(r"!?(?:[A-Za-z0-9._+@,~$%=*?/-]|\[[A-Za-z0-9]+\])+")
+"""A line of the plain subset: no space, backslash, bracket range or negated class, and no
+other punctuation whose reading could differ from a name's."""
+_GLOB = re.compile(r"[*?\[]")
+
+
+@dataclass(frozen=True)
+class _PlainTest:
+    """True of a path that begins with one of `paths` (whole names), or whose first name,
+    or any of whose names, passes the matching `_NameTest`: every pattern of the lines gives
+    one of these that a path it matches passes."""
+
+    paths: tuple[str, ...]
+    first: _NameTest
+    any: _NameTest
+
+    def search(self, path: str) -> bool:
+        names = path.split("/")
+        if self.first.passes(names[0]) or any(self.any.passes(name) for name in names):
+            return True
+        return any(path == p or path.startswith(p + "/") for p in self.paths)
+
+
+@dataclass(frozen=True)
+class _NameTest:
+    """Whether a folder or file name is one of `names`, ends with one of `suffixes`, starts
+    with one of `prefixes` or matches `like`."""
+
+    names: frozenset[str]
+    suffixes: tuple[str, ...]
+    prefixes: tuple[str, ...]
+    like: re.Pattern[str] | None
+
+    def passes(self, name: str) -> bool:
+        return name in self.names or (bool(self.suffixes) and name.endswith(self.suffixes)) \
+            or (bool(self.prefixes) and name.startswith(self.prefixes)) or \
+            (self.like is not None and self.like.fullmatch(name) is not None)
+
+    @classmethod
+    def of(cls, globs: list[str]) -> _NameTest:
+        """The test of names matching one of `globs` (names with `*`, `?`, `[...]`)."""
+        names, suffixes, prefixes, expressions = set(), [], [], []
+        for glob in globs:
+            if _GLOB.search(glob) is None:
+                names.add(glob)
+            elif glob.startswith("*") and _GLOB.search(glob[1:]) is None:
+                suffixes.append(glob[1:])
+            elif glob.endswith("*") and _GLOB.search(glob[:-1]) is None:
+                prefixes.append(glob[:-1])
+            else:
+                expressions.append("".join(
+                    "[^/]*" if piece == "*" else "[^/]" if piece == "?" else
+                    piece if piece.startswith("[") else re.escape(piece)
+                    for piece in re.findall(r"\[[^\]]*\]|[*?]|[^*?\[]+", glob)))
+        return cls(frozenset(names), tuple(suffixes), tuple(prefixes),
+                   re.compile("|".join(expressions)) if expressions else None)
+
+
+def _plain_test(lines: Sequence[str]) -> _PlainTest | None:
+    """The test of lines that are all plain (comments and blank lines aside), else None.
+
+    A gitignore pattern matches a path when each of its slash-separated parts but `**`
+    matches one of the path's names, in order (a folder it matches takes everything below
+    it along, so the path may go on); one with a slash before its end is anchored: its
+    first part matches the path's first name. So a path an anchored pattern matches begins
+    with the names its first parts spell, or has a first name matching its first part (a
+    glob); and any path a pattern matches has among its names one that matches each of
+    the pattern's parts, of which the most telling is tested (a name rather than a glob,
+    the last name rather than the leading ones). A pattern whose parts are all `*` or `**`, or that a `.`,
+    `..` or a `**` inside a name makes unusual, is not plain."""
+    paths: list[str] = []
+    first: list[str] = []
+    anywhere: list[str] = []
+    for line in lines:
+        if not line or line.startswith("#"):
+            continue
+        if _PLAIN_LINE.fullmatch(line) is None:
+            return None
+        tamed, wildcards = _tamed(line)
+        if tamed != line or wildcards > MAX_WILDCARDS:
+            return None  # star runs and costly lines: as `gitignore_spec` reads them
+        pattern = line.removeprefix("!")
+        parts = [part for part in pattern.split("/") if part]
+        if not parts or any(part in (".", "..") or ("**" in part and part != "**")
+                            for part in parts):
+            return None
+        telling = [part for part in parts if part.strip("*")]
+        if not telling:
+            return None
+        if "/" in pattern.rstrip("/") and telling[0] == parts[0]:
+            leading = []
+            for part in parts:
+                if _GLOB.search(part) is not None:
+                    break
+                leading.append(part)
+            later = [part for part in parts[len(leading):]
+                     if part != "**" and _GLOB.search(part) is None]
+            if later:  # `a/**/runs/`: the name `runs` tells more than the folder `a`
+                anywhere.append(later[-1])
+            elif leading:
+                paths.append("/".join(leading))
+            else:
+                first.append(parts[0])
+            continue
+        literal = [part for part in telling if _GLOB.search(part) is None]
+        anywhere.append(max(literal, key=len) if literal else
+                        max(telling, key=lambda p: len(_GLOB.sub("", p))))
+    return _PlainTest(tuple(paths), _NameTest.of(first), _NameTest.of(anywhere))

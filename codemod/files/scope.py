@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.config import Config, ConfigFinder
-from neuron_migrate.files.patterns import Patterns, gitignore_spec, matching_nothing
+from neuron_migrate.files.patterns import Patterns, anchored, gitignore_spec, matching_nothing
 
 ALWAYS_SKIPPED = {
     **dict.fromkeys((".git", ".hg", ".svn", ".bzr", ".git-rewrite"), "version control"),
@@ -69,7 +69,7 @@ class Excludes:
         for base, lines, label in groups:
             lines = list(lines)
             if lines:
-                compiled.append(Patterns(base.resolve(), gitignore_spec(lines).spec, label))
+                compiled.append(anchored(base.resolve(), lines, label).patterns)
         return cls(tuple(compiled))
 
     def match(self, real: Path, is_dir: bool) -> str | None:
@@ -191,8 +191,8 @@ class Scopes:
             if not key[1]:
                 continue
             if key not in self._compiled:
-                read = gitignore_spec(key[1])
-                self._compiled[key] = Patterns(base.resolve(), read.spec, label)
+                read = anchored(base.resolve(), key[1], label)
+                self._compiled[key] = read.patterns
                 self._warn(matching_nothing(label, read, numbered=False))
             compiled.append(self._compiled[key])
         return Excludes(tuple(compiled))
