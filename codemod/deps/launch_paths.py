@@ -24,12 +24,14 @@ HERE = ("$(dirname", "`dirname", "${BASH_SOURCE%/*}", "${0%/*}")
 """How scripts say "my own folder" in `cd`."""
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _git_root(folder: Path) -> Path | None:
-    for candidate in (folder, *folder.parents):
-        if (candidate / ".git").exists():
-            return candidate
-    return None
+    """The nearest folder from `folder` up holding `.git`; each folder asked once, since the
+    launchers of a repository share their parents."""
+    if (folder / ".git").exists():
+        return folder
+    parent = folder.parent
+    return None if parent == folder else _git_root(parent)
 
 
 def roots_of(launcher: Path) -> tuple[Path, ...]:

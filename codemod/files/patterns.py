@@ -281,49 +281,43 @@ class _PlainTest:
     one of these that a path it matches passes."""
 
     paths: tuple[str, ...]
+    below: tuple[str, ...]  # each of `paths` with a `/`: the paths below it
     first: _NameTest
     any: _NameTest
 
     def search(self, path: str) -> bool:
         names = path.split("/")
-        if self.first.passes(names[0]) or any(self.any.passes(name) for name in names):
+        if not self.any.names.isdisjoint(names) or names[0] in self.first.names:
             return True
-        return any(path == p or path.startswith(p + "/") for p in self.paths)
+        if self.any.globs is not None and self.any.globs.search(path) is not None:
+            return True
+        if self.first.globs is not None and self.first.globs.match(path) is not None:
+            return True
+        return path in self.paths or path.startswith(self.below)
 
 
 @dataclass(frozen=True)
 class _NameTest:
-    """Whether a folder or file name is one of `names`, ends with one of `suffixes`, starts
-    with one of `prefixes` or matches `like`."""
+    """Folder or file names: `names` as they are, and `globs`, an expression matching a
+    name that one of the globs matches, with the `/` or end that follows it."""
 
     names: frozenset[str]
-    suffixes: tuple[str, ...]
-    prefixes: tuple[str, ...]
-    like: re.Pattern[str] | None
-
-    def passes(self, name: str) -> bool:
-        return name in self.names or (bool(self.suffixes) and name.endswith(self.suffixes)) \
-            or (bool(self.prefixes) and name.startswith(self.prefixes)) or \
-            (self.like is not None and self.like.fullmatch(name) is not None)
+    globs: re.Pattern[str] | None
 
     @classmethod
-    def of(cls, globs: list[str]) -> _NameTest:
-        """The test of names matching one of `globs` (names with `*`, `?`, `[...]`)."""
-        names, suffixes, prefixes, expressions = set(), [], [], []
-        for glob in globs:
-            if _GLOB.search(glob) is None:
-                names.add(glob)
-            elif glob.startswith("*") and _GLOB.search(glob[1:]) is None:
-                suffixes.append(glob[1:])
-            elif glob.endswith("*") and _GLOB.search(glob[:-1]) is None:
-                prefixes.append(glob[:-1])
-            else:
-                expressions.append("".join(
-                    "[^/]*" if piece == "*" else "[^/]" if piece == "?" else
-                    piece if piece.startswith("[") else re.escape(piece)
-                    for piece in re.findall(r"\[[^\]]*\]|[*?]|[^*?\[]+", glob)))
-        return cls(frozenset(names), tuple(suffixes), tuple(prefixes),
-                   re.compile("|".join(expressions)) if expressions else None)
+    def of(cls, globs: list[str], anywhere: bool) -> _NameTest:
+        """The test of names matching one of `globs` (names with `*`, `?`, `[...]`): of any
+        name of a path (`search`) when `anywhere`, else of its first (`match`)."""
+        names = {glob for glob in globs if _GLOB.search(glob) is None}
+        expressions = ["".join(
+            "[^/]*" if piece == "*" else "[^/]" if piece == "?" else
+            piece if piece.startswith("[") else re.escape(piece)
+            for piece in re.findall(r"\[[^\]]*\]|[*?]|[^*?\[]+", glob))
+            for glob in globs if glob not in names]
+        if not expressions:
+            return cls(frozenset(names), None)
+        start = "(?:^|/)" if anywhere else ""
+        return cls(frozenset(names), re.compile(f"{start}(?:{'|'.join(expressions)})(?:/|$)"))
 
 
 def _plain_test(lines: Sequence[str]) -> _PlainTest | None:
@@ -336,8 +330,8 @@ def _plain_test(lines: Sequence[str]) -> _PlainTest | None:
     with the names its first parts spell, or has a first name matching its first part (a
     glob); and any path a pattern matches has among its names one that matches each of
     the pattern's parts, of which the most telling is tested (a name rather than a glob,
-    the last name rather than the leading ones). A pattern whose parts are all `*` or `**`, or that a `.`,
-    `..` or a `**` inside a name makes unusual, is not plain."""
+    the last name rather than the leading ones). A pattern whose parts are all `*` or
+    `**`, or that a `.`, `..` or a `**` inside a name makes unusual, is not plain."""
     paths: list[str] = []
     first: list[str] = []
     anywhere: list[str] = []
@@ -375,4 +369,6 @@ def _plain_test(lines: Sequence[str]) -> _PlainTest | None:
         literal = [part for part in telling if _GLOB.search(part) is None]
         anywhere.append(max(literal, key=len) if literal else
                         max(telling, key=lambda p: len(_GLOB.sub("", p))))
-    return _PlainTest(tuple(paths), _NameTest.of(first), _NameTest.of(anywhere))
+    return _PlainTest(tuple(paths), tuple(f"{path}/" for path in paths),
+                      _NameTest.of(first, anywhere=False),
+                      _NameTest.of(anywhere, anywhere=True))
