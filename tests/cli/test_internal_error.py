@@ -12,12 +12,12 @@ from neuron_migrate import entry
 
 
 @pytest.mark.parametrize("args, module", [(["check", "."], "neuron_migrate.command"),
-                                          (["audit", "-j4", "."], "neuron_migrate.cli")])
+                                          (["audit", "-qv", "."], "neuron_migrate.cli")])
 def test_an_unexpected_exception_exits_2_with_its_traceback(
         in_tmp: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         args: list[str], module: str) -> None:
-    """`check .` runs on the lean start-up path, `audit -j4 .` (a short option with its value
-    attached) through typer: both end here."""
+    """`check .` runs on the lean start-up path, `audit -qv .` (two switches written as one
+    word) through typer: both end here."""
     def broken(*args: object, **kwargs: object) -> int:
         raise RuntimeError("a bug \x1b[2J")
 
