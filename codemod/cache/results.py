@@ -104,6 +104,8 @@ class ResultCache:
         if seen:
             document["seen"] = seen
         self.store.put(name, document)
+        if self.pack is not None:  # computed here, not in a worker: no need to read it back
+            self.pack.keep(name, document)
         return result
 
     def merged(self, phases: list[list[Path]], options_of: Callable[[Path], Options],
@@ -125,7 +127,7 @@ class ResultCache:
         for _ in computed:  # lets it end its workers as it would without a cache
             pass
         if self.pack is not None and self.stamps is not None and self.store.writable:
-            for name in self.missed:  # kept by whoever computed it (a worker, or here)
+            for name in [n for n in self.missed if n not in self.pack.kept]:  # a worker's
                 document = self.store.get(name)
                 if document is not None and document.get("key") == name:
                     self.pack.keep(name, document)

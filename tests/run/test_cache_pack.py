@@ -175,3 +175,22 @@ def test_a_pack_is_written_only_when_it_changes(tmp_path: Path) -> None:
     changed.keep("ab", {**document})  # an entry read from its file, not the pack's copy
     changed.save({})
     assert store.added == 2
+
+
+def test_a_cold_run_packs_what_it_computed_without_reading_it_back(
+        settled: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only a worker's results are read back from their entries: the main process hands the
+    pack each document it writes (each file is then read once, by its look-up)."""
+    reads: list[str] = []
+    original = Store.get
+
+    def counted(store: Store, name: str) -> object:
+        reads.append(name)
+        return original(store, name)
+
+    monkeypatch.setattr(Store, "get", counted)
+    cli(*_json())
+    [pack] = _packs(_folder(settled))
+    assert len(json.loads(pack.read_bytes())["entries"]) == FILES
+    entries = [name for name in reads if not name.startswith("pack-")]
+    assert len(entries) == len(set(entries)) == FILES
