@@ -10,12 +10,12 @@ no statement of the file binds.
 from __future__ import annotations
 
 import ast
-import re
 from typing import ClassVar
 
 from neuron_migrate.ruleapi import Example, Kind
 from neuron_migrate.ruleapi.analysis import ast_dotted, every_node, nodes_on_lines
-from neuron_migrate.ruleapi.readiness import Facts, Limit, ReadinessRule, Where, text_lines
+from neuron_migrate.ruleapi.readiness import (Facts, Limit, ReadinessRule, Where,
+                                              may_declare_encoding, text_lines)
 from neuron_migrate.rules.unsupported import D_HOME
 
 CONVENTIONAL = {
@@ -78,22 +78,13 @@ def _unbound(facts: Facts, data: bytes | None = None) -> frozenset[str]:
     found = facts.memo.get("NM719")
     if found is None:
         lines = None
-        if data is not None and data.isascii() and b"coding" not in _two_lines(data):
+        if data is not None and data.isascii() and not may_declare_encoding(data):
             words = {**dict.fromkeys(CONVENTIONAL, False), **_UNSPELLED}
             lines = sorted(text_lines(data, words))
         bound = bound_names(facts.tree, lines)
         found = frozenset() if bound is None else frozenset(CONVENTIONAL) - bound
         facts.memo["NM719"] = found
     return found  # type: ignore[return-value]
-
-
-_TWO_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*")
-
-
-def _two_lines(data: bytes) -> bytes:
-    """The lines a coding cookie may be on (one other than ASCII's makes the bytes mean
-    other words)."""
-    return _TWO_LINES.match(data).group()  # type: ignore[union-attr]
 
 
 class UnboundXlaName(ReadinessRule):

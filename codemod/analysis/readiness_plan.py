@@ -147,18 +147,33 @@ def text_lines(data: bytes, words: dict[str, bool]) -> set[int]:
         return set()
     pattern = b"|".join(re.escape(w.encode()) + (b"" if prefix else rb"(?![A-Za-z0-9_])")
                         for w, prefix in sorted(words.items()))
+    found = re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data)
+    return line_numbers(data, (match.start() for match in found))
+
+
+def line_numbers(data: bytes, offsets: Iterable[int]) -> set[int]:
+    """The lines (numbered as `ast` does) of these byte offsets of `data`, given in increasing
+    order, none between the two bytes of a `\r\n`: each line's number is counted from the line
+    endings since the offset before it, so the whole costs one pass over the bytes."""
     found: set[int] = set()
     line, counted, returns = 1, 0, b"\r" in data
-    for match in re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data):
-        # the line endings before the match: `\r\n`, `\r` and `\n` end a line for Python's
-        # tokenizer (a match starts with a letter, never between the two bytes of a `\r\n`)
-        start = match.start()
+    for start in offsets:
+        # `\r\n`, `\r` and `\n` end a line for Python's tokenizer
         line += data.count(b"\n", counted, start)
         if returns:
             line += data.count(b"\r", counted, start) - data.count(b"\r\n", counted, start)
         counted = start
         found.add(line)
     return found
+
+
+_TWO_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*")
+
+
+def may_declare_encoding(data: bytes) -> bool:
+    """Whether the first two lines, where a coding cookie may be, mention one: in an encoding
+    other than UTF-8 the bytes spell other words than they seem to."""
+    return b"coding" in _TWO_LINES.match(data).group()  # type: ignore[union-attr]
 
 
 def lines_of(nodes: Iterable[ast.AST]) -> set[int]:

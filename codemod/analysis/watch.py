@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import ast
 import bisect
-import functools
 import re
 from collections.abc import Iterable
 
 from neuron_migrate.analysis.analyse import Analysis
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.nodes import every_node
+from neuron_migrate.analysis.readiness_plan import line_numbers, may_declare_encoding, text_lines
 from neuron_migrate.registry import Registry
 
 _BODIES = ("body", "orelse", "finalbody", "handlers", "cases")
@@ -47,40 +47,20 @@ def flag_watched(analysis: Analysis, registry: Registry, data: bytes | None = No
 _NON_ASCII = re.compile(rb"[\x80-\xff]+")
 
 
-@functools.lru_cache(maxsize=8)
-def _pattern(names: frozenset[str]) -> re.Pattern[bytes]:
-    return re.compile(b"|".join(re.escape(name.encode()) for name in sorted(names)))
-
-
 def attribute_lines(data: bytes, attributes: frozenset[str]) -> list[int] | None:
     """The sorted numbers of the lines an attribute or keyword named in `attributes` can be
     written on, or None when the bytes cannot tell.
 
     An identifier is its own spelling unless it holds a character outside ASCII (which Python
     normalises, so `ｓtate_dict` is `state_dict`): the lines are those holding one of the
-    names as text, and every line holding a byte outside ASCII. Line numbers are counted as
-    the parser counts them only for UTF-8 text with `\n` endings, so a file with a `\r` or
-    a coding cookie (the first two lines) is not told."""
-    if b"\r" in data or b"coding" in data[:_second_line_end(data)]:
+    names as text, and every line holding a byte outside ASCII. A file with a `\r` or a
+    coding cookie is not told."""
+    if b"\r" in data or may_declare_encoding(data):
         return None
-    found = [match.start() for match in _pattern(attributes).finditer(data)]
+    lines = text_lines(data, dict.fromkeys(attributes, False))
     if not data.isascii():
-        found.extend(match.start() for match in _NON_ASCII.finditer(data))
-        found.sort()
-    lines: list[int] = []
-    line, counted = 1, 0
-    for offset in found:
-        line += data.count(b"\n", counted, offset)
-        counted = offset
-        if not lines or lines[-1] != line:
-            lines.append(line)
-    return lines
-
-
-def _second_line_end(data: bytes) -> int:
-    first = data.find(b"\n")
-    second = data.find(b"\n", first + 1) if first >= 0 else -1
-    return len(data) if second < 0 else second
+        lines |= line_numbers(data, (match.start() for match in _NON_ASCII.finditer(data)))
+    return sorted(lines)
 
 
 class _Flagger:

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 from neuron_migrate.analysis.readiness import Limit, ReadinessRule, Where
 from neuron_migrate.analysis.readiness_facts import Facts, is_module_compile
-from neuron_migrate.analysis.readiness_plan import Scope, lines_of, text_lines
+from neuron_migrate.analysis.readiness_plan import (Scope, lines_of, may_declare_encoding,
+                                                    text_lines)
 from neuron_migrate.analysis.readiness_queries import (applied, code, is_device, is_float64,
                                                        keyword, method, numpy_float64,
                                                        on_device)
 
 __all__ = [
     "Facts", "Limit", "ReadinessRule", "Scope", "Where", "applied", "code", "is_device",
-    "is_float64", "is_module_compile", "keyword", "lines_of", "method", "numpy_float64",
+    "is_float64", "is_module_compile", "keyword", "lines_of", "may_declare_encoding", "method",
+    "numpy_float64",
     "on_device", "text_lines",
 ]
