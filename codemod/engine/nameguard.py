@@ -152,10 +152,33 @@ def _symbols(entry: symtable.SymbolTable) -> Iterable[tuple[str, symtable.Symbol
     `lookup` builds it (Python 3.10 to 3.13), so each `is_...` answers the same."""
     raw = getattr(entry, "_table", None)
     if raw is None:  # a Python whose wrapper keeps its table elsewhere
-        return ((name, entry.lookup(name)) for name in entry.get_identifiers())
+        return ((name, symbol) for name in entry.get_identifiers()
+                if not (symbol := entry.lookup(name))._flags & _COMPREHENSION_TARGET)
     module_scope = raw.name == "top"
     return ((name, symtable.Symbol(name, flags, module_scope=module_scope))
-            for name, flags in raw.symbols.items())
+            for name, flags in raw.symbols.items() if not flags & _COMPREHENSION_TARGET)
+
+
+def _comprehension_target_flag() -> int:
+    """The compiler's flag for a comprehension's own loop variable, which `_symtable` does
+    not export. From Python 3.12 list, set and dict comprehensions are inlined: they have no
+    table of their own, and a loop variable the enclosing scope does not otherwise use is
+    entered in that scope's table, marked with this flag. Such a name is bound and read only
+    inside the comprehension, so it is neither a binding nor a load of the scope. The flag
+    is found by comparing a comprehension's target with a `for` loop's, so it follows the
+    compiler rather than a copied constant."""
+    local_bits = (1 << symtable.SCOPE_OFF) - 1
+
+    def target_flags(source: str) -> int:
+        entry = symtable.symtable(source, "<flag>", "exec")
+        tables = [entry, *entry.get_children()]
+        return next(table._table.symbols["_"] for table in tables  # type: ignore[attr-defined]
+                    if "_" in table._table.symbols) & local_bits  # type: ignore[attr-defined]
+
+    return target_flags("[0 for _ in ()]") & ~target_flags("for _ in (): pass")
+
+
+_COMPREHENSION_TARGET = _comprehension_target_flag()
 
 
 def original_line(original: bytes, new: bytes, line: int) -> int:
@@ -199,12 +222,14 @@ def exports(tree: ast.Module) -> Iterable[tuple[str, int]]:
     `.extend([...])`, `.append("...")`."""
     for statement in tree.body:
         value: ast.AST | None = None
-        if isinstance(statement, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "__all__" for t in statement.targets):
-            value = statement.value
-        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)) and \
-                isinstance(statement.target, ast.Name) and statement.target.id == "__all__":
-            value = statement.value
+        if isinstance(statement, ast.Assign):
+            targets = statement.targets
+        elif isinstance(statement, (ast.AugAssign, ast.AnnAssign)):
+            targets = [statement.target]
+        else:
+            targets = []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets):
+            value = statement.value  # type: ignore[union-attr]
         elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
             func = statement.value.func
             if isinstance(func, ast.Attribute) and func.attr in ("extend", "append") and \

@@ -103,6 +103,13 @@ def _lost(before: str, after: str) -> list[tuple[str, int, int, bool]]:
     pytest.param("class A:\n    m = 1\nclass B:\n    import m\n    x = m\n",
                  "class A:\n    m = 1\nclass B:\n    x = m\n", [("m", 5, 4, False)],
                  id="two-classes-are-two-scopes"),
+    # from Python 3.12 the compiler enters a comprehension's loop variable in the enclosing
+    # function's table; a nested function's `m` still means the module's
+    pytest.param("m = 1\ndef f(xs):\n    a = [m for m in xs]\n    def g():\n        return m\n"
+                 "    return g\n",
+                 "def f(xs):\n    a = [m for m in xs]\n    def g():\n        return m\n"
+                 "    return g\n",
+                 [("m", 5, 1, False)], id="an-inlined-comprehension-binds-nothing-outside"),
     pytest.param("import a\nimport b\ndef f():\n    return a\nprint(b)\n",
                  "def f():\n    return a\nprint(b)\n", [("a", 4, 1, False), ("b", 5, 2, False)],
                  id="in-line-order-across-scopes"),
