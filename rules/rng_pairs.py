@@ -16,7 +16,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from neuron_migrate.ruleapi.analysis import UNKNOWN, ancestors, ast_dotted, reaching
+from neuron_migrate.ruleapi.analysis import UNKNOWN, ast_dotted, reaching
 
 XM = "torch_xla.core.xla_model"
 GET, SET = f"{XM}.get_rng_state", f"{XM}.set_rng_state"
@@ -57,13 +57,14 @@ def rng_facts(tree: ast.Module) -> RngFacts:
     gets = [c for c in calls if _qualname(c.func, names) == GET]
     if not gets:
         return RngFacts({}, ())
-    sets = [c for c in calls if _qualname(c.func, names) == SET]
+    sets = {id(c) for c in calls if _qualname(c.func, names) == SET}
     parents = {id(child): node for node in ast.walk(tree)
                for child in ast.iter_child_nodes(node)}
+    uses = _NameUses()
     pairs: dict[int, tuple[ast.stmt, ...]] = {}
     escaping: list[int] = []
     for get in gets:
-        pair = _pair(get, tree, parents, sets, names)
+        pair = _pair(get, tree, parents, sets, names, uses)
         if pair is None:
             escaping.append(get.lineno)
             continue
@@ -78,8 +79,30 @@ def _statement_of(node: ast.AST, parents: dict[int, ast.AST]) -> ast.stmt:
     return node
 
 
-def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
-          sets: list[ast.Call], names: dict[str, str]) -> list[ast.Call] | None:
+class _NameUses:
+    """Each scope's names, found in one walk of it however many reads it holds: every `Name`
+    by identifier, in the walk's order, and the identifiers a `global` or `nonlocal` declares
+    (nested scopes included, as a read's pair is judged over all of them)."""
+
+    def __init__(self) -> None:
+        self._by_owner: dict[int, tuple[dict[str, list[ast.Name]], set[str]]] = {}
+
+    def of(self, owner: ast.AST) -> tuple[dict[str, list[ast.Name]], set[str]]:
+        known = self._by_owner.get(id(owner))
+        if known is None:
+            found: dict[str, list[ast.Name]] = {}
+            declared: set[str] = set()
+            for node in ast.walk(owner):
+                if isinstance(node, ast.Name):
+                    found.setdefault(node.id, []).append(node)
+                elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                    declared.update(node.names)
+            known = self._by_owner[id(owner)] = (found, declared)
+        return known
+
+
+def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST], sets: set[int],
+          names: dict[str, str], uses: _NameUses) -> list[ast.Call] | None:
     """`get` and the restores of its value, when `s = get()` is the only kind of
     value `s` ever holds in its scope and every use of `s` is `xm.set_rng_state(s)`."""
     statement = parents.get(id(get))
@@ -87,16 +110,16 @@ def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
             len(statement.targets) != 1 or not isinstance(statement.targets[0], ast.Name):
         return None
     name = statement.targets[0].id
-    chain = ancestors(tree, statement) or [tree]
-    owner = next((n for n in reversed(chain) if isinstance(n, _FUNCTIONS)), tree)
+    owner: ast.AST = statement
+    while owner is not tree and not isinstance(owner, _FUNCTIONS):
+        owner = parents[id(owner)]
     if _parameter(owner, name):
         return None
+    occurrences, declared = uses.of(owner)
+    if name in declared:
+        return None
     found = [get]
-    for node in ast.walk(owner):
-        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
-            return None
-        if not isinstance(node, ast.Name) or node.id != name:
-            continue
+    for node in occurrences.get(name, ()):
         if isinstance(node.ctx, ast.Store):
             assigned = parents.get(id(node))
             if not (isinstance(assigned, ast.Assign) and assigned.targets == [node]
@@ -106,10 +129,10 @@ def _pair(get: ast.Call, tree: ast.Module, parents: dict[int, ast.AST],
             found.append(assigned.value)
             continue
         restore = parents.get(id(node))
-        if not any(s is restore for s in sets) or restore.args != [node] or \
-                restore.keywords:  # type: ignore[union-attr]
+        if not (isinstance(restore, ast.Call) and id(restore) in sets) or \
+                restore.args != [node] or restore.keywords:
             return None
-        found.append(restore)  # type: ignore[arg-type]
+        found.append(restore)
     return found if len(found) > 1 else None  # a read nothing restores is no pair
 
 

@@ -401,6 +401,39 @@ def test_a_name_bound_hundreds_of_times_is_resolved_without_rereading_its_bindin
     assert len(asked) < 50 * 300, f"{len(asked)} bindings read"
 
 
+@pytest.mark.parametrize("body", [
+    pytest.param("".join(f"s{i} = xm.get_rng_state()\nxm.set_rng_state(s{i})\n"
+                         for i in range(300)), id="module"),
+    pytest.param("".join(f"def f{i}():\n    s = xm.get_rng_state()\n    xm.set_rng_state(s)\n"
+                         for i in range(300)), id="functions"),
+])
+def test_hundreds_of_rng_reads_and_restores_read_each_scope_once(
+        monkeypatch: pytest.MonkeyPatch, body: str) -> None:
+    """Each read of the RNG state is paired with its restores by the uses of its name in its
+    scope: a scope walked again for each read made 1,600 pairs take a minute."""
+    import ast
+    import types
+
+    from neuron_migrate.rules import rng_pairs
+
+    visited = [0]
+
+    def counted_walk(node: ast.AST):  # type: ignore[no-untyped-def]
+        for each in ast.walk(node):
+            visited[0] += 1
+            yield each
+
+    proxy = types.SimpleNamespace(**{k: getattr(ast, k) for k in dir(ast) if not
+                                     k.startswith("__")})
+    proxy.walk = counted_walk
+    monkeypatch.setattr(rng_pairs, "ast", proxy)
+    rng_pairs.rng_facts.cache_clear()
+    source = HEAD + body
+    _migrate(source)
+    nodes = sum(1 for _ in ast.walk(ast.parse(source)))
+    assert visited[0] < 6 * nodes, f"{visited[0]} nodes walked of {nodes}"
+
+
 def test_the_findings_of_one_long_statement_are_located_in_linear_time(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """Each finding's position is the count of like nodes before it in its statement: one
