@@ -293,7 +293,7 @@ def test_smoke_runs_a_script_named_like_an_option_as_a_file(in_tmp: Path) -> Non
 def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: str,
                                                          sent: int, group: bool) -> None:
     """Ctrl-C (to the whole process group, as a terminal sends it) or SIGTERM part-way: exit
-    128 + the signal within seconds; each file is fully migrated or untouched, no temporary
+    128 + the signal at once; each file is fully migrated or untouched, no temporary
     file is left, and the printed list is exactly the files that changed."""
     source = OLD + "".join(f"def f{i}(t):\n    return xm.mark_step()\n" for i in range(40))
     source = "import torch_xla.core.xla_model as xm\n" + source
@@ -318,7 +318,9 @@ def test_ctrl_c_stops_the_run_and_lists_what_was_written(tmp_path: Path, jobs: s
         if run.poll() is None:  # timed out: end the run and its workers, not leave them
             os.killpg(run.pid, signal.SIGKILL)
             run.wait()
-    assert time.monotonic() - interrupted < 3
+    # it stops at once; the bound is loose so that a busy machine does not fail the test,
+    # yet far under the minute an unstoppable worker took
+    assert time.monotonic() - interrupted < 15
     assert run.returncode == 128 + sent, err
     changed = {p.name for p in tmp_path.iterdir() if p.read_text() != source}
     assert 3 <= len(changed) < 300, "the run was not interrupted part-way"
