@@ -10,6 +10,8 @@ under every typer the package allows.
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from typer.core import TyperArgument, TyperCommand
@@ -35,7 +37,8 @@ class Command(TyperCommand):
             if getattr(param, "hidden", False):
                 continue
             if isinstance(param, TyperArgument):
-                arguments.append((argument_metavar(param), getattr(param, "help", None) or ""))
+                arguments.append((argument_metavar(param), getattr(param, "help", None)
+                                  or declared_help(self.callback, param.name) or ""))
             elif (record := param.get_help_record(ctx)) is not None:
                 options.append((record[0], record[1].replace("\\[", "[")))
         for title, rows in (("Arguments", arguments), ("Options", options)):
@@ -50,3 +53,18 @@ def argument_metavar(param: Parameter) -> str:
     if not param.required:
         name = f"[{name}]"
     return name + ("..." if param.nargs != 1 else "")
+
+
+def declared_help(callback: Callable[..., object] | None, name: str | None) -> str | None:
+    """An argument's help as its command declares it (`Annotated[..., typer.Argument(help=)]`).
+    Typer before 0.26 beside click 8.3 and later hands the help to its argument, whose click
+    base class then sets it back to None; the declaration still has it."""
+    if callback is None or name is None:
+        return None
+    try:
+        # the commands' modules postpone annotations: they are strings until evaluated
+        annotation = inspect.signature(callback, eval_str=True).parameters[name].annotation
+    except (KeyError, NameError, TypeError, ValueError):
+        return None
+    return next((meta.help for meta in getattr(annotation, "__metadata__", ())
+                 if isinstance(getattr(meta, "help", None), str)), None)
