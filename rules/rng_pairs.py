@@ -16,7 +16,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from neuron_migrate.ruleapi.analysis import UNKNOWN, ast_dotted, reaching
+from neuron_migrate.ruleapi.analysis import UNKNOWN, ast_dotted, parents_by_id, reaching
 
 XM = "torch_xla.core.xla_model"
 GET, SET = f"{XM}.get_rng_state", f"{XM}.set_rng_state"
@@ -58,8 +58,7 @@ def rng_facts(tree: ast.Module) -> RngFacts:
     if not gets:
         return RngFacts({}, ())
     sets = {id(c) for c in calls if _qualname(c.func, names) == SET}
-    parents = {id(child): node for node in ast.walk(tree)
-               for child in ast.iter_child_nodes(node)}
+    parents = parents_by_id(tree)
     uses = _NameUses()
     pairs: dict[int, tuple[ast.stmt, ...]] = {}
     escaping: list[int] = []
