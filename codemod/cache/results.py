@@ -93,11 +93,13 @@ class ResultCache:
     def computed(self, path: Path, data: bytes, options: Options,
                  compute: Callable[[], FileResult]) -> FileResult:
         """`compute()`, kept for the next run with what it saw of other files, unless that
-        cannot be replayed, it failed, or (when writing) it changes the file."""
+        cannot be replayed or (when writing) it changes the file. A file that cannot be
+        parsed is kept with its error, which its bytes decide as they decide any result (the
+        Python version is in the key); an error from an exception nobody expected marks the
+        computation unrepeatable (`engine.failsafe.not_kept`)."""
         with outside.recording() as seen:
             result = compute()
-        if outside.was_unrepeatable() or result.error or result.skipped or \
-                (self.write and result.changed):
+        if outside.was_unrepeatable() or (self.write and result.changed):
             return result
         name = entry_name(str(path), digest(data), options, self.request)
         document = {"key": name, "result": codec.encode(result)}

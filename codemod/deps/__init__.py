@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.deps.ids import LAUNCH, PYTHON_IMAGE, PYTHON_PIN, REQUIRES_PYTHON
 from neuron_migrate.deps.launch_paths import ContainerPaths, HostPaths
-from neuron_migrate.engine.failsafe import beyond_limits
+from neuron_migrate.engine.failsafe import beyond_limits, not_kept
 from neuron_migrate.model import BY_POSITION, FileResult, Finding
 from neuron_migrate.registry import Registry
 
@@ -169,8 +169,10 @@ def scan_source(path: str, data: bytes, registry: Registry, fix: bool) -> FileRe
         return FileResult(path, _ordered(emitter.findings), original=data,
                           error=f"{where}: {problem}; file left untouched")
     except RecursionError:
+        not_kept()
         return FileResult(path, original=data, error=f"{path}: nested too deeply to read")
     except Exception as error:  # a bug must cost one file, never the run
+        not_kept()
         return FileResult(path, original=data, error=beyond_limits(path, data, error) or
                           f"{path}: internal error ({type(error).__name__}: {error}); "
                           "file left untouched, please report this")

@@ -8,6 +8,7 @@ import sys
 from collections import Counter
 from collections.abc import Callable
 
+from neuron_migrate.files import outside
 from neuron_migrate.model import FileResult
 
 
@@ -22,11 +23,22 @@ def never_raise(path: str, data: bytes, work: Callable[[], FileResult],
     except expected as error:
         return FileResult(path, original=data, error=str(error))
     except (RecursionError, MemoryError):  # the parser runs out of stack as a MemoryError
+        not_kept()
         return FileResult(path, original=data, error=too_deep(path, data))
     except Exception as error:
+        not_kept()
         return FileResult(path, original=data, error=beyond_limits(path, data, error) or
                           f"{path}: internal error ({type(error).__name__}: {error}); "
                           "file left untouched, please report this")
+
+
+def not_kept() -> None:
+    """Called where a file's work ended in an exception nobody expected: its result is not
+    kept by the result cache. A syntax error follows from the file's bytes and is kept like
+    any result; running out of stack or memory may follow from the machine instead (the
+    depth a worker's stack starts at, what else the process holds), and a bug is better met
+    again than remembered."""
+    outside.unrepeatable()
 
 
 def too_deep(path: str, data: bytes) -> str:

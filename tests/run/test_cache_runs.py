@@ -150,6 +150,37 @@ def test_workers_keep_what_they_compute(cached: Path, monkeypatch: pytest.Monkey
     _same(warm, uncached)
 
 
+def test_files_that_cannot_be_parsed_are_kept_with_their_error(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (cached / "broken.py").write_text("import torch_xla\nif True:\nprint(1)\n")
+    notebook = json.loads(json.dumps(NOTEBOOK))
+    notebook["cells"][0]["source"] = ["import torch_xla\n", "x = = 1\n"]
+    (cached / "broken.ipynb").write_text(json.dumps(notebook))
+    uncached = cli("check", "repo", "-j", "1", "--no-cache")
+    cli("check", "repo", "-j", "1")
+    computed = Computed(monkeypatch)
+    warm = cli("check", "repo", "-j", "1")
+    assert computed.taken() == []
+    assert uncached.exit_code == 2 and "broken.py:3: cannot parse" in uncached.stderr
+    assert "broken.ipynb" in uncached.stderr
+    _same(warm, uncached)
+
+
+def test_a_file_whose_migration_failed_unexpectedly_is_computed_again(
+        cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import neuron_migrate.engine.migrate as migrate
+
+    def failing(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(migrate, "_migrate_tree", failing)
+    cli("check", "repo", "-j", "1")
+    computed = Computed(monkeypatch)
+    warm = cli("check", "repo", "-j", "1")
+    assert "internal error (RuntimeError: a bug)" in warm.stderr
+    assert computed.taken() == ["explore.ipynb", "model.py", "train.py"]  # reach the engine
+
+
 def test_apply_writes_from_a_fresh_migration_and_keeps_only_unchanged_files(
         cached: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     reference = _tree(tmp_path / "reference")
