@@ -55,8 +55,10 @@ _WORD = re.compile(rb"\w+")
 class _Tree:
     """What a repository says about how its scripts may be started."""
 
-    launching: tuple[tuple[str, bytes], ...]
-    """(path, content) of the files holding a launcher word."""
+    texts: tuple[tuple[str, bytes], ...]
+    """(path, content) of every file that is not binary. Whether one holds a launcher word is
+    asked only of those that name the script: one search for the name costs a thirtieth of
+    searching every file for every word, and few files name a given script."""
     python: tuple[tuple[str, bytes], ...]
     """(path, content) of its Python files and notebooks (that may import a script)."""
 
@@ -74,14 +76,19 @@ def maybe_several_processes(path: str) -> bool:
         tree = _tree(str(root))
         if tree is None:
             return True
-        if any(other != str(real) and _names(Path(other), data, real)
-               for other, data in tree.launching):
+        name = real.name.encode()
+        if any(other != str(real) and name in data and _launches(data) and
+               _names(Path(other), data, real) for other, data in tree.texts):
             return True
         stem = real.stem.encode()
         if any(other != str(real) and stem in data and _imports(Path(other), data, real)
                for other, data in tree.python):
             return True
     return False
+
+
+def _launches(data: bytes) -> bool:
+    return any(word in data for word in LAUNCHER_WORDS)
 
 
 def _names(other: Path, data: bytes, script: Path) -> bool:
@@ -192,7 +199,7 @@ SETTLED = 3.0
 
 @functools.lru_cache(maxsize=16)
 def _tree(root: str) -> _Tree | None:
-    launching: list[tuple[str, bytes]] = []
+    texts: list[tuple[str, bytes]] = []
     python: list[tuple[str, bytes]] = []
     files = total = 0
     for folder, subfolders, names in os.walk(root):
@@ -200,6 +207,7 @@ def _tree(root: str) -> _Tree | None:
             subfolders[:] = []  # quote file names and launcher words
             continue
         subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS)
+        real_folder = os.path.realpath(folder)  # links are skipped: a name resolves to itself
         for file_name in names:
             files += 1
             if files > MAX_FILES:
@@ -217,9 +225,8 @@ def _tree(root: str) -> _Tree | None:
                 return None
             if b"\0" in data[:4096]:
                 continue  # binary
-            real = os.path.realpath(file_path)
-            if any(word in data for word in LAUNCHER_WORDS):
-                launching.append((real, data))
+            real = os.path.join(real_folder, file_name)
+            texts.append((real, data))
             if file_name.endswith((".py", ".ipynb", ".pyi")):
                 python.append((real, data))
-    return _Tree(tuple(launching), tuple(python))
+    return _Tree(tuple(texts), tuple(python))
