@@ -22,12 +22,8 @@ import sys
 from collections.abc import Iterable
 
 from neuron_migrate import __version__
+from neuron_migrate.files.digests import blake2b
 from neuron_migrate.model import Options
-
-try:  # hashlib's own BLAKE2, without hashlib loading OpenSSL for the digests it also offers
-    from _blake2 import blake2b
-except ImportError:  # an interpreter built without it
-    from hashlib import blake2b
 
 LIBRARIES = ("libcst", "packaging", "tomlkit", "yaml", "pathspec")
 """Libraries whose version can change a result (parsers and version comparisons)."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from neuron_migrate.cache.key import blake2b
+from neuron_migrate.files.digests import blake2b
 from neuron_migrate.cache.store import Store
 
 PREFIX = "pack-"

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from neuron_migrate.files.tree_walk import tree_digest
+
 _roots: dict[str, list[str]] | None = None
 _trees: dict[str, str | None] = {}
 
@@ -33,8 +35,6 @@ def _roots_of(folder: str) -> list[str]:
 
 
 def _tree_of(root: str) -> str | None:
-    from neuron_migrate.deps.script_mentions import tree_digest
-
     if root not in _trees:
         _trees[root] = tree_digest(root)
     return _trees[root]

@@ -20,7 +20,7 @@ import stat
 import time
 from pathlib import Path
 
-from neuron_migrate.cache.key import blake2b
+from neuron_migrate.files.digests import blake2b
 from neuron_migrate.cache.store import write_whole
 from neuron_migrate.files.bounded import SOURCE_LIMIT, read_bounded
 

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import ast
 import functools
-import hashlib
 import os
 import re
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from neuron_migrate.deps.launch_paths import roots_of
 from neuron_migrate.deps.launches import HOST_LAUNCHERS, TORCHRUN_MODULES, XLA_DIST
 from neuron_migrate.files import outside
+from neuron_migrate.files.tree_walk import CACHE_TAG, MAX_FILES, SKIPPED_FOLDERS, tree_digest
 
 LAUNCHER_WORDS: tuple[bytes, ...] = tuple(w.encode() for w in (
     "torchrun", *TORCHRUN_MODULES, *HOST_LAUNCHERS, XLA_DIST, "xla_dist", "nproc",
@@ -38,11 +37,6 @@ LAUNCHER_WORDS: tuple[bytes, ...] = tuple(w.encode() for w in (
 """Words of any command or configuration that may start a script several times. A file that
 holds one of them and names the script counts as starting it so."""
 
-SKIPPED_FOLDERS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__",
-                             "site-packages", ".venv", "venv", ".tox", ".mypy_cache",
-                             ".neuron-migrate-cache"})
-CACHE_TAG = "CACHEDIR.TAG"
-MAX_FILES = 20_000
 MAX_FILE_BYTES = 5 * 1024 * 1024
 MAX_TOTAL_BYTES = 200 * 1024 * 1024
 
@@ -159,42 +153,6 @@ def _imported_modules(path: Path, data: bytes) -> list[tuple[str, int]]:
             if base:
                 found.append((base, node.level))
     return found
-
-
-def tree_stamps(root: str) -> list[list[object]] | None:
-    """The stamp (size, inode, modification and status-change times) of every file `_tree`
-    reads below `root`, in a stable order, for a cached result to ask whether any changed;
-    None when one changed too recently to tell (`neuron_migrate.cache.stamps`)."""
-    found: list[list[object]] = []
-    settled = time.time() - SETTLED
-    for folder, subfolders, names in os.walk(root):
-        subfolders[:] = sorted(d for d in subfolders if d not in SKIPPED_FOLDERS)
-        if CACHE_TAG in names:
-            subfolders[:] = []
-            continue
-        for file_name in sorted(names):
-            try:
-                status = os.lstat(os.path.join(folder, file_name))
-            except OSError:
-                continue
-            if status.st_ctime_ns / 1e9 > settled:
-                return None
-            found.append([os.path.join(folder, file_name), status.st_size, status.st_ino,
-                          status.st_mtime_ns, status.st_ctime_ns, status.st_mode])
-            if len(found) > MAX_FILES:
-                break
-    return found
-
-
-def tree_digest(root: str) -> str | None:
-    """`tree_stamps` in a few bytes, as a cached result keeps it."""
-    stamps = tree_stamps(root)
-    return None if stamps is None else \
-        hashlib.blake2b(repr(stamps).encode(), digest_size=20).hexdigest()
-
-
-SETTLED = 3.0
-"""Seconds after its last change from which a file's stamp tells it is unchanged."""
 
 
 @functools.lru_cache(maxsize=16)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import os
 from dataclasses import dataclass
 from pathlib import Path
 

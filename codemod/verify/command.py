@@ -13,7 +13,6 @@ environment that cannot be made); the report always gives the reason.
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 from typing import Annotated, Optional

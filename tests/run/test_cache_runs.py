@@ -18,9 +18,10 @@ import pytest
 from conftest import Run, cli
 from neuron_migrate import per_file, runner
 from neuron_migrate.cache import key
-from neuron_migrate.deps import script_mentions
 from neuron_migrate.cache.location import DEFAULT_NAME, ENVIRONMENT, OFF
 from neuron_migrate.cache.pack import PREFIX
+from neuron_migrate.deps import script_mentions
+from neuron_migrate.files import tree_walk
 from neuron_migrate.report.formats import RUN_FORMATS
 
 MODEL = """\
@@ -310,7 +311,7 @@ if __name__ == "__main__":
 def test_a_new_launcher_elsewhere_changes_a_script_it_starts(
         cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (cached / "solo.py").write_text(SOLO)
-    monkeypatch.setattr(script_mentions, "SETTLED", -1.0)  # files written just now count
+    monkeypatch.setattr(tree_walk, "SETTLED", -1.0)  # files written just now count
     alone = _findings(cli("check", "repo", "-j", "1", "--format", "json"), "solo.py")
     computed = Computed(monkeypatch)
     again = _findings(cli("check", "repo", "-j", "1", "--format", "json"), "solo.py")
