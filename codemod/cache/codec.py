@@ -70,13 +70,13 @@ def _finding(finding: Finding, path: str) -> list[Any]:
 def _finding_of(row: list[Any], path: str) -> Finding:
     """The finding of a row `_finding` wrote. Built without `Finding.__init__`: its message
     was clipped before it was kept, and a large repository's warm run reads thousands."""
-    if not isinstance(row, list) or len(row) < _REQUIRED or len(row) > len(_FINDING_FIELDS):
+    if type(row) is not list or not _REQUIRED <= len(row) <= len(_NAMES):
         raise ValueError("not a finding")
     values = dict(_DEFAULTS)
     values.update(zip(_NAMES, row))
     if values["path"] is None:
         values["path"] = path
-    values["kind"] = Kind(values["kind"])
+    values["kind"] = _KINDS[values["kind"]]  # KeyError for a kind this version lacks
     values["message"] = sys.intern(str(values["message"]))
     finding = object.__new__(Finding)
     finding.__dict__.update(values)
@@ -86,5 +86,7 @@ def _finding_of(row: list[Any], path: str) -> Finding:
 _FINDING_FIELDS = dataclasses.fields(Finding)
 _NAMES = tuple(field.name for field in _FINDING_FIELDS)
 _DEFAULTS = {field.name: field.default for field in _FINDING_FIELDS}
+_KINDS = {kind.value: kind for kind in Kind}
+"""A kind by its value: what `Kind(value)` answers, without the enum's call machinery."""
 _REQUIRED = 6
 """path, line, column, rule_id, kind, message: the fields without a default."""

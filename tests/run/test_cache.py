@@ -37,7 +37,10 @@ def test_a_result_comes_back_equal_field_by_field() -> None:
 @pytest.mark.parametrize("document", [
     {"findings": [{"line": 1}]}, {"path": 3}, {"original": "not base64!"},
     {"path": "x.py", "unknown": 1}, {"path": "x.py", "findings": [{"path": "x.py", "line": 1,
-     "column": 1, "rule_id": "NM1", "kind": "nonsense", "message": "m"}]}])
+     "column": 1, "rule_id": "NM1", "kind": "nonsense", "message": "m"}]},
+    {"path": "x.py", "findings": [[None, 1, 1, "NM1", "nonsense", "m"]]},
+    {"path": "x.py", "findings": [[None, 1, 1, "NM1", ["fix"], "m"]]},
+    {"path": "x.py", "findings": [[None, 1, 1, "NM1", "fix"]]}])
 def test_a_document_it_did_not_write_is_refused(document: dict) -> None:
     with pytest.raises((KeyError, TypeError, ValueError)):
         codec.decode(document)
