@@ -1,30 +1,21 @@
 """What start-up needs to know about the rule catalogue, without loading it.
 
 The rule modules import LibCST (about a second of start-up on a busy machine). `--version`,
-`rules`, `--select` checking and the per-file token prefilter need only the rules' ids, names,
-kinds, summaries and tokens, so those are written out once into `codemod/catalogue_index.py`.
-A test checks that the index equals the catalogue; after adding or changing a rule, regenerate
-it with `python -m neuron_migrate.catalogue --write`.
+`rules`, `--select` checking, the per-file token prefilter and a report of cached results need
+only the rules' ids, names, kinds, summaries, documentation links and tokens, so those are
+written out once into `codemod/catalogue_index.py`. A test checks that the index equals the
+catalogue; after adding or changing a rule, regenerate it with
+`python -m neuron_migrate.catalogue --write`.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import NamedTuple
-
 from neuron_migrate import catalogue_index, registry
+from neuron_migrate.registry import RuleLine
 
 INDEX = Path(__file__).with_name("catalogue_index.py")
-
-
-class RuleLine(NamedTuple):
-    """One rule as `neuron-migrate rules` lists it."""
-
-    id: str
-    name: str
-    kind: str
-    summary: str
 
 
 def rule_lines() -> tuple[RuleLine, ...]:
@@ -66,7 +57,7 @@ def index_source() -> str:
         f"CUDA_TOKENS = {tuple(cuda_tokens)!r}",
         "",
         "RULES = (",
-        *(f"    {(r.id, r.name, str(r.kind), r.summary)!r}," for r in rules),
+        *(f"    {(r.id, r.name, str(r.kind), r.summary, r.doc_url)!r}," for r in rules),
         ")",
         "",
     ]

@@ -20,6 +20,7 @@ import sys
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 
 from neuron_migrate.engine_size import parse_size
 from neuron_migrate.files.bounded import CONFIG_LIMIT, Refused, read_bounded
@@ -27,10 +28,16 @@ from neuron_migrate.model import SOURCES
 from neuron_migrate.options import KEYS
 from neuron_migrate.target import TARGETS
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+
+def _toml() -> ModuleType:
+    """The TOML reader, imported only when a configuration is read: most runs find none,
+    or a pyproject.toml that cannot hold one (`_table_in`)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
+
 
 TABLE = "neuron-migrate"
 OWN_FILES = (".neuron-migrate.toml", "neuron-migrate.toml")
@@ -157,9 +164,10 @@ _ABSENT = object()
 
 def _own_table(path: Path, data: bytes) -> object:
     """The whole document of one of our own files."""
+    toml = _toml()
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        return toml.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, toml.TOMLDecodeError) as error:
         raise ConfigError(f"{path}: not valid TOML ({error})") from error
 
 
@@ -174,9 +182,10 @@ def _table_in(pyproject: Path, data: bytes) -> object:
     header alone)."""
     if TABLE.encode() not in data and b"\\u" not in data and b"\\U" not in data:
         return _ABSENT
+    toml = _toml()
     try:
-        document = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        document = toml.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, toml.TOMLDecodeError) as error:
         if TABLE.encode() not in data:  # only an escape sequence somewhere: someone else's
             return _ABSENT
         raise ConfigError(f"{pyproject}: cannot read [tool.{TABLE}]: not valid TOML "

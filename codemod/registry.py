@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from neuron_migrate import catalogue_index
 from neuron_migrate.model import Options
 
 if TYPE_CHECKING:  # the rules import LibCST: a run that parses nothing never loads them
@@ -24,6 +26,21 @@ STAR_IMPORT = "NM703"
 XLA_BY_NAME = "NM715"
 XLA_ERA = "NM960"
 """Findings the engine itself makes; their documentation lives in `rules/` like any other."""
+
+
+class RuleLine(NamedTuple):
+    """What a report says of a rule beside its findings, and `neuron-migrate rules` lists."""
+
+    id: str
+    name: str
+    kind: str
+    summary: str
+    doc_url: str
+
+
+@functools.lru_cache(maxsize=1)
+def _indexed() -> dict[str, RuleLine]:
+    return {entry[0]: RuleLine(*entry) for entry in catalogue_index.RULES}
 
 
 class Registry:
@@ -130,6 +147,12 @@ class Registry:
 
     _last_prefilter: tuple[bytes, bool] | None = None
 
+    def line(self, rule_id: str) -> RuleLine | None:
+        """The rule's name, kind, summary and documentation, or None for an unknown id."""
+        rule = self.by_id.get(rule_id)
+        return None if rule is None else RuleLine(rule.id, rule.name, str(rule.kind),
+                                                  rule.summary, rule.doc_url)
+
     def prefilter(self, data: bytes) -> bool:
         """Whether the file holds an XLA-era token. A run asks it of the same bytes more than
         once (where to migrate a file, then whether to parse it), and a file without any
@@ -178,6 +201,14 @@ class DeferredRegistry(Registry):
             self.__dict__.update({k: v for k, v in self._loaded.__dict__.items()
                                   if k not in ("options", "tokens")})
         return self._loaded
+
+    def line(self, rule_id: str) -> RuleLine | None:
+        """From the catalogue's index while the rules are not loaded: a report of results
+        taken from the cache prints every finding's documentation link, and should not load
+        LibCST and every rule for it."""
+        if self._loaded is not None:
+            return self._loaded.line(rule_id)
+        return _indexed().get(rule_id)
 
     def __getattr__(self, name: str) -> Any:
         """Only attributes a loaded registry has and this one lacks get here."""

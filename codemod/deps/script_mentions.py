@@ -21,7 +21,8 @@ import ast
 import functools
 import os
 import re
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from neuron_migrate.deps.launch_paths import roots_of
@@ -55,6 +56,14 @@ class _Tree:
     searching every file for every word, and few files name a given script."""
     python: tuple[tuple[str, bytes], ...]
     """(path, content) of its Python files and notebooks (that may import a script)."""
+    imported: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    """What each Python file imports (`_imported_modules`), once read: a run asks it of the
+    same files for every script it searches for."""
+
+    def imports_of(self, path: str, data: bytes) -> list[tuple[str, int]]:
+        if path not in self.imported:
+            self.imported[path] = _imported_modules(data)
+        return self.imported[path]
 
 
 def maybe_several_processes(path: str) -> bool:
@@ -74,11 +83,24 @@ def maybe_several_processes(path: str) -> bool:
         if any(other != str(real) and name in data and _launches(data) and
                _names(Path(other), data, real) for other, data in tree.texts):
             return True
-        stem = real.stem.encode()
-        if any(other != str(real) and stem in data and _imports(Path(other), data, real)
+        mentions = _stem_mentions(real.stem)
+        if any(other != str(real) and mentions(data) and
+               _imports(Path(other), data, real, tree.imports_of(other, data))
                for other, data in tree.python):
             return True
     return False
+
+
+def _stem_mentions(stem: str) -> Callable[[bytes], bool]:
+    """Whether a file may import a module named `stem`: it holds the name, and, in a file of
+    plain ASCII, holds it as a whole word (a module name is one in every way a file can
+    import it). A file that is not plain ASCII is only asked for the name: Python normalises
+    the identifiers it reads (a fullwidth letter reads as its ASCII one), so the bytes need
+    not spell the name the parser sees. Common stems (`train`) are in most files of an ML
+    repository, and parsing each of them is what a launch search spent most on."""
+    name = stem.encode()
+    word = re.compile(rb"(?<!\w)" + re.escape(name) + rb"(?!\w)")
+    return lambda data: name in data and (not data.isascii() or word.search(data) is not None)
 
 
 def _launches(data: bytes) -> bool:
@@ -109,13 +131,14 @@ def _names(other: Path, data: bytes, script: Path) -> bool:
     return False
 
 
-def _imports(other: Path, data: bytes, script: Path) -> bool:
+def _imports(other: Path, data: bytes, script: Path,
+             imported: list[tuple[str, int]]) -> bool:
     """Whether the Python file (or notebook) `other` may import the script as a module: by
     its bare name from the script's own folder (or after changing `sys.path`), by a dotted
     name whose packages are the script's last folders, relatively from inside its folder, or
     through importlib/runpy."""
     stem = script.stem
-    for module, level in _imported_modules(other, data):
+    for module, level in imported:
         parts = module.split(".")
         if stem not in parts:
             continue
@@ -134,7 +157,7 @@ def _imports(other: Path, data: bytes, script: Path) -> bool:
 _DYNAMIC = re.compile(rb"""(?:import_module|__import__|run_module)\(\s*["']([\w.]+)["']""")
 
 
-def _imported_modules(path: Path, data: bytes) -> list[tuple[str, int]]:
+def _imported_modules(data: bytes) -> list[tuple[str, int]]:
     """(dotted name, relative level) of everything the file imports; a file that does not
     parse (a notebook, Python 2) is read line by line."""
     found = [(m.group(1).decode(), 0) for m in _DYNAMIC.finditer(data)]

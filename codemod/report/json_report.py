@@ -62,7 +62,7 @@ def _findings(file: FileResult, result: RunResult, registry: Registry,
 
 def _finding(finding: Finding, registry: Registry, written: bool,
              edits: FileEdits) -> dict[str, object]:
-    rule = registry.by_id.get(finding.rule_id)
+    rule = registry.line(finding.rule_id)
     end_line, end_column = edits.end(finding)
     return {
         "path": finding.path,

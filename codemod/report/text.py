@@ -99,7 +99,7 @@ def _explain(finding: Finding, registry: Registry) -> Iterator[tuple[str, str]]:
     if finding.suggestion:
         suggestion = finding.suggestion.replace("\n", "\n      ")
         yield f"      suggested: {suggestion}", "plain"
-    rule = registry.by_id.get(finding.rule_id)
+    rule = registry.line(finding.rule_id)
     if rule is not None:
         yield f"      docs: {rule.doc_url}", "dim"
 

@@ -24,6 +24,7 @@ included: they start only once a file needs them)."""
 _PROBE = """
 import json, sys
 sys.argv = ["neuron-migrate", *sys.argv[1:]]
+{prelude}
 from neuron_migrate.entry import main
 try:
     main()
@@ -43,10 +44,13 @@ _NOTEBOOK = {
 }
 
 
-def _probe(*args: str | Path, cwd: Path, source: str = "") -> tuple[int, list[str], str]:
+def _probe(*args: str | Path, cwd: Path, source: str = "",
+           heavy: tuple[str, ...] = HEAVY, prelude: str = "") -> tuple[int, list[str], str]:
     """Run the executable's entry point in a fresh interpreter (`source` on its standard
-    input); its exit status, which of HEAVY it imported, and what it printed."""
-    done = subprocess.run([sys.executable, "-c", _PROBE.format(heavy=HEAVY), *map(str, args)],
+    input, `prelude` run first); its exit status, which of `heavy` it imported, and what it
+    printed."""
+    code = _PROBE.format(heavy=heavy, prelude=prelude)
+    done = subprocess.run([sys.executable, "-c", code, *map(str, args)],
                           cwd=cwd, capture_output=True, text=True, timeout=120, input=source,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
     report = json.loads(done.stderr.strip().splitlines()[-1])
@@ -90,6 +94,41 @@ def test_a_file_with_an_xla_token_still_gets_the_engine(tmp_path: Path) -> None:
     status, loaded, out = _probe("check", "old.py", cwd=tmp_path)
     assert status == 1 and {"libcst", "neuron_migrate.rules"} <= set(loaded)
     assert "NM110" in out
+
+
+_LONE_SCRIPT = """\
+import torch
+import torch_xla.core.xla_model as xm
+
+
+def fit(out):
+    line = torch.nn.Linear(1, 1).to(xm.xla_device())
+    xm.save(line.state_dict(), out)
+
+
+if __name__ == "__main__":
+    fit("line.pt")
+"""
+
+
+def test_a_warm_re_check_loads_no_parser(tmp_path: Path) -> None:
+    """Everything from the cache: a script whose launch search is replayed by the stamps of
+    the files it read, a file that does not parse, kept with its error, and a report whose
+    documentation links come from the catalogue's index."""
+    (tmp_path / "fit.py").write_text(_LONE_SCRIPT)
+    (tmp_path / "broken.py").write_text("import torch_xla\nif True:\nprint(1)\n")
+    (tmp_path / "requirements.txt").write_text("torch-neuronx==2.1.2\n")
+    # rich prints the summary table and the error: a report needs it, a quiet run does not
+    heavy = (*(name for name in HEAVY if name != "rich"), "packaging", "tomllib", "tomli",
+             "neuron_migrate.deps.launches")
+    # files written this instant count as settled (else the search is not kept)
+    settled = "import neuron_migrate.files.tree_walk as walk; walk.SETTLED = -1.0"
+    cold = _probe("check", ".", cwd=tmp_path, heavy=heavy, prelude=settled)
+    assert cold[0] == 2 and "libcst" in cold[1] and "one process" in cold[2]
+    entries = [p.read_text() for p in (tmp_path / ".neuron-migrate-cache").iterdir()]
+    assert any('"tree"' in entry for entry in entries)  # the launch search was kept
+    warm = _probe("check", ".", cwd=tmp_path, heavy=heavy, prelude=settled)
+    assert warm == (cold[0], [], cold[2])
 
 
 def test_the_index_matches_the_catalogue() -> None:

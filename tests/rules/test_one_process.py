@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from neuron_migrate.deps import script_mentions
 from neuron_migrate.deps.script_mentions import maybe_several_processes
 from tests.conftest import cli
 
@@ -60,6 +61,8 @@ def test_a_lone_script_saves_its_cpu_copy_without_group_or_barrier(in_tmp: Path)
     ("sub/driver.py", "from scripts import (\n    other,\n    fit_line,\n)\n"),
     ("scripts/driver.py", "import importlib\nimportlib.import_module('fit_line')\n"),
     ("scripts/inner/driver.py", "from .. import fit_line\n"),
+    # Python reads a fullwidth letter as its ASCII one: the bytes never spell the word
+    ("scripts/driver.py", "# fit_lines\nimport \uff46it_line\n"),
 ])
 def test_a_script_its_repository_may_start_several_times_keeps_the_machinery(
         in_tmp: Path, launcher: str, content: str) -> None:
@@ -115,6 +118,20 @@ def test_a_notebook_is_one_process(in_tmp: Path) -> None:
     text = "".join(c["source"] for c in json.loads((in_tmp / "fit.ipynb").read_text())["cells"])
     assert "torch.save(_neuron_to_device(line.state_dict(), \"cpu\"), 'line.pt')" in text
     assert "_neuron_save" not in text
+
+
+def test_only_files_naming_the_module_as_a_word_are_parsed(
+        in_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    parsed: list[bytes] = []
+    original = script_mentions._imported_modules
+    monkeypatch.setattr(script_mentions, "_imported_modules",
+                        lambda data: parsed.append(data) or original(data))
+    (in_tmp / ".git").mkdir()
+    (in_tmp / "fit_lines.py").write_text("fit_lines_total = 1  # fit_line_x\n")
+    (in_tmp / "uses.py").write_text("import fit_line\n")
+    (in_tmp / "fit_line.py").write_text("x = 1\n")
+    assert maybe_several_processes(str(in_tmp / "fit_line.py"))
+    assert parsed == [b"import fit_line\n"]
 
 
 def test_text_with_no_file_on_disk_may_be_several(tmp_path: Path) -> None:
