@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import bisect
+import collections
 from collections.abc import Iterator
 
 _SCALARS = frozenset({"ctx", "id", "attr", "arg", "module", "level", "asname", "is_async",
@@ -45,6 +46,24 @@ def every_node(root: ast.AST) -> list[ast.AST]:
             elif isinstance(value, node_type):
                 pending.append(value)
     return found
+
+
+def in_walk_order(root: ast.AST) -> Iterator[ast.AST]:
+    """The nodes `ast.walk(root)` yields, in its order (breadth first, fields in their
+    declared order), expression contexts left out: for a reader whose answer depends on
+    which node comes first."""
+    pending = collections.deque([root])
+    fields, known, node_type = _FIELDS, _fields, ast.AST
+    while pending:
+        node = pending.popleft()
+        names = fields.get(type(node))
+        for name in known(type(node)) if names is None else names:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                pending.extend(item for item in value if isinstance(item, node_type))
+            elif isinstance(value, node_type):
+                pending.append(value)
+        yield node
 
 
 def parents_by_id(root: ast.AST) -> dict[int, ast.AST]:

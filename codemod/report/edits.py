@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from neuron_migrate.analysis.nodes import in_walk_order
+from neuron_migrate.collector import collected_after
 from neuron_migrate.files.diff import LineMatcher, split_lines, unified_diff
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.report.summary import line_in_file
@@ -92,8 +94,8 @@ class FileEdits:
     def _tree(self) -> ast.Module | None:
         if self._old is None or not self.file.path.endswith((".py", ".pyi", "-")):
             return None
-        try:
-            with warnings.catch_warnings():
+        try:  # no collection while it parses: each would walk every result the run holds
+            with warnings.catch_warnings(), collected_after():
                 warnings.simplefilter("ignore")
                 return ast.parse("".join(self._old))
         except (SyntaxError, ValueError):
@@ -107,7 +109,7 @@ class FileEdits:
         statements: dict[tuple[int, int], ast.AST] = {}
         if self._tree is None:
             return starts
-        for node in ast.walk(self._tree):  # outer nodes come first
+        for node in in_walk_order(self._tree):  # outer nodes come first
             if not hasattr(node, "end_lineno") or node.end_lineno is None:  # type: ignore[attr-defined]
                 continue
             key = (node.lineno, node.col_offset)  # type: ignore[attr-defined]

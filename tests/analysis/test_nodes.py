@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id
+from neuron_migrate.analysis.nodes import every_node, in_walk_order, nodes_on_lines, parents_by_id
 from tests.conftest import FIXTURES, SOURCES, source_id
 
 _SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
@@ -61,6 +61,21 @@ def test_every_node_of_every_kind_of_syntax() -> None:
     assert not any(isinstance(n, ast.expr_context) for n in every_node(tree))
     inner = tree.body[-1].body[0]  # type: ignore[attr-defined]
     assert collections.Counter(id(n) for n in every_node(inner)) == _walked(inner)
+
+
+def _walk_order(tree: ast.AST) -> list[int]:
+    return [id(n) for n in ast.walk(tree) if not isinstance(n, ast.expr_context)]
+
+
+@pytest.mark.parametrize("source", SOURCES[::7], ids=source_id)
+def test_walk_order_is_ast_walk_s_without_contexts(source: Path) -> None:
+    tree = ast.parse(source.read_bytes())
+    assert [id(n) for n in in_walk_order(tree)] == _walk_order(tree)
+
+
+def test_walk_order_of_every_kind_of_syntax() -> None:
+    tree = ast.parse(EVERY_SYNTAX)
+    assert [id(n) for n in in_walk_order(tree)] == _walk_order(tree)
 
 
 @pytest.mark.parametrize("source", [*SOURCES[::7], *sorted((FIXTURES / "cuda").glob("*.py"))],
