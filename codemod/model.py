@@ -90,6 +90,11 @@ class FileResult:
     ones they call), which the run writes there (`neuron_migrate.helpers_module`)."""
     helpers_module: str | None = None
     """That module's absolute path."""
+    ends: tuple[tuple[int, int, int, int], ...] = ()
+    """(line, column, end line, end column) of the code each finding starting at (line,
+    column) spans, worked out where the file was migrated for the reports that hand fixes on
+    (`neuron_migrate.report.edits`), and kept with the result in the cache: a warm run's
+    report need not parse the file again. Empty when no such report was asked for."""
 
     def __post_init__(self) -> None:
         for name in ("error", "skipped", "note"):  # they may quote a whole line of input

@@ -12,6 +12,13 @@ from neuron_migrate.model import FileResult, Finding, Kind
 _BYTES = frozenset({"original", "new_source"})
 _PAIRS = frozenset({"instances"})
 _STRINGS = frozenset({"helpers"})
+_POSITIONS = frozenset({"ends"})
+
+
+def _position(row: list[Any]) -> tuple[int, int, int, int]:
+    if type(row) is not list or len(row) != 4 or any(type(n) is not int for n in row):
+        raise ValueError("not a position")
+    return tuple(row)  # type: ignore[return-value]
 
 
 def encode(result: FileResult) -> dict[str, Any]:
@@ -27,7 +34,7 @@ def encode(result: FileResult) -> dict[str, Any]:
             import base64  # only results kept with their sources (a diff) hold bytes
 
             value = base64.b64encode(value).decode("ascii")
-        elif field.name in _PAIRS:
+        elif field.name in _PAIRS or field.name in _POSITIONS:
             value = [list(pair) for pair in value]
         elif field.name in _STRINGS:
             value = list(value)
@@ -49,6 +56,8 @@ def decode(document: dict[str, Any]) -> FileResult:
             value = tuple((int(line), str(text)) for line, text in value)
         elif name in _STRINGS:
             value = tuple(value)
+        elif name in _POSITIONS:
+            value = tuple(_position(row) for row in value)
         fields[name] = value
     result = FileResult(**fields)
     if not isinstance(result.path, str):

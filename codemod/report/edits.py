@@ -131,9 +131,22 @@ class FileEdits:
         except (ValueError, AttributeError, TypeError):
             return None
 
+    @cached_property
+    def _known(self) -> dict[Position, Position]:
+        return {(line, column): (end_line, end_column)
+                for line, column, end_line, end_column in self.file.ends}
+
+    def ends(self) -> tuple[tuple[int, int, int, int], ...]:
+        """What `FileResult.ends` keeps: the end of each finding outside a notebook cell
+        (whose end is its line's, found without parsing)."""
+        return tuple(sorted({(f.line, f.column, *self.end(f)) for f in self.file.findings
+                             if f.cell is None}))
+
     def end(self, finding: Finding) -> Position:
         """Where the finding's code ends, in the coordinates of its `line` and `column`."""
         line, column = finding.line, finding.column
+        if finding.cell is None and (line, column) in self._known:
+            return self._known[(line, column)]
         if finding.cell is not None:
             cells = self._cells
             text = cells[finding.cell][line - 1] if cells is not None and \

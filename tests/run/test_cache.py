@@ -23,7 +23,8 @@ def _result() -> FileResult:
                           cell_id="abc", file_line=40, suggestion="y = 1\n")),
         original=b"a = 1\r\n\xff\x00", new_source=b"b = 2\n", encoding="latin-1",
         instances=((4, "trn2.48xlarge"),), modified=False, note=None,
-        helpers=("_neuron_save",), helpers_module="/abs/helpers.py")
+        helpers=("_neuron_save",), helpers_module="/abs/helpers.py",
+        ends=((3, 5, 3, 20), (9, 1, 11, 4)))
 
 
 def test_a_result_comes_back_equal_field_by_field() -> None:
@@ -40,7 +41,8 @@ def test_a_result_comes_back_equal_field_by_field() -> None:
      "column": 1, "rule_id": "NM1", "kind": "nonsense", "message": "m"}]},
     {"path": "x.py", "findings": [[None, 1, 1, "NM1", "nonsense", "m"]]},
     {"path": "x.py", "findings": [[None, 1, 1, "NM1", ["fix"], "m"]]},
-    {"path": "x.py", "findings": [[None, 1, 1, "NM1", "fix"]]}])
+    {"path": "x.py", "findings": [[None, 1, 1, "NM1", "fix"]]},
+    {"path": "x.py", "ends": [[1, 1, 2]]}, {"path": "x.py", "ends": [[1, 1, 2, "3"]]}])
 def test_a_document_it_did_not_write_is_refused(document: dict) -> None:
     with pytest.raises((KeyError, TypeError, ValueError)):
         codec.decode(document)

@@ -151,6 +151,19 @@ def test_workers_keep_what_they_compute(cached: Path, monkeypatch: pytest.Monkey
     _same(warm, uncached)
 
 
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_a_warm_report_takes_where_findings_end_from_the_cache(
+        cached: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    from neuron_migrate.report.edits import FileEdits
+
+    uncached = cli("check", "repo", "-j", "1", "--format", fmt, "--no-cache")
+    cli("check", "repo", "-j", "1", "--format", fmt)
+    monkeypatch.setattr(FileEdits, "_starts", property(
+        lambda self: pytest.fail(f"{self.file.path} parsed again for its findings' ends")))
+    warm = cli("check", "repo", "-j", "1", "--format", fmt)
+    _same(warm, uncached)
+
+
 def test_files_that_cannot_be_parsed_are_kept_with_their_error(
         cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (cached / "broken.py").write_text("import torch_xla\nif True:\nprint(1)\n")
