@@ -232,7 +232,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
                      python=not scan_only,
                      strict=scan_only, protected=protected, only=only,
                      audit=request.mode is Mode.AUDIT, found=found, settings=files,
-                     cache=_cache(request, keep, writes))
+                     cache=_cache(request, keep, writes), ends=_renderer(request).ends)
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
         return finished
@@ -268,7 +268,7 @@ def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
     if store is None:
         return None
     return ResultCache(store, f"mode={request.mode.value};keep={keep};"
-                       f"code={not request.mode.scan_only}",
+                       f"code={not request.mode.scan_only};ends={_renderer(request).ends}",
                        write=writes, command="\0".join(map(str, request.paths)))
 
 

@@ -34,6 +34,7 @@ class Job:
     audit: bool = False  # `audit`: the readiness rules only, on every file that uses torch
     settings: FileSettings | None = None  # each file's configuration, when they differ
     cache: ResultCache | None = None  # results kept from earlier runs (`neuron_migrate.cache`)
+    ends: bool = False  # where each finding ends, for a report that says it (JSON, SARIF)
 
     @property
     def generate(self) -> bool:

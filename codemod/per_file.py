@@ -47,14 +47,14 @@ def _computed(path: Path, data: bytes, job: Job) -> FileResult:
             result.original is not None:  # less to send
         result = dataclasses.replace(result, original=None, new_source=None,
                                      modified=result.changed)
-    elif job.keep_sources and result.findings and result.original is not None:
+    elif job.ends and result.findings and result.original is not None:
         result = _with_ends(result)
     return result
 
 
 def _with_ends(result: FileResult) -> FileResult:
-    """Where each finding's code ends, for the reports that hand fixes on (they keep the
-    sources): worked out here, where the file is migrated (in a worker, beside the others),
+    """Where each finding's code ends, for the reports that say it (which keep the sources):
+    worked out here, where the file is migrated (in a worker, beside the others),
     and kept with the result, rather than by parsing the file again in every run's report."""
     from neuron_migrate.report.edits import FileEdits
 

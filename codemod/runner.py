@@ -67,13 +67,14 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
         protected: frozenset[Path] = frozenset(),
         only: frozenset[Path] | None = None, audit: bool = False,
         found: Discovery | None = None, settings: FileSettings | None = None,
-        cache: ResultCache | None = None) -> RunResult:
+        cache: ResultCache | None = None, ends: bool = False) -> RunResult:
     """Migrate every file under `paths`. The result does not depend on `jobs`.
 
     `protected` files are migrated but not written; with `only`, files outside it are skipped.
     `found`: the files, when the caller has discovered them (with each file's configuration,
     whose rules `settings` hold). `cache`: results kept by earlier runs, and where to keep
-    this one's.
+    this one's. `ends`: each result says where its findings end (`FileResult.ends`), for a
+    report that prints it.
     """
     if found is None:
         found = discover(paths, excludes, accept_for(python, audit))
@@ -84,7 +85,7 @@ def run(paths: Iterable[Path], registry: Registry, write: bool,
     if only is not None:
         found.files = [f for f in found.files if f.resolve() in only]
     job = Job(registry, write, keep_sources, per_file_ignores, protected, python, audit,
-              settings, cache)
+              settings, cache, ends)
     results: list[FileResult] = []
     interrupts = Interrupts()
     with fewer_collections(), interrupts.installed(), contextlib.closing(

@@ -100,4 +100,4 @@ def _render(report: RunReport) -> str:
     return render_json(report.result, report.registry, report.mode)
 
 
-JSON = RunFormat(_render, keeps_sources=True)
+JSON = RunFormat(_render, keeps_sources=True, ends=True)

@@ -63,16 +63,20 @@ class RunRenderer(Renderer[RunReport], Protocol):
     """A format of the migration commands. `human`: read by people, so the command shows its
     control characters as escapes (`neuron_migrate.printable`; the other formats escape them
     in their own syntax). `keeps_sources`: it needs each file as it was and as it becomes
-    (diffs, fix edits, where findings end), which the run otherwise drops early."""
+    (diffs, fix edits, where findings end), which the run otherwise drops early. `ends`: it
+    says where each finding's code ends, which the run then works out where each file is
+    migrated (`FileResult.ends`)."""
 
     human: bool
     keeps_sources: bool
+    ends: bool
 
 
 @dataclass(frozen=True)
 class RunFormat(Format[RunReport]):
     human: bool = False
     keeps_sources: bool = False
+    ends: bool = False
 
 
 class UnknownFormat(ValueError):

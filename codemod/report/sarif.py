@@ -131,4 +131,4 @@ def _render(report: RunReport) -> str:
     return render_sarif(report.result, report.registry)
 
 
-SARIF = RunFormat(_render, keeps_sources=True)
+SARIF = RunFormat(_render, keeps_sources=True, ends=True)

@@ -164,6 +164,15 @@ def test_a_warm_report_takes_where_findings_end_from_the_cache(
     _same(warm, uncached)
 
 
+@pytest.mark.parametrize("args", [["--diff"], ["--format", "markdown"]])
+def test_a_report_that_does_not_say_where_findings_end_does_not_work_it_out(
+        cached: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
+    from neuron_migrate.report.edits import FileEdits
+
+    monkeypatch.setattr(FileEdits, "ends", lambda self: pytest.fail("ends worked out"))
+    assert cli("check", "repo", "-j", "1", *args).exit_code == 1
+
+
 def test_files_that_cannot_be_parsed_are_kept_with_their_error(
         cached: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (cached / "broken.py").write_text("import torch_xla\nif True:\nprint(1)\n")
