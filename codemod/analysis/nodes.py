@@ -34,17 +34,10 @@ def every_node(root: ast.AST) -> list[ast.AST]:
     """`root` and every node under it, expression contexts left out, in no set order."""
     found: list[ast.AST] = []
     pending: list[ast.AST] = [root]
-    fields, known, node_type = _FIELDS, _fields, ast.AST
     while pending:
         node = pending.pop()
         found.append(node)
-        names = fields.get(type(node))
-        for name in known(type(node)) if names is None else names:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                pending.extend(item for item in value if isinstance(item, node_type))
-            elif isinstance(value, node_type):
-                pending.append(value)
+        _hold_children(node, pending)
     return found
 
 
@@ -53,17 +46,22 @@ def in_walk_order(root: ast.AST) -> Iterator[ast.AST]:
     declared order), expression contexts left out: for a reader whose answer depends on
     which node comes first."""
     pending = collections.deque([root])
-    fields, known, node_type = _FIELDS, _fields, ast.AST
     while pending:
         node = pending.popleft()
-        names = fields.get(type(node))
-        for name in known(type(node)) if names is None else names:
-            value = getattr(node, name, None)
-            if type(value) is list:
-                pending.extend(item for item in value if isinstance(item, node_type))
-            elif isinstance(value, node_type):
-                pending.append(value)
+        _hold_children(node, pending)
         yield node
+
+
+def _hold_children(node: ast.AST, pending: list[ast.AST] | collections.deque[ast.AST],
+                   node_type: type = ast.AST) -> None:
+    """Add the nodes `node` holds to `pending`, in the order of its fields."""
+    names = _FIELDS.get(type(node))
+    for name in _fields(type(node)) if names is None else names:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            pending.extend(item for item in value if isinstance(item, node_type))
+        elif isinstance(value, node_type):
+            pending.append(value)
 
 
 def parents_by_id(root: ast.AST) -> dict[int, ast.AST]:
