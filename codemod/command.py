@@ -218,7 +218,8 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
              destination: Destination | None) -> int:
     """The run over the files found, its report and its exit status. A run that writes first
     removes the temporary files a killed run left beside them."""
-    keep = request.show_diff or _renderer(request).keeps_sources
+    renderer = _renderer(request)
+    keep = request.show_diff or renderer.keeps_sources
     scan_only = request.mode.scan_only
     writes = request.mode.writes
     if writes:
@@ -232,7 +233,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
                      python=not scan_only,
                      strict=scan_only, protected=protected, only=only,
                      audit=request.mode is Mode.AUDIT, found=found, settings=files,
-                     cache=_cache(request, keep, writes), ends=_renderer(request).ends)
+                     cache=_cache(request, keep, writes, renderer.ends), ends=renderer.ends)
     result, finished = before_report(result, request.gate, _say(request.quiet), print_warning)
     if finished is not None:
         return finished
@@ -252,7 +253,7 @@ def _migrate(request: Request, found: Discovery, files: FileSettings, registry: 
     return exit_status(result.exit_code(), request.gate)
 
 
-def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
+def _cache(request: Request, keep: bool, writes: bool, ends: bool) -> ResultCache | None:
     """The run's result cache, in the folder of the configuration that applies where the run
     starts (`neuron_migrate.cache.location`); none for `--no-cache` or `audit` (which reads
     the environment around each file), nor when no folder can hold one."""
@@ -268,7 +269,7 @@ def _cache(request: Request, keep: bool, writes: bool) -> ResultCache | None:
     if store is None:
         return None
     return ResultCache(store, f"mode={request.mode.value};keep={keep};"
-                       f"code={not request.mode.scan_only};ends={_renderer(request).ends}",
+                       f"code={not request.mode.scan_only};ends={ends}",
                        write=writes, command="\0".join(map(str, request.paths)))
 
 
