@@ -95,6 +95,11 @@ class FileResult:
     column) spans, worked out where the file was migrated for the reports that hand fixes on
     (`neuron_migrate.report.edits`), and kept with the result in the cache: a warm run's
     report need not parse the file again. Empty when no such report was asked for."""
+    changes: tuple[tuple[int, int, int, int], ...] = ()
+    """(first, end, new first, new end), 0-based and end-exclusive, of each block of lines the
+    rewrite replaces, deletes or inserts (a line diff of `original` and `new_source`): found
+    beside `ends`, for the same reports, so a warm run's report need not align the two
+    texts again. Empty when not worked out."""
 
     def __post_init__(self) -> None:
         for name in ("error", "skipped", "note"):  # they may quote a whole line of input

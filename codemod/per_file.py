@@ -53,13 +53,17 @@ def _computed(path: Path, data: bytes, job: Job) -> FileResult:
 
 
 def _with_ends(result: FileResult) -> FileResult:
-    """Where each finding's code ends, for the reports that say it (which keep the sources):
-    worked out here, where the file is migrated (in a worker, beside the others),
-    and kept with the result, rather than by parsing the file again in every run's report."""
+    """Where each finding's code ends, and which lines the rewrite changes, for the reports
+    that say them (which keep the sources): worked out here, where the file is migrated (in
+    a worker, beside the others), and kept with the result, rather than by parsing the file
+    and aligning it with its rewrite again in every run's report."""
     from neuron_migrate.report.edits import FileEdits
 
-    ends = FileEdits(result).ends()
-    return dataclasses.replace(result, ends=ends) if ends else result
+    edits = FileEdits(result)
+    ends, changes = edits.ends(), edits.changes()
+    if not ends and not changes:
+        return result
+    return dataclasses.replace(result, ends=ends, changes=changes)
 
 
 def _audit(path: Path, data: bytes, job: Job) -> FileResult:

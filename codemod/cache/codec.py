@@ -12,7 +12,7 @@ from neuron_migrate.model import FileResult, Finding, Kind
 _BYTES = frozenset({"original", "new_source"})
 _PAIRS = frozenset({"instances"})
 _STRINGS = frozenset({"helpers"})
-_POSITIONS = frozenset({"ends"})
+_POSITIONS = frozenset({"ends", "changes"})
 
 
 def _position(row: list[Any]) -> tuple[int, int, int, int]:

@@ -25,10 +25,17 @@ def unified_diff(path: str, old: str, new: str, context: int = 3) -> str:
     """`difflib.unified_diff`'s text, aligned by `LineMatcher`: difflib's own matcher treats
     lines that fill over 1% of a long file as junk, and a file whose lines all repeat (a
     thousand copies of one function) then came out as one hunk replacing every line."""
-    name = path.replace("\\", "/").lstrip("/")
     a, b = split_lines(old), split_lines(new)
+    return diff_of_lines(path, a, b, LineMatcher(a, b), context)  # type: ignore[arg-type]
+
+
+def diff_of_lines(path: str, a: list[str], b: list[str], matcher: difflib.SequenceMatcher,
+                  context: int = 3) -> str:
+    """`unified_diff` of two texts already split into lines, with the matcher that aligns
+    them: a caller that also reads the matcher's opcodes has them aligned once."""
+    name = path.replace("\\", "/").lstrip("/")
     out: list[str] = []
-    for group in LineMatcher(a, b).get_grouped_opcodes(context):  # type: ignore[arg-type]
+    for group in matcher.get_grouped_opcodes(context):
         if not out:
             out += [f"--- {quoted_name(f'a/{name}')}\n", f"+++ {quoted_name(f'b/{name}')}\n"]
         out.append(f"@@ -{_range(group[0][1], group[-1][2])} "
@@ -234,6 +241,33 @@ class LineMatcher(difflib.SequenceMatcher):
                 if k > bestsize:
                     besti, bestj, bestsize = i - k + 1, j - k + 1, k
         return difflib.Match(besti, bestj, bestsize)
+
+
+class KnownAlignment(difflib.SequenceMatcher):
+    """The alignment of two texts of `old_length` and `new_length` lines from its changed
+    blocks, as `FileResult.changes` keeps them: `get_opcodes` (and so the grouped opcodes of
+    a unified diff) answers what the matcher that found them answered, without the texts.
+    Between two changed blocks `SequenceMatcher` puts exactly one `equal` run; a block is a
+    replacement, a deletion or an insertion by which side has lines."""
+
+    def __init__(self, changes: Iterable[tuple[int, int, int, int]], old_length: int,
+                 new_length: int) -> None:
+        super().__init__(None, [], [], autojunk=False)
+        opcodes: list[tuple[str, int, int, int, int]] = []
+        i = j = 0
+        for i1, i2, j1, j2 in changes:
+            if i1 > i or j1 > j:
+                opcodes.append(("equal", i, i1, j, j1))
+            tag = "replace" if i1 < i2 and j1 < j2 else "delete" if i1 < i2 else "insert"
+            opcodes.append((tag, i1, i2, j1, j2))
+            i, j = i2, j2
+        if i < old_length or j < new_length:
+            opcodes.append(("equal", i, old_length, j, new_length))
+        self.known = opcodes
+
+    def get_opcodes(self) -> list[tuple[str, int, int, int, int]]:
+        """A fresh list each time: difflib's grouping trims the one it is handed."""
+        return list(self.known)
 
 
 class _OverBudget(Exception):

@@ -12,6 +12,7 @@ import json
 
 from neuron_migrate.printable import json_safe
 from neuron_migrate.report.json_report import JSON, render_json
+from neuron_migrate.report.json_text import indented_json
 from neuron_migrate.report.markdown import LIMIT, MARKDOWN, render_markdown
 from neuron_migrate.report.renderer import RunReport
 from neuron_migrate.report.text import TEXT, plain_lines
@@ -33,7 +34,7 @@ def _json(report: RunReport) -> str:
 
     document = json.loads(render_json(report.result, report.registry, "audit"))
     document["readiness"] = readiness_json(ReadinessSummary.of(report.result, report.registry))
-    return json_safe(json.dumps(document, indent=2, ensure_ascii=False))
+    return json_safe(indented_json(document))
 
 
 def _markdown(report: RunReport) -> str:

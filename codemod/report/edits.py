@@ -14,6 +14,7 @@ in ruff's JSON and SARIF regions.
 from __future__ import annotations
 
 import ast
+import difflib
 import json
 import os
 import warnings
@@ -23,7 +24,7 @@ from functools import cached_property
 
 from neuron_migrate.analysis.nodes import in_walk_order
 from neuron_migrate.collector import collected_after
-from neuron_migrate.files.diff import LineMatcher, split_lines, unified_diff
+from neuron_migrate.files.diff import KnownAlignment, LineMatcher, diff_of_lines, split_lines
 from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.report.summary import line_in_file
 from neuron_migrate.report.text import hunks
@@ -75,18 +76,33 @@ class FileEdits:
             return None
 
     @cached_property
-    def _opcodes(self) -> list[tuple[str, int, int, int, int]]:
+    def _matcher(self) -> difflib.SequenceMatcher | None:
+        """The alignment of the two texts, found once for the edits and the diff: the one
+        kept with the result when there is one (`FileResult.changes`)."""
         if self._old is None or self._new is None:
+            return None
+        if self.file.changes:
+            return KnownAlignment(self.file.changes, len(self._old), len(self._new))
+        return LineMatcher(self._old, self._new)  # type: ignore[arg-type]
+
+    @cached_property
+    def _opcodes(self) -> list[tuple[str, int, int, int, int]]:
+        # read before any grouping: difflib's `get_grouped_opcodes` trims the first and last
+        # `equal` opcodes of the list it shares with `get_opcodes`, which are left out here
+        if self._matcher is None:
             return []
-        return [op for op in LineMatcher(self._old, self._new).get_opcodes()  # type: ignore[arg-type]
-                if op[0] != "equal"]
+        return [op for op in self._matcher.get_opcodes() if op[0] != "equal"]
+
+    def changes(self) -> tuple[tuple[int, int, int, int], ...]:
+        """What `FileResult.changes` keeps: the lines of each block the rewrite changes."""
+        return tuple((i1, i2, j1, j2) for _, i1, i2, j1, j2 in self._opcodes)
 
     @cached_property
     def _hunks(self) -> list[tuple[str, int, int]]:
         """(text, first original line, last original line) of each hunk of the file's diff."""
-        if self._old is None or self._new is None:
+        if self._matcher is None or self._old is None or self._new is None:
             return []
-        diff = unified_diff(self.file.path, "".join(self._old), "".join(self._new))
+        diff = diff_of_lines(self.file.path, self._old, self._new, self._matcher)
         # the first hunk comes with the file's `---`/`+++` header, which is not the hunk's
         return [(text[text.find("@@"):], first, last) for text, first, last in hunks(diff)]
 

@@ -10,7 +10,6 @@ which moves as code is added above), with a count for repeats of the same messag
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from collections import Counter
 from pathlib import PurePath
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.printable import json_safe
+from neuron_migrate.report.json_text import indented_json
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import line_in_file
 
@@ -47,7 +47,7 @@ def render_gitlab(result: RunResult, registry: Registry | None = None) -> str:
                 "severity": "critical",
                 "location": {"path": _path(file.path), "lines": {"begin": _error_line(file.error)}},
             })
-    return json_safe(json.dumps(issues, indent=2, ensure_ascii=False))
+    return json_safe(indented_json(issues))
 
 
 def _issue(finding: Finding, fingerprint: str) -> dict[str, object]:

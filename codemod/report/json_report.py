@@ -7,7 +7,6 @@ when a field changes meaning or goes.
 
 from __future__ import annotations
 
-import json
 import signal
 from typing import TYPE_CHECKING
 
@@ -16,6 +15,7 @@ from neuron_migrate.model import FileResult, Finding
 from neuron_migrate.printable import json_safe
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import Edit, FileEdits, Fix
+from neuron_migrate.report.json_text import indented_json
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import Summary, written
 
@@ -42,7 +42,7 @@ def render_json(result: RunResult, registry: Registry, mode: str) -> str:
         "errors": [*(f.error for f in result.files if f.error), *result.errors],
         "interrupted": signal.Signals(result.interrupted).name if result.interrupted else None,
     }
-    return json_safe(json.dumps(document, indent=2, ensure_ascii=False))
+    return json_safe(indented_json(document))
 
 
 def _file(file: FileResult, edits: FileEdits) -> dict[str, object]:

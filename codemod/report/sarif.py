@@ -3,7 +3,6 @@ finding, file errors as tool notifications."""
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -14,6 +13,7 @@ from neuron_migrate.model import Finding, Kind
 from neuron_migrate.printable import json_safe
 from neuron_migrate.registry import Registry
 from neuron_migrate.report.edits import FileEdits, Fix
+from neuron_migrate.report.json_text import indented_json
 from neuron_migrate.report.renderer import RunFormat, RunReport
 from neuron_migrate.report.summary import written
 
@@ -27,6 +27,7 @@ _LEVELS = {Kind.FIX: "note", Kind.UNSAFE_FIX: "warning", Kind.REVIEW: "warning"}
 def render_sarif(result: RunResult, registry: Registry) -> str:
     rules = sorted(registry.all_rules, key=lambda r: r.id)
     index = {rule.id: i for i, rule in enumerate(rules)}
+    artifacts = _Artifacts()
     document = {
         "$schema": SCHEMA,
         "version": "2.1.0",
@@ -38,7 +39,7 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
                 "rules": [_rule(rule) for rule in rules],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
-            "results": [_result(finding, index, written(file, result), edits)
+            "results": [_result(finding, index, written(file, result), edits, artifacts)
                         for file in result.files for edits in (FileEdits(file),)
                         for finding in file.findings],
             "invocations": [{
@@ -50,7 +51,7 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
             }],
         }],
     }
-    return json_safe(json.dumps(document, indent=2, ensure_ascii=False))
+    return json_safe(indented_json(document))
 
 
 def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
@@ -67,7 +68,7 @@ def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
 
 
 def _result(finding: Finding, index: dict[str, int], written: bool,
-            edits: FileEdits) -> dict[str, object]:
+            edits: FileEdits, artifacts: _Artifacts) -> dict[str, object]:
     message = finding.message
     if finding.cell is not None:
         message = f"cell {finding.cell}, line {finding.line}: {message}"
@@ -76,7 +77,7 @@ def _result(finding: Finding, index: dict[str, int], written: bool,
         "level": _LEVELS[finding.kind],
         "message": {"text": message},
         "locations": [{"physicalLocation": {
-            "artifactLocation": _artifact(finding.path),
+            "artifactLocation": artifacts[finding.path],
             "region": _region(finding, edits),
         }}],
         # as in the JSON report: part of the run's rewrite, and written by this run
@@ -87,17 +88,17 @@ def _result(finding: Finding, index: dict[str, int], written: bool,
         entry["ruleIndex"] = index[finding.rule_id]
     # a fix this run wrote is done: its positions no longer describe the file
     if not written and (fix := edits.fix(finding)) is not None:
-        entry["fixes"] = [_fix(finding, fix)]
+        entry["fixes"] = [_fix(finding, fix, artifacts[finding.path])]
     return entry
 
 
-def _fix(finding: Finding, fix: Fix) -> dict[str, object]:
+def _fix(finding: Finding, fix: Fix, artifact: dict[str, str]) -> dict[str, object]:
     """The fix as one replacement in the file (in a notebook, in the .ipynb's own text)."""
     edit = fix.edit
     return {
         "description": {"text": finding.message},
         "artifactChanges": [{
-            "artifactLocation": _artifact(finding.path),
+            "artifactLocation": artifact,
             "replacements": [{
                 "deletedRegion": {"startLine": edit.start[0], "startColumn": edit.start[1],
                                   "endLine": edit.end[0], "endColumn": edit.end[1]},
@@ -105,6 +106,16 @@ def _fix(finding: Finding, fix: Fix) -> dict[str, object]:
             }],
         }],
     }
+
+
+class _Artifacts(dict[str, dict[str, str]]):
+    """Each file's artifact location, worked out once per report (a file has many findings;
+    the path's resolution against the working folder is the costly part). The same dict is
+    placed in every result of the file: the JSON text is the same."""
+
+    def __missing__(self, path: str) -> dict[str, str]:
+        location = self[path] = _artifact(path)
+        return location
 
 
 def _artifact(path: str) -> dict[str, str]:

@@ -164,6 +164,25 @@ def test_a_warm_report_takes_where_findings_end_from_the_cache(
     _same(warm, uncached)
 
 
+@pytest.mark.parametrize("fmt", ["json", "sarif"])
+def test_a_warm_report_takes_the_lines_a_rewrite_changes_from_the_cache(
+        cached: Path, monkeypatch: pytest.MonkeyPatch, fmt: str) -> None:
+    from neuron_migrate.report import edits
+
+    uncached = cli("check", "repo", "-j", "1", "--format", fmt, "--no-cache")
+    cli("check", "repo", "-j", "1", "--format", fmt)
+
+    class Refused(edits.LineMatcher):
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            pytest.fail("a file's rewrite aligned with its original again")
+
+    monkeypatch.setattr(edits, "LineMatcher", Refused)
+    warm = cli("check", "repo", "-j", "1", "--format", fmt)
+    _same(warm, uncached)
+    # the rewrite's edits were reported, from the lines kept with the results
+    assert ('"edits": [' if fmt == "json" else '"replacements": [') in warm.stdout
+
+
 @pytest.mark.parametrize("args", [["--diff"], ["--format", "markdown"]])
 def test_a_report_that_does_not_say_where_findings_end_does_not_work_it_out(
         cached: Path, monkeypatch: pytest.MonkeyPatch, args: list[str]) -> None:
