@@ -31,7 +31,8 @@ import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from neuron_migrate.ruleapi.analysis import WRAPPERS, ancestors, ast_dotted, expressions, reaching
+from neuron_migrate.ruleapi.analysis import (WRAPPERS, ancestors, ast_dotted, expressions, reaching,
+                                             walked)
 from neuron_migrate.rules.launch import _calls, _kept, _named_calls
 from neuron_migrate.rules.trained_model import _OPTIMIZERS
 
@@ -208,7 +209,7 @@ def _touches_gradients(statement: ast.stmt) -> bool:
 
 
 def _statements(tree: ast.Module) -> list[ast.stmt]:
-    return [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    return [n for n in walked(tree) if isinstance(n, ast.stmt)]
 
 
 def _own(body: list[ast.stmt]) -> list[ast.stmt]:
@@ -293,14 +294,15 @@ def _rebinds_torch(tree: ast.Module) -> bool:
                    (a.asname or a.name) == "torch" for a in n.names) or
                isinstance(n, ast.Import) and any(
                    a.asname == "torch" and a.name != "torch" for a in n.names)
-               for n in ast.walk(tree))
+               for n in walked(tree))
 
 
 def _free_name(tree: ast.Module, wanted: str) -> str:
     """`wanted`, or `wanted_2`, ...: a name the file uses nowhere."""
-    used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)} | \
-        {n.arg for n in ast.walk(tree) if isinstance(n, ast.arg)} | \
-        {n.name for n in ast.walk(tree) if isinstance(n, (*_FUNCTIONS, ast.ClassDef))}
+    nodes = walked(tree)
+    used = {n.id for n in nodes if isinstance(n, ast.Name)} | \
+        {n.arg for n in nodes if isinstance(n, ast.arg)} | \
+        {n.name for n in nodes if isinstance(n, (*_FUNCTIONS, ast.ClassDef))}
     name, count = wanted, 1
     while name in used:
         count += 1

@@ -10,6 +10,7 @@ from collections.abc import Callable
 import libcst as cst
 
 from neuron_migrate.ruleapi import Site
+from neuron_migrate.ruleapi.analysis import walked
 
 _CLASSES: weakref.WeakKeyDictionary[ast.Module, dict[str, ast.ClassDef]] = \
     weakref.WeakKeyDictionary()
@@ -21,7 +22,7 @@ def _classes(tree: ast.Module) -> dict[str, ast.ClassDef]:
     found = _CLASSES.get(tree)
     if found is None:
         found = {}
-        for node in ast.walk(tree):
+        for node in walked(tree):
             if isinstance(node, ast.ClassDef):
                 found.setdefault(node.name, node)
         _CLASSES[tree] = found

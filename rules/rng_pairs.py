@@ -16,7 +16,7 @@ import ast
 import functools
 from dataclasses import dataclass
 
-from neuron_migrate.ruleapi.analysis import UNKNOWN, ast_dotted, parents_by_id, reaching
+from neuron_migrate.ruleapi.analysis import UNKNOWN, ast_dotted, parents_by_id, reaching, walked
 
 XM = "torch_xla.core.xla_model"
 GET, SET = f"{XM}.get_rng_state", f"{XM}.set_rng_state"
@@ -53,7 +53,7 @@ def statement_calls(statement: ast.stmt, tree: ast.Module, qualname: str) -> lis
 def rng_facts(tree: ast.Module) -> RngFacts:
     """Worked out once per file (the cache holds the trees, so an id is never reused)."""
     names = _xla_names(tree)
-    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    calls = [n for n in walked(tree) if isinstance(n, ast.Call)]
     gets = [c for c in calls if _qualname(c.func, names) == GET]
     if not gets:
         return RngFacts({}, ())
@@ -164,7 +164,7 @@ def _parameter(owner: ast.AST, name: str) -> bool:
 def _xla_names(tree: ast.Module) -> dict[str, str]:
     """What the file's imports bind, anywhere in it, to xla_model or its two RNG functions."""
     names: dict[str, str] = {}
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name == XM and alias.asname:

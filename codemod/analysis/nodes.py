@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import bisect
 import collections
+import functools
 from collections.abc import Iterator
 
 _SCALARS = frozenset({"ctx", "id", "attr", "arg", "module", "level", "asname", "is_async",
@@ -50,6 +51,15 @@ def in_walk_order(root: ast.AST) -> Iterator[ast.AST]:
         node = pending.popleft()
         _hold_children(node, pending)
         yield node
+
+
+@functools.lru_cache(maxsize=4)
+def walked(tree: ast.Module) -> tuple[ast.AST, ...]:
+    """Every node of a module in `ast.walk`'s order, expression contexts left out, found once
+    per module: several analyses and rules each look through the whole module once per file
+    (its imports, classes, calls, names), and each of those walks cost as much as the others
+    together cost to read a list. The cache holds the trees, so no id is reused meanwhile."""
+    return tuple(in_walk_order(tree))
 
 
 def _hold_children(node: ast.AST, pending: list[ast.AST] | collections.deque[ast.AST],

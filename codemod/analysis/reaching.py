@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 from neuron_migrate.analysis.statements import statements
 from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.nodes import walked
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (*_FUNCTIONS, ast.ClassDef, ast.Lambda)
@@ -135,7 +136,7 @@ def _callables(tree: ast.Module) -> _Callables:
     name (`log`) that no `def` or lambda of the file can be."""
     defined: set[str] = set()
     lambdas = False
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, _FUNCTIONS):
             defined.add(node.name)
         elif isinstance(node, ast.Lambda):

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from neuron_migrate.analysis.locate import ast_dotted
+from neuron_migrate.analysis.nodes import walked
 from neuron_migrate.analysis.reaching import Definition, InPlace, reaching
 
 if TYPE_CHECKING:  # rules hand their Site in; the analysis needs nothing else of it
@@ -169,7 +170,7 @@ def _in_place_callees(tree: ast.Module) -> dict[str, frozenset[str]]:
     `_Wraps.in_place` finds a statement for a name only where one of them is a wrapper. Asked
     for every optimizer step, so the module is walked once (the cache holds the trees)."""
     callees: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
+    for node in walked(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) and \
                 (name := _Wraps.wrapped(node.value)) is not None and \
                 (callee := ast_dotted(node.value.func)) is not None:

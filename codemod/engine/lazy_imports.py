@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Mapping
 
 import libcst as cst
 
+from neuron_migrate.analysis.nodes import walked
 from neuron_migrate.helper_code import Helper
 
 LAZY = "torch"
@@ -53,7 +54,7 @@ def _imported_in_functions(tree: ast.Module) -> bool:
     """Whether torch is imported inside a function and never at the top level."""
     if any(_imports_torch(node) for node in _run_at_import(tree.body)):
         return False
-    return any(_imports_torch(node) for node in ast.walk(tree)
+    return any(_imports_torch(node) for node in walked(tree)
                if isinstance(node, (ast.Import, ast.ImportFrom)))
 
 

@@ -27,6 +27,7 @@ import tokenize
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from neuron_migrate.analysis.nodes import walked
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.registry import UNUSED_SUPPRESSION
 
@@ -148,7 +149,7 @@ def acknowledgeable(finding: Finding) -> bool:
 def statement_lines(tree: ast.Module) -> dict[int, tuple[int, int]]:
     """Each line of the file -> the span (`span`) of the innermost statement it belongs to."""
     owner: dict[int, tuple[int, int]] = {}
-    for node in ast.walk(tree):  # outer statements before inner ones: inner spans win
+    for node in walked(tree):  # outer statements before inner ones: inner spans win
         if isinstance(node, ast.stmt):
             first, last = span(node)
             for line in range(first, last + 1):

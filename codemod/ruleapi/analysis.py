@@ -8,7 +8,7 @@ from __future__ import annotations
 from neuron_migrate.analysis.analyse import Use
 from neuron_migrate.analysis.flow import Flow, Source
 from neuron_migrate.analysis.locate import ast_dotted
-from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id
+from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id, walked
 from neuron_migrate.analysis.reaching import (UNKNOWN, Definition, ancestors, definitions_of,
                                               expressions, reaching)
 from neuron_migrate.analysis.statements import statements
@@ -19,5 +19,5 @@ __all__ = [
     "UNKNOWN", "WRAPPERS", "Definition", "Flow", "Function", "Proof", "Source", "Use",
     "ancestors", "ast_dotted", "averaged_by_wrapper", "called_functions", "decorated",
     "definitions_of", "every_node", "expressions", "nodes_on_lines", "parents_by_id",
-    "reaching", "statements", "trains",
+    "reaching", "statements", "trains", "walked",
 ]

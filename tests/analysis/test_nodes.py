@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from neuron_migrate.analysis.nodes import every_node, in_walk_order, nodes_on_lines, parents_by_id
+from neuron_migrate.analysis.nodes import (every_node, in_walk_order, nodes_on_lines, parents_by_id,
+                                           walked)
 from tests.conftest import FIXTURES, SOURCES, source_id
 
 _SHARED = (ast.expr_context, ast.operator, ast.boolop, ast.cmpop, ast.unaryop)
@@ -76,6 +77,15 @@ def test_walk_order_is_ast_walk_s_without_contexts(source: Path) -> None:
 def test_walk_order_of_every_kind_of_syntax() -> None:
     tree = ast.parse(EVERY_SYNTAX)
     assert [id(n) for n in in_walk_order(tree)] == _walk_order(tree)
+
+
+def test_a_module_s_nodes_are_walked_once_in_ast_walk_s_order() -> None:
+    tree = ast.parse(EVERY_SYNTAX)
+    assert [id(n) for n in walked(tree)] == _walk_order(tree)
+    assert walked(tree) is walked(tree)  # asked by several analyses of the file: kept
+    other = ast.parse(EVERY_SYNTAX)
+    assert [type(n) for n in walked(other)] == [type(n) for n in walked(tree)]
+    assert walked(other)[0] is other and walked(tree)[0] is tree  # each module its own
 
 
 @pytest.mark.parametrize("source", [*SOURCES[::7], *sorted((FIXTURES / "cuda").glob("*.py"))],
