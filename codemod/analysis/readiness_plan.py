@@ -147,8 +147,20 @@ def text_lines(data: bytes, words: dict[str, bool]) -> set[int]:
         return set()
     pattern = b"|".join(re.escape(w.encode()) + (b"" if prefix else rb"(?![A-Za-z0-9_])")
                         for w, prefix in sorted(words.items()))
-    found = re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data)
-    return line_numbers(data, (match.start() for match in found))
+    if not all(_IDENTIFIER.fullmatch(word) for word in words):
+        found = re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data)
+        return line_numbers(data, (match.start() for match in found))
+    # Without the look-behind first, `re` skips ahead to the bytes a word can start with
+    # instead of trying every position; a match inside a longer identifier is dropped after.
+    # No match is lost by it: one starting inside a dropped match would follow one of its
+    # letters, so the look-behind would have refused it too.
+    starts = (start for match in re.finditer(pattern, data)
+              if not ((start := match.start()) and data[start - 1] in _WORD_BYTES))
+    return line_numbers(data, starts)
+
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_BYTES = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
 
 
 def line_numbers(data: bytes, offsets: Iterable[int]) -> set[int]:

@@ -108,6 +108,28 @@ def test_text_lines_numbers_lines_as_python_does_and_matches_whole_names() -> No
     assert [s.lineno for s in tree.body] == [1, 2, 3, 4, 5]
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_text_lines_finds_the_lines_a_look_behind_for_whole_names_finds(seed: int) -> None:
+    """The search skips to the bytes a word can start with and drops the matches inside a
+    longer name afterwards; a search that asks for the name's start first is the oracle."""
+    import random
+    import re
+
+    from neuron_migrate.analysis.readiness_plan import line_numbers
+
+    chooser = random.Random(seed)
+    pieces = ["aa", "a", "fft", "fftx", "_", "x", "1", " ", ".", "\n", "\r\n", "é", "sparse_"]
+    for _ in range(300):
+        data = "".join(chooser.choice(pieces) for _ in range(chooser.randint(0, 30))).encode()
+        words = {w: chooser.random() < 0.5 for w in chooser.sample(["aa", "a", "fft", "sparse_",
+                                                                     "x1", "_a"], 3)}
+        pattern = b"|".join(re.escape(w.encode()) + (b"" if prefix else rb"(?![A-Za-z0-9_])")
+                            for w, prefix in sorted(words.items()))
+        found = re.finditer(rb"(?<![A-Za-z0-9_])(?:" + pattern + rb")", data)
+        assert text_lines(data, words) == line_numbers(data, (m.start() for m in found)), \
+            (data, words)
+
+
 def test_a_file_no_rule_can_report_in_is_not_walked(monkeypatch: pytest.MonkeyPatch) -> None:
     """A compile-backend file with no neuron compile call and nothing compiled: every
     wanted rule is ruled out by the facts, so no statement is looked at."""
