@@ -2,8 +2,8 @@
 
 The rule modules import LibCST (about a second of start-up on a busy machine). `--version`,
 `rules`, `--select` checking, the per-file token prefilter and a report of cached results need
-only the rules' ids, names, kinds, summaries, documentation links and tokens, so those are
-written out once into `codemod/catalogue_index.py`. A test checks that the index equals the
+only the rules' ids, names, kinds, summaries, documentation links, tokens and (SARIF's rule
+metadata) explanations, so those are written out once into `codemod/catalogue_index.py`. A test checks that the index equals the
 catalogue; after adding or changing a rule, regenerate it with
 `python -m neuron_migrate.catalogue --write`.
 """
@@ -59,6 +59,11 @@ def index_source() -> str:
         "RULES = (",
         *(f"    {(r.id, r.name, str(r.kind), r.summary, r.doc_url)!r}," for r in rules),
         ")",
+        "",
+        "# Each rule's stack and explanation, for the SARIF report of cached results",
+        "DETAILS = {",
+        *(f"    {r.id!r}: {(r.source, r.explanation)!r}," for r in rules),
+        "}",
         "",
     ]
     return "\n".join(lines)

@@ -153,6 +153,11 @@ class Registry:
         return None if rule is None else RuleLine(rule.id, rule.name, str(rule.kind),
                                                   rule.summary, rule.doc_url)
 
+    def described(self) -> tuple[tuple[RuleLine, str], ...]:
+        """Every rule of the run's stacks with its explanation, by id: a report's rule list."""
+        return tuple((RuleLine(r.id, r.name, str(r.kind), r.summary, r.doc_url), r.explanation)
+                     for r in sorted(self.all_rules, key=lambda r: r.id))
+
     def prefilter(self, data: bytes) -> bool:
         """Whether the file holds an XLA-era token. A run asks it of the same bytes more than
         once (where to migrate a file, then whether to parse it), and a file without any
@@ -209,6 +214,16 @@ class DeferredRegistry(Registry):
         if self._loaded is not None:
             return self._loaded.line(rule_id)
         return _indexed().get(rule_id)
+
+    def described(self) -> tuple[tuple[RuleLine, str], ...]:
+        """From the catalogue's index while the rules are not loaded, as `line`: the SARIF
+        report lists every rule, and a report of cached results should not load them for it."""
+        if self._loaded is not None:
+            return self._loaded.described()
+        sources = self.options.sources
+        return tuple((line, catalogue_index.DETAILS[rule_id][1])
+                     for rule_id, line in sorted(_indexed().items())
+                     if catalogue_index.DETAILS[rule_id][0] in sources)
 
     def __getattr__(self, name: str) -> Any:
         """Only attributes a loaded registry has and this one lacks get here."""

@@ -11,7 +11,7 @@ from urllib.parse import quote
 from neuron_migrate import __version__
 from neuron_migrate.model import Finding, Kind
 from neuron_migrate.printable import json_safe
-from neuron_migrate.registry import Registry
+from neuron_migrate.registry import Registry, RuleLine
 from neuron_migrate.report.edits import FileEdits, Fix
 from neuron_migrate.report.json_text import indented_json
 from neuron_migrate.report.renderer import RunFormat, RunReport
@@ -25,8 +25,8 @@ _LEVELS = {Kind.FIX: "note", Kind.UNSAFE_FIX: "warning", Kind.REVIEW: "warning"}
 
 
 def render_sarif(result: RunResult, registry: Registry) -> str:
-    rules = sorted(registry.all_rules, key=lambda r: r.id)
-    index = {rule.id: i for i, rule in enumerate(rules)}
+    rules = registry.described()
+    index = {rule.id: i for i, (rule, _) in enumerate(rules)}
     artifacts = _Artifacts()
     document = {
         "$schema": SCHEMA,
@@ -36,7 +36,7 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
                 "name": "neuron-migrate",
                 "version": __version__,
                 "informationUri": "https://awsdocs-neuron.readthedocs-hosted.com/en/latest/torch/index.html",
-                "rules": [_rule(rule) for rule in rules],
+                "rules": [_rule(rule, explanation) for rule, explanation in rules],
             }},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": Path.cwd().as_uri() + "/"}},
             "results": [_result(finding, index, written(file, result), edits, artifacts)
@@ -54,16 +54,16 @@ def render_sarif(result: RunResult, registry: Registry) -> str:
     return json_safe(indented_json(document))
 
 
-def _rule(rule) -> dict[str, object]:  # type: ignore[no-untyped-def]
+def _rule(rule: RuleLine, explanation: str) -> dict[str, object]:
     return {
         "id": rule.id,
         "name": rule.name,
         "shortDescription": {"text": rule.summary},
-        "fullDescription": {"text": rule.explanation},
+        "fullDescription": {"text": explanation},
         "helpUri": rule.doc_url,
-        "help": {"text": f"{rule.explanation}\n\n{rule.doc_url}"},
-        "defaultConfiguration": {"level": _LEVELS[rule.kind]},
-        "properties": {"kind": str(rule.kind)},
+        "help": {"text": f"{explanation}\n\n{rule.doc_url}"},
+        "defaultConfiguration": {"level": _LEVELS[Kind(rule.kind)]},
+        "properties": {"kind": rule.kind},
     }
 
 

@@ -131,6 +131,24 @@ def test_a_warm_re_check_loads_no_parser(tmp_path: Path) -> None:
     assert warm == (cold[0], [], cold[2])
 
 
+@pytest.mark.parametrize("sources", [[], ["--from", "cuda"]], ids=["xla", "cuda"])
+def test_a_warm_sarif_report_lists_the_rules_without_loading_them(tmp_path: Path,
+                                                                  sources: list[str]) -> None:
+    """SARIF lists every rule of the run's stacks with its explanation: from the catalogue's
+    index when the results come from the cache, the same list the rules themselves give."""
+    (tmp_path / "train.py").write_text("import torch_xla.core.xla_model as xm\n"
+                                       "device = xm.xla_device()\nxm.mark_step()\n")
+    args = ("check", ".", "--format", "sarif", *sources)
+    cold = _probe(*args, cwd=tmp_path, heavy=("libcst",))
+    assert "libcst" in cold[1]
+    warm = _probe(*args, cwd=tmp_path, heavy=("libcst",))
+    assert warm == (cold[0], [], cold[2])
+    rules = json.loads(warm[2])["runs"][0]["tool"]["driver"]["rules"]
+    expected = [r for r in all_rules() if r.source in ("xla", *sources[1:])]
+    assert [(r["id"], r["fullDescription"]["text"]) for r in rules] == \
+        [(r.id, r.explanation) for r in sorted(expected, key=lambda r: r.id)]
+
+
 def test_the_index_matches_the_catalogue() -> None:
     """After adding or changing a rule: `python -m neuron_migrate.catalogue --write`."""
     assert catalogue.INDEX.read_text(encoding="utf-8") == catalogue.index_source()
