@@ -599,16 +599,28 @@ def _free(chain: list[ast.AST], inner: int, target: str, in_place: InPlace | Non
 
 def _assigns(function: ast.AST, target: str) -> bool:
     flow = _Flow(target, None, None)
-    return any(isinstance(n, ast.stmt) and flow.binding(n) is not None
-               for n in _own_statements(function))
+    return any(flow.binding(n) is not None for n in _own_statement_nodes(function))
 
 
 @functools.lru_cache(maxsize=256)
 def _assigned_in_body(function: ast.AST, target: str) -> bool:
     """Asked again for each call a rule follows in the same function: kept (ast nodes are
     keys by identity, and the cache holds them)."""
-    return _assigns(function, target) or any(
-        isinstance(n, ast.NamedExpr) and n.target.id == target for n in ast.walk(function))
+    return _assigns(function, target) or target in _walrus_targets(function)
+
+
+@functools.lru_cache(maxsize=64)
+def _own_statement_nodes(function: ast.AST) -> tuple[ast.stmt, ...]:
+    """The statements `_own_statements` reaches, found once per function: a rule asks about
+    one name after another in the same function (the module's own code, for a script: every
+    one of its statements, for every name)."""
+    return tuple(n for n in _own_statements(function) if isinstance(n, ast.stmt))
+
+
+@functools.lru_cache(maxsize=64)
+def _walrus_targets(function: ast.AST) -> frozenset[str]:
+    """The names `:=` binds anywhere in the function, read once per function, as above."""
+    return frozenset(n.target.id for n in ast.walk(function) if isinstance(n, ast.NamedExpr))
 
 
 def _own_statements(function: ast.AST) -> Iterator[ast.AST]:

@@ -104,6 +104,22 @@ def _live(source: str, target: str = "model") -> set[str]:
          model = DDP(model)
          return inner
      """, {"?"}),
+    ("""
+     model = Net()
+
+     def f(items):
+         use(model)  # here
+         if any((model := m) for m in items):
+             pass
+     """, {"?"}),
+    ("""
+     model = Net()
+
+     def f(items):
+         use(model)  # here
+         for model in items:
+             pass
+     """, {"?"}),
 ])
 def test_every_path_is_followed(source: str, expected: set[str]) -> None:
     assert _live(source) == expected
