@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import ast
 import bisect
+import codecs
 import enum
+import io
 import re
+import tokenize
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
@@ -183,9 +186,19 @@ _TWO_LINES = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)?[^\r\n]*")
 
 
 def may_declare_encoding(data: bytes) -> bool:
-    """Whether the first two lines, where a coding cookie may be, mention one: in an encoding
-    other than UTF-8 the bytes spell other words than they seem to."""
-    return b"coding" in _TWO_LINES.match(data).group()  # type: ignore[union-attr]
+    """Whether the first two lines, where a coding cookie may be, may declare an encoding
+    other than UTF-8: in one the bytes spell other words than they seem to. A cookie that
+    declares UTF-8 (`# coding=utf-8` opens every Hugging Face file) changes nothing; the
+    cookie is read as Python reads it (`tokenize.detect_encoding`), and one it refuses
+    counts as another encoding."""
+    head = _TWO_LINES.match(data).group()  # type: ignore[union-attr]
+    if b"coding" not in head:
+        return False
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(head).readline)
+    except SyntaxError:
+        return True
+    return codecs.lookup(encoding).name not in ("utf-8", "utf-8-sig")  # `utf8`, `UTF_8`
 
 
 def lines_of(nodes: Iterable[ast.AST]) -> set[int]:

@@ -98,6 +98,13 @@ def test_bytes_whose_lines_the_parser_counts_otherwise_are_not_told() -> None:
     names = frozenset({"state_dict"})
     assert attribute_lines(b"a = 1\r\nb = m.state_dict()\r\n", names) is None
     assert attribute_lines(b"# -*- coding: latin-1 -*-\nb = m.state_dict()\n", names) is None
+    assert attribute_lines(b"#!/bin/python\n# coding: cp1252\nb = m.state_dict()\n", names) is None
+    assert attribute_lines(b"# coding: no-such-codec\nb = m.state_dict()\n", names) is None
+    # a cookie that declares UTF-8 leaves the bytes as they seem
+    assert attribute_lines(b"# coding=utf-8\na = 1\nb = m.state_dict()\n", names) == [3]
+    assert attribute_lines(b"# -*- coding: UTF8 -*-\nb = m.state_dict()\n", names) == [2]
+    # (the byte order mark is outside ASCII: its line is one more to look at)
+    assert attribute_lines(b"\xef\xbb\xbf# coding: utf-8\nb = m.state_dict()\n", names) == [1, 2]
     assert attribute_lines(b"a = 1\nb = 2\n", names) == []
     assert attribute_lines(b"a = 1\nb = m.state_dict()\n", names) == [2]
     assert attribute_lines("# caf\u00e9\nb = 2\nc = m.state_dict()\n".encode(), names) == [1, 3]
