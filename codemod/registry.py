@@ -38,6 +38,10 @@ class RuleLine(NamedTuple):
     doc_url: str
 
 
+def _line_of(rule: Rule) -> RuleLine:
+    return RuleLine(rule.id, rule.name, str(rule.kind), rule.summary, rule.doc_url)
+
+
 @functools.lru_cache(maxsize=1)
 def _indexed() -> dict[str, RuleLine]:
     return {entry[0]: RuleLine(*entry) for entry in catalogue_index.RULES}
@@ -150,13 +154,12 @@ class Registry:
     def line(self, rule_id: str) -> RuleLine | None:
         """The rule's name, kind, summary and documentation, or None for an unknown id."""
         rule = self.by_id.get(rule_id)
-        return None if rule is None else RuleLine(rule.id, rule.name, str(rule.kind),
-                                                  rule.summary, rule.doc_url)
+        return None if rule is None else _line_of(rule)
 
     def described(self) -> tuple[tuple[RuleLine, str], ...]:
         """Every rule of the run's stacks with its explanation, by id: a report's rule list."""
-        return tuple((RuleLine(r.id, r.name, str(r.kind), r.summary, r.doc_url), r.explanation)
-                     for r in sorted(self.all_rules, key=lambda r: r.id))
+        return tuple((_line_of(r), r.explanation) for r in sorted(self.all_rules,
+                                                                  key=lambda r: r.id))
 
     def prefilter(self, data: bytes) -> bool:
         """Whether the file holds an XLA-era token. A run asks it of the same bytes more than

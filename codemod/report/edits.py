@@ -87,8 +87,8 @@ class FileEdits:
 
     @cached_property
     def _opcodes(self) -> list[tuple[str, int, int, int, int]]:
-        # read before any grouping: difflib's `get_grouped_opcodes` trims the first and last
-        # `equal` opcodes of the list it shares with `get_opcodes`, which are left out here
+        # only the blocks that differ: difflib's `get_grouped_opcodes` trims the first and
+        # last `equal` opcodes, in place, of the list it shares with `get_opcodes`
         if self._matcher is None:
             return []
         return [op for op in self._matcher.get_opcodes() if op[0] != "equal"]
