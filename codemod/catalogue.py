@@ -3,9 +3,9 @@
 The rule modules import LibCST (about a second of start-up on a busy machine). `--version`,
 `rules`, `--select` checking, the per-file token prefilter and a report of cached results need
 only the rules' ids, names, kinds, summaries, documentation links, tokens and (SARIF's rule
-metadata) explanations, so those are written out once into `codemod/catalogue_index.py`. A test checks that the index equals the
-catalogue; after adding or changing a rule, regenerate it with
-`python -m neuron_migrate.catalogue --write`.
+metadata) explanations, so those are written out once into `codemod/catalogue_index.py`. A
+test checks that the index equals the catalogue; after adding or changing a rule, regenerate
+it with `python -m neuron_migrate.catalogue --write`.
 """
 
 from __future__ import annotations
