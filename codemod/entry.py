@@ -67,9 +67,9 @@ def _main() -> None:
 
         print_rules()
         sys.exit(0)
-    from neuron_migrate.dataclass_code import install
+    from neuron_migrate.kept_code import install
 
-    install()  # before anything of a run defines a dataclass
+    install()  # before anything of a run defines a dataclass or compiles a pattern
     if (request := lean_request(arguments)) is not None:
         sys.exit(_run(request))
     from neuron_migrate.cli import app

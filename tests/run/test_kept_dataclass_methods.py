@@ -1,5 +1,5 @@
-"""The compiled code of dataclasses' methods, kept between runs (`neuron_migrate.dataclass_code`):
-a later process takes it from the file instead of compiling it, and the classes behave as
+"""The compiled code of dataclasses' methods, kept between runs
+(`neuron_migrate.kept_code.dataclass_methods`): a later process takes it from the file instead of compiling it, and the classes behave as
 the builtin `exec` makes them."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from neuron_migrate import dataclass_code
+from neuron_migrate.kept_code import dataclass_methods
 from tests.conftest import ROOT
 
 _MARKER = "a global of this module"
@@ -17,9 +17,9 @@ _TEXT = "def __create_fn__():\n def f(x: int) -> int:\n  return x + 1\n return f
 _CHILD = """
 import sys
 from pathlib import Path
-from neuron_migrate import dataclass_code
-dataclass_code.FOLDER = Path(sys.argv[1])
-dataclass_code.install()
+from neuron_migrate.kept_code import dataclass_methods
+dataclass_methods.FOLDER = Path(sys.argv[1])
+dataclass_methods.install()
 import dataclasses
 store = dataclasses.exec
 
@@ -30,7 +30,7 @@ class Point:
 
 point = Point(1)
 assert point == Point(1, 2) and repr(point) == "Point(x=1, y=2)" and hash(point) == hash(Point(1))
-print(len(store.new["__main__"]), len(store.used["__main__"]))
+print(len(store.files["__main__"].new), len(store.files["__main__"].used))
 """
 
 
@@ -58,7 +58,7 @@ def test_nothing_is_written_when_python_writes_no_bytecode(tmp_path: Path) -> No
 def test_code_is_compiled_as_exec_compiles_a_text(tmp_path: Path) -> None:
     """This test module has `from __future__ import annotations`; `exec` called by
     `dataclasses` does not, so annotations stay objects, not strings."""
-    store = dataclass_code._Store(tmp_path, "tag")
+    store = dataclass_methods._Store(tmp_path, "tag")
     namespace: dict[str, object] = {}
     store(_TEXT, {"__builtins__": __builtins__}, namespace)
     function = namespace["__create_fn__"]()  # type: ignore[operator]
@@ -68,46 +68,49 @@ def test_code_is_compiled_as_exec_compiles_a_text(tmp_path: Path) -> None:
 
 def test_a_file_of_another_bytecode_version_is_ignored(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    store = dataclass_code._Store(tmp_path, "tag")
+    store = dataclass_methods._Store(tmp_path, "tag")
     store.code(_TEXT, "package")
     store.save()
-    reread = dataclass_code._Store(tmp_path, "tag")
+    reread = dataclass_methods._Store(tmp_path, "tag")
     reread.code(_TEXT, "package")
-    assert reread.new == {"package": {}}  # taken from the file
+    assert reread.files["package"].new == {}  # taken from the file
     path = reread.path("package")
     path.write_bytes(b"\0\0\0\0" + path.read_bytes()[4:])
-    other = dataclass_code._Store(tmp_path, "tag")
+    other = dataclass_methods._Store(tmp_path, "tag")
     other.code(_TEXT, "package")
-    assert list(other.new["package"]) == [_TEXT]
+    assert list(other.files["package"].new) == [_TEXT]
 
 
 def test_each_package_has_a_file_of_its_own(tmp_path: Path, monkeypatch) -> None:
     """A run that never imports LibCST does not read the code of LibCST's classes."""
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
-    store = dataclass_code._Store(tmp_path, "tag")
+    store = dataclass_methods._Store(tmp_path, "tag")
     store(_TEXT, {"__name__": "libcst._nodes.op"}, {})
     store(_TEXT.replace("1", "2"), {"__name__": "neuron_migrate.model"}, {})
     store.save()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "dataclass-code.libcst.tag.marshal", "dataclass-code.neuron_migrate.tag.marshal"]
-    later = dataclass_code._Store(tmp_path, "tag")
+    later = dataclass_methods._Store(tmp_path, "tag")
     later(_TEXT.replace("1", "2"), {"__name__": "neuron_migrate.options"}, {})
-    assert list(later.kept) == ["neuron_migrate"] and later.new == {"neuron_migrate": {}}
+    assert list(later.files) == ["neuron_migrate"] and later.files["neuron_migrate"].new == {}
 
 
 def test_a_call_not_made_by_dataclasses_runs_as_the_builtin_would(tmp_path: Path) -> None:
     """Without globals, `exec` runs in its caller's globals (this module's)."""
-    store = dataclass_code._Store(tmp_path, "tag")
+    store = dataclass_methods._Store(tmp_path, "tag")
     namespace: dict[str, object] = {}
     store("result = _MARKER", None, namespace)
-    assert namespace == {"result": _MARKER} and store.new == {}
+    assert namespace == {"result": _MARKER} and store.files == {}
 
 
 def test_the_run_installs_it_and_leaves_classes_as_they_are() -> None:
+    """And the kept regular expressions (tests/run/test_kept_regexes.py) with it."""
     done = subprocess.run(
-        [sys.executable, "-c", "import sys, dataclasses; sys.argv = ['neuron-migrate', "
-         "'check', '-']; from neuron_migrate.entry import main\ntry:\n main()\nexcept "
-         "SystemExit:\n pass\nprint(type(dataclasses.exec).__name__)"],
+        [sys.executable, "-c", "import sys, dataclasses, importlib, re; sys.argv = "
+         "['neuron-migrate', 'check', '-']; from neuron_migrate.entry import main\ntry:\n "
+         "main()\nexcept SystemExit:\n pass\ncompiler = getattr(re, '_compiler', None) or "
+         "importlib.import_module('sre_compile')\n"
+         "print(type(dataclasses.exec).__name__, type(compiler.compile).__name__)"],
         capture_output=True, text=True, input="x = 1\n", timeout=60,
         env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"})
-    assert done.stdout.strip().splitlines()[-1] == "_Store"
+    assert done.stdout.strip().splitlines()[-1] == "_Store _Compile"
