@@ -102,7 +102,6 @@ def test_zero_one_shards_the_state_and_trains_as_one_optimizer() -> None:
     # gradients is the whole batch's gradient), clipped at the same norm
     model = _model()
     plain = torch.optim.AdamW(model.parameters(), lr=0.1)
-    reference: list[float] = []
     for step in range(3):
         data = torch.Generator().manual_seed(step)
         x, y = torch.randn(8, 4, generator=data), torch.randn(8, 1, generator=data)

@@ -13,7 +13,6 @@ from neuron_migrate.emulator.failure_causes import diagnose
 from neuron_migrate.smoke.report import render_text
 from neuron_migrate.smoke.run import SmokeOptions, run_smoke
 from neuron_migrate.smoke.summary import SmokeResult, Worker, summarise
-from tests.smoke.test_smoke_processes import plain_python  # noqa: F401 - the fixture
 
 OUTCOME = {"optimizer_steps": 0, "graphs_compiled": 0, "ops": {}}
 

@@ -50,15 +50,6 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-@pytest.fixture
-def plain_python(tmp_path: Path) -> str:
-    """An interpreter for the workers with the emulator turned off."""
-    wrapper = tmp_path / "python-no-emulator"
-    wrapper.write_text(f'#!/bin/sh\nNEURON_EMU=0 exec "{sys.executable}" "$@"\n')
-    wrapper.chmod(0o755)
-    return str(wrapper)
-
-
 def _text(result: SmokeResult) -> str:
     return "\n".join(line for line, _ in render_text(result))
 

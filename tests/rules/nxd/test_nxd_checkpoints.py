@@ -264,8 +264,6 @@ def test_the_trainer_api_model_saves_and_loads_with_nxd_names(alone: dict[str, A
     """initialize_parallel_model's wrapper keeps NxD's parameter names (no `module.`
     prefix) for the script, and the checkpoint helpers give torch.distributed.checkpoint
     the model itself, so a save_checkpoint/load_checkpoint of model and optimizer resumes."""
-    import torch
-
     exec(compile(HELPERS["_NeuronParallelModel"].source, "<wrapper>", "exec"), alone)  # noqa: S102
     wrap = alone["_NeuronParallelModel"]
     folder = str(tmp_path)
