@@ -12,7 +12,7 @@ Only patterns compiled while a module is being imported are kept: a pattern buil
 user's file names at run time would only grow the file. A pattern compiled with
 `re.DEBUG`, or given as an already parsed pattern, is compiled as before. What the stdlib
 compiles is not changed, only observed: its last step, the call into the engine, goes through
-`_Recorder`, which notes the arguments. A pattern taken from the file is equal (`==`:
+`_Compile.record`, which notes the arguments. A pattern taken from the file is equal (`==`:
 same text, flags and code) to the one `re` would compile. The one difference: warnings the
 parser gives for a pattern (a possible nested set) are given by the run that compiles it,
 not by the later runs that take its code from the file.
