@@ -27,8 +27,14 @@ if TYPE_CHECKING:
 POOL_FROM = 4
 """Files needing the engine from which a run with several jobs starts its workers. Below
 it, starting and feeding a pool costs about what the files' share of a second core would
-save (a file that needs the engine takes tens of milliseconds; forking the workers, sending
-them files and reading their results back, about as much)."""
+save (a Python file or notebook that needs the engine takes tens of milliseconds; forking the
+workers, sending them files and reading their results back, about as much)."""
+OTHER_FILE = 1 / 8
+"""What a file that is neither Python nor a notebook counts for towards `POOL_FROM`: a
+requirements file, a shell script, a Dockerfile or a YAML file is scanned line by line in a
+few milliseconds, so a repository whose only such files are a handful of CI scripts and one
+XLA-era module is done before a pool would have started."""
+_ENGINE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 Slot = Union[FileResult, "Future[FileResult]", tuple[Path, bytes]]
 """A file's place in the order: its result, a worker's result to come, or a file that
@@ -55,6 +61,7 @@ def migrated(phases: list[list[Path]], job: Job, jobs: int) -> Iterator[FileResu
 def _phase(phase: list[Path], job: Job, pool: LazyPool | None) -> Iterator[FileResult]:
     slots: list[Slot] = []
     waiting: list[int] = []  # the slots of files that need the engine, not handed out yet
+    work = 0.0  # what they weigh together (`OTHER_FILE`)
     for position, path in enumerate(phase):
         data = read(path, job)
         if isinstance(data, FileResult):
@@ -64,7 +71,8 @@ def _phase(phase: list[Path], job: Job, pool: LazyPool | None) -> Iterator[FileR
         else:
             waiting.append(len(slots))
             slots.append((path, data))
-            if pool is not None and (pool.started or len(waiting) >= POOL_FROM):
+            work += 1 if path.suffix in _ENGINE_SUFFIXES else OTHER_FILE
+            if pool is not None and (pool.started or work >= POOL_FROM):
                 pool.start(most=len(waiting) + len(phase) - position - 1)
                 for index in waiting:
                     slots[index] = pool.submit(*slots[index])  # type: ignore[misc]

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from neuron_migrate import migrate_file, runner, schedule, workers
+from neuron_migrate.job import Job
 from neuron_migrate.model import Options
 from neuron_migrate.registry import Registry
 from neuron_migrate.rules import all_rules
@@ -24,6 +25,10 @@ def _tree(root: Path, old: int, clean: int) -> None:
     for i in range(clean):
         (root / f"clean{i}.py").write_text(CLEAN)
     (root / "requirements.txt").write_text("numpy\n")
+
+
+def _job() -> Job:
+    return Job(Registry(all_rules(), Options()), write=False, keep_sources=False)
 
 
 def _run(root: Path, jobs: int, write: bool = False) -> runner.RunResult:
@@ -62,6 +67,24 @@ def test_enough_files_for_the_engine_start_the_workers_once(tmp_path: Path,
     assert starts == [2]
     assert result.files == _run(tmp_path, jobs=1).files
     assert sum(r.changed for r in result.files) == schedule.POOL_FROM + 1
+
+
+def test_files_scanned_line_by_line_weigh_less_than_python_files(tmp_path: Path,
+                                                                starts: list[int]) -> None:
+    """A launch line makes a shell script a file for the engine, but a cheap one: one XLA-era
+    module and a few CI scripts start no pool; enough scripts to weigh `POOL_FROM` do."""
+    _tree(tmp_path, old=1, clean=2)
+    for i in range(schedule.POOL_FROM + 1):
+        (tmp_path / f"run{i}.sh").write_text("python old0.py --epochs 1\n")
+    assert all(schedule.needs_engine(p, p.read_bytes(), _job()) for p in tmp_path.glob("*.sh"))
+    result = _run(tmp_path, jobs=2)
+    assert starts == []
+    assert result.files == _run(tmp_path, jobs=1).files
+    scripts = int(schedule.POOL_FROM / schedule.OTHER_FILE)
+    for i in range(schedule.POOL_FROM + 1, scripts):
+        (tmp_path / f"run{i}.sh").write_text("python old0.py --epochs 1\n")
+    assert _run(tmp_path, jobs=2).files == _run(tmp_path, jobs=1).files
+    assert starts == [2]
 
 
 def test_each_file_is_read_once_even_by_workers(tmp_path: Path, starts: list[int],
