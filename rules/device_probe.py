@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import ast
 
-from neuron_migrate.ruleapi.analysis import ancestors, ast_dotted
+from neuron_migrate.ruleapi.analysis import ancestors, ast_dotted, stops
 
 _LARGEST_PROBE = 3
 """A probe's body does little besides getting the device: at most this many statements, not
 counting imports, `pass` and messages (`print`, logging)."""
 _MESSAGES = frozenset({"print", "debug", "info", "warning", "warn", "error", "exception",
                        "critical", "log", "master_print"})
-_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
 _TRIES = (ast.Try, *((ast.TryStar,) if hasattr(ast, "TryStar") else ()))
 
 
@@ -32,7 +31,7 @@ def tests_for_device(handler: ast.ExceptHandler, tree: ast.Module, at: ast.stmt)
         return True  # cannot tell: the cautious answer
     if _imports_torch_xla(guarded.body) and _names(handler, "RuntimeError"):
         return True
-    return not _stops(handler) and _small(guarded.body)
+    return not stops(handler) and _small(guarded.body)
 
 
 def _try_of(handler: ast.ExceptHandler, tree: ast.Module, at: ast.stmt) -> ast.Try | None:
@@ -90,13 +89,3 @@ def _names(handler: ast.ExceptHandler, exception: str) -> bool:
     caught = handler.type
     types = caught.elts if isinstance(caught, ast.Tuple) else [caught] if caught else []
     return any((ast_dotted(t) or "").rsplit(".", 1)[-1] == exception for t in types)
-
-
-def _stops(handler: ast.ExceptHandler) -> bool:
-    """Whether the branch ends by raising or exiting: nothing falls back, the program stops
-    (as it will natively, later, where the missing device is first used)."""
-    last = handler.body[-1]
-    if isinstance(last, ast.Raise):
-        return True
-    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
-        ast_dotted(last.value.func) in _EXITS

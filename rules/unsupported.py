@@ -339,9 +339,10 @@ It also reports a `try: import torch_xla... except ImportError:` (or `with
 contextlib.suppress(ImportError):`) that detected the stack by importing it, once the
 migration removes the import: the other way round, the body now always runs and the `except`
 branch never does, on every machine (`HAVE_XLA = True` even on a CPU or GPU host). Not
-reported: a branch that could only stop the program (`raise`, `sys.exit`), a guard that goes
-whole (`except ImportError: xm = None`), and a `try` that keeps one of its torch_xla imports
-(it still fails without torch_xla).
+reported: a guard that goes whole, because its branch only set the imported names to
+constants (`except ImportError: xm = None`) or only stopped the program (`raise`,
+`sys.exit`; a missing torch_xla was an error, which it no longer is), and a `try` that keeps
+one of its torch_xla imports (it still fails without torch_xla).
 
 What to do: decide what the check was for. To ask whether the Neuron device is there, use
 `torch.neuron.is_available()` (or `torch.accelerator.is_available()`); if the branch only

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ast
 
+from neuron_migrate.analysis.locate import ast_dotted
+
 _IMPORT_ERRORS = frozenset({"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
+_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})
 
 
 def imported_names(body: list[ast.stmt]) -> frozenset[str]:
@@ -38,3 +41,15 @@ def catches(handler: ast.ExceptHandler, names: frozenset[str]) -> bool:
 def is_import_error(node: ast.AST) -> bool:
     """`ImportError`, or an exception class that includes it."""
     return isinstance(node, ast.Name) and node.id in _IMPORT_ERRORS
+
+
+def stops(handler: ast.ExceptHandler) -> bool:
+    """Whether the branch ends by raising or exiting: nothing falls back, the program stops
+    there."""
+    last = handler.body[-1]
+    if isinstance(last, ast.Raise):
+        return True
+    if isinstance(last, ast.Assert):
+        return isinstance(last.test, ast.Constant) and not last.test.value
+    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
+        ast_dotted(last.value.func) in _EXITS

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from neuron_migrate.analysis.import_guards import catches_import_error, imported_names
+from neuron_migrate.analysis.import_guards import catches_import_error, imported_names, stops
 from neuron_migrate.engine.imports import xla_heading
 from neuron_migrate.engine.mask import hidden_units
 from neuron_migrate.engine.pairing import unit_count
@@ -21,7 +21,15 @@ from neuron_migrate.engine.pairing import unit_count
 
 def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:
     """`try: import torch_xla... except ImportError: xm = None` once every import in it
-    has gone: the whole statement is dead and goes too."""
+    has gone: the whole statement is dead and goes too. So does a guard whose branch only
+    stopped the program (`raise ImportError("install torch_xla")`): with nothing left to
+    fail in its body the branch never runs, and a `try: pass` would only puzzle a reader.
+
+    A branch that falls back to something else is kept (and reported, NM715): what it did on a
+    machine without torch_xla is a question for the user. Nothing a branch binds may go
+    unless it was one of the removed names, or the scope of a name could change; `except
+    ImportError as error` binds nothing that outlives the branch (Python deletes the name when
+    the branch ends)."""
     if unit.orelse or unit.finalbody or not unit.handlers:
         return False
     removed: set[str] = set()
@@ -33,8 +41,9 @@ def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:
     for handler in unit.handlers:
         if not catches_import_error(handler):
             return False
+        stopping = stops(handler)
         for statement in handler.body:
-            if isinstance(statement, ast.Pass):
+            if isinstance(statement, ast.Pass) or stopping and _binds_nothing(statement):
                 continue
             if not (isinstance(statement, ast.Assign)
                     and isinstance(statement.value, ast.Constant)
@@ -42,6 +51,12 @@ def dead_import_guard(unit: ast.Try, removals: dict[int, set[int]]) -> bool:
                             for t in statement.targets)):
                 return False
     return True
+
+
+def _binds_nothing(statement: ast.stmt) -> bool:
+    """A message or the stop itself: an expression, `raise` or `assert` with no `:=`."""
+    return isinstance(statement, (ast.Expr, ast.Raise, ast.Assert)) and \
+        not any(isinstance(node, ast.NamedExpr) for node in ast.walk(statement))
 
 
 def emptied_if(rebuilt: cst.BaseCompoundStatement, unit: ast.stmt) -> bool:

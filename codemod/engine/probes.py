@@ -14,7 +14,7 @@ import ast
 from collections.abc import Callable
 
 from neuron_migrate.analysis.analyse import Analysis
-from neuron_migrate.analysis.import_guards import catches_import_error, is_import_error
+from neuron_migrate.analysis.import_guards import catches_import_error, is_import_error, stops
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.engine.imports import ImportNote
 from neuron_migrate.registry import XLA_BY_NAME, Registry
@@ -45,7 +45,7 @@ def probe_notes(analysis: Analysis, removals: dict[int, set[int]], registry: Reg
                 continue
             branch = None
         else:
-            handlers = [h for h in parent.handlers if catches_import_error(h) and not _stops(h)]
+            handlers = [h for h in parent.handlers if catches_import_error(h) and not stops(h)]
             if not handlers or gone(parent):
                 continue
             branch = handlers[0].lineno
@@ -76,17 +76,3 @@ def _still_probes(unit: ast.Try | ast.With, analysis: Analysis,
     body = {id(statement) for statement in unit.body}
     return any(id(b.statement) in body and b.alias_index not in removals.get(id(b.statement), ())
                for b in analysis.xla_imports)
-
-
-def _stops(handler: ast.ExceptHandler) -> bool:
-    """Whether the branch ends by raising or exiting: without torch_xla the program stopped."""
-    last = handler.body[-1]
-    if isinstance(last, ast.Raise):
-        return True
-    if isinstance(last, ast.Assert):
-        return isinstance(last.test, ast.Constant) and not last.test.value
-    return isinstance(last, ast.Expr) and isinstance(last.value, ast.Call) and \
-        ast_dotted(last.value.func) in _EXITS
-
-
-_EXITS = frozenset({"exit", "quit", "sys.exit", "os._exit"})

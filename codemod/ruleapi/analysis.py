@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from neuron_migrate.analysis.analyse import Use
 from neuron_migrate.analysis.flow import Flow, Source
+from neuron_migrate.analysis.import_guards import stops
 from neuron_migrate.analysis.locate import ast_dotted
 from neuron_migrate.analysis.nodes import every_node, nodes_on_lines, parents_by_id, walked
 from neuron_migrate.analysis.reaching import (UNKNOWN, Definition, ancestors, definitions_of,
@@ -19,5 +20,5 @@ __all__ = [
     "UNKNOWN", "WRAPPERS", "Definition", "Flow", "Function", "Proof", "Source", "Use",
     "ancestors", "ast_dotted", "averaged_by_wrapper", "called_functions", "decorated",
     "definitions_of", "every_node", "expressions", "nodes_on_lines", "parents_by_id",
-    "reaching", "statements", "trains", "walked",
+    "reaching", "statements", "stops", "trains", "walked",
 ]

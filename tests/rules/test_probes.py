@@ -65,7 +65,29 @@ def test_a_guard_that_goes_whole_and_a_branch_that_stops_are_not_reported() -> N
             xm.mark_step()
             return xr.world_size()
     """)
-    assert "xm = None" not in new
+    assert "xm = None" not in new and "install torch_xla" not in new and "try" not in new
+    assert found == []
+
+
+def test_a_branch_that_stops_goes_unless_it_binds_a_name() -> None:
+    """The `try` is dead once its imports go; it is dropped only where nothing it binds could
+    be missed: a `:=` in the branch binds a name the rest of the module may read."""
+    new, found = _probes("""\
+        import sys
+        def device():
+            try:
+                import torch_xla.core.xla_model as xm
+            except ImportError as error:
+                raise RuntimeError("install torch_xla") from error
+            return xm.xla_device()
+        try:
+            import torch_xla.runtime as xr
+        except ImportError:
+            sys.exit(f"missing {(what := 'the XLA runtime')}")
+        print(what, xr.world_size())
+    """)
+    assert "install torch_xla" not in new and "error" not in new
+    assert "except ImportError:" in new and "what :=" in new  # kept: `what` is read below
     assert found == []
 
 
