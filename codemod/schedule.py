@@ -30,11 +30,10 @@ it, starting and feeding a pool costs about what the files' share of a second co
 save (a Python file or notebook that needs the engine takes tens of milliseconds; forking the
 workers, sending them files and reading their results back, about as much)."""
 OTHER_FILE = 1 / 8
-"""What a file that is neither Python nor a notebook counts for towards `POOL_FROM`: a
+"""What a dependency file (`deps.is_dependency_file`) counts for towards `POOL_FROM`: a
 requirements file, a shell script, a Dockerfile or a YAML file is scanned line by line in a
 few milliseconds, so a repository whose only such files are a handful of CI scripts and one
 XLA-era module is done before a pool would have started."""
-_ENGINE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 Slot = Union[FileResult, "Future[FileResult]", tuple[Path, bytes]]
 """A file's place in the order: its result, a worker's result to come, or a file that
@@ -71,7 +70,7 @@ def _phase(phase: list[Path], job: Job, pool: LazyPool | None) -> Iterator[FileR
         else:
             waiting.append(len(slots))
             slots.append((path, data))
-            work += 1 if path.suffix in _ENGINE_SUFFIXES else OTHER_FILE
+            work += OTHER_FILE if deps.is_dependency_file(path) else 1
             if pool is not None and (pool.started or work >= POOL_FROM):
                 pool.start(most=len(waiting) + len(phase) - position - 1)
                 for index in waiting:
